@@ -1,0 +1,203 @@
+"""`SimCluster`: the simulated API server and its simulated components, started together.
+
+Used by `jobset sim`, by `jobset dev`, and by tests and benchmarks that want a cluster
+in-process. Everything a client sees goes through HTTPS on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from jobset.sim import certs
+from jobset.sim.apicore import SYSTEM_USER, ApiCore, Request
+from jobset.sim.crds import CrdHooks
+from jobset.sim.errors import ApiError
+from jobset.sim.gc import GarbageCollector
+from jobset.sim.resources import Registry
+from jobset.sim.server import ApiHttpServer
+from jobset.sim.store import Store
+
+SIM_LEVELS = ("pods", "jobs", "none")
+BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass
+class SimOptions:
+    port: int = 0
+    kubeconfig: str | None = None
+    sim_level: str = "pods"
+    nodes: str = ""
+    time_scale: float = 1.0
+    seed: int = 0
+    faults: str | None = None
+    data_dir: str | None = None
+    host: str = "127.0.0.1"
+    tls: bool = True
+    token: str | None = None
+    bookmark_interval: float = 1.0
+    history_size: int = 50_000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SimCluster:
+    """One simulated cluster: start() it, point clients at `kubeconfig`, stop() it."""
+
+    def __init__(self, options: SimOptions | None = None) -> None:
+        self.options = options or SimOptions()
+        if self.options.sim_level not in SIM_LEVELS:
+            raise ValueError(
+                f"--sim-level must be one of {', '.join(SIM_LEVELS)}, not {self.options.sim_level!r}"
+            )
+        self.rng = random.Random(self.options.seed)
+        self.registry = Registry()
+        self.store = Store(history_size=self.options.history_size)
+        self.core = ApiCore(self.registry, self.store)
+        self.core.hooks.append(CrdHooks(self.core))
+        self.token = self.options.token or certs.new_token()
+        self.http = ApiHttpServer(self.core, self.token, self.options.bookmark_interval)
+        self.gc = GarbageCollector(self.core)
+        self.components: list[Any] = []
+        self._runner: web.AppRunner | None = None
+        self._background: list[asyncio.Task[None]] = []
+        self.ca_pem = b""
+        self.url = ""
+        self.port = 0
+        self.started_at = 0.0
+
+    @property
+    def kubeconfig(self) -> str:
+        assert self.options.kubeconfig is not None
+        return self.options.kubeconfig
+
+    def req(self) -> Request:
+        return Request(user=dict(SYSTEM_USER), field_manager="jobset-sim")
+
+    async def start(self) -> None:
+        opts = self.options
+        self.started_at = time.monotonic()
+        if opts.data_dir:
+            from jobset.sim.persistence import Persistence
+
+            self.persistence = Persistence(Path(opts.data_dir), self.core)
+            self.persistence.load()
+        await self._bootstrap()
+        if opts.faults:
+            from jobset.sim.faults import load_faults
+
+            plan = load_faults(opts.faults, seed=opts.seed)
+            plan.arm(time.monotonic())
+            self.http.faults = plan
+            if plan.compaction_interval:
+                self._background.append(
+                    asyncio.create_task(self._compact_every(plan.compaction_interval))
+                )
+        self.gc.start()
+        self._start_components()
+        ssl_ctx = None
+        if opts.tls:
+            ca_cert, ca_key = certs.make_ca("jobset-sim-ca")
+            cert, key = certs.make_serving_cert(ca_cert, ca_key, ["localhost", opts.host])
+            ssl_ctx = certs.server_ssl_context(cert, key)
+            self.ca_pem = ca_cert
+        self._runner = web.AppRunner(self.http.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, opts.host, opts.port, ssl_context=ssl_ctx, backlog=1024)
+        await site.start()
+        server = site._server
+        assert server is not None
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else opts.port
+        scheme = "https" if opts.tls else "http"
+        self.url = f"{scheme}://{opts.host}:{self.port}"
+        if opts.kubeconfig:
+            certs.write_kubeconfig(opts.kubeconfig, self.url, self.ca_pem, self.token)
+
+    def _start_components(self) -> None:
+        level = self.options.sim_level
+        if level == "none":
+            return
+        from jobset.sim.jobcontroller import JobController
+
+        jobs = JobController(self.core, level=level, time_scale=self.options.time_scale, rng=self.rng)
+        self.components.append(jobs)
+        if level == "pods":
+            from jobset.sim.kubelet import Kubelet
+            from jobset.sim.schedloop import Scheduler
+
+            self.components.append(Scheduler(self.core, self.rng))
+            kubelet = Kubelet(self.core, time_scale=self.options.time_scale, rng=self.rng)
+            self.components.append(kubelet)
+            self.http.log_source = kubelet.logs
+            self.core.graceful_pod_deletion = True
+        for component in self.components:
+            component.start()
+
+    async def _compact_every(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            rv = self.store.rv
+            for rs in self.store.resources.values():
+                rs.compact(rv)
+            plan = self.http.faults
+            if plan is not None:
+                plan.record("compaction")
+
+    async def _bootstrap(self) -> None:
+        ns_rt = self.registry.get("", "v1", "namespaces")
+        svc_rt = self.registry.get("", "v1", "services")
+        sa_rt = self.registry.get("", "v1", "serviceaccounts")
+        node_rt = self.registry.get("", "v1", "nodes")
+        assert ns_rt and svc_rt and sa_rt and node_rt
+        for name in BOOT_NAMESPACES:
+            with contextlib.suppress(ApiError):
+                await self.core.create(ns_rt, "", {"metadata": {"name": name}}, self.req())
+        with contextlib.suppress(ApiError):
+            await self.core.create(
+                svc_rt,
+                "default",
+                {
+                    "metadata": {
+                        "name": "kubernetes",
+                        "labels": {"component": "apiserver", "provider": "kubernetes"},
+                    },
+                    "spec": {
+                        "clusterIP": "10.96.0.1",
+                        "ports": [{"name": "https", "port": 443, "targetPort": 6443}],
+                    },
+                },
+                self.req(),
+            )
+        for name in BOOT_NAMESPACES:
+            with contextlib.suppress(ApiError):
+                await self.core.create(sa_rt, name, {"metadata": {"name": "default"}}, self.req())
+        if self.options.nodes:
+            from jobset.sim.nodespec import parse_node_spec
+
+            for node in parse_node_spec(self.options.nodes):
+                with contextlib.suppress(ApiError):
+                    await self.core.create(node_rt, "", node, self.req())
+
+    async def stop(self) -> None:
+        for component in reversed(self.components):
+            await component.stop()
+        await self.gc.stop()
+        for task in self._background:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for rs in self.store.resources.values():
+            for w in list(rs.watchers):
+                w.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        persistence = getattr(self, "persistence", None)
+        if persistence is not None:
+            persistence.close()
