@@ -107,6 +107,27 @@ class ListResult:
     remaining: int | None
 
 
+# Built-in types whose strategy maintains metadata.generation (custom resources always do).
+_GENERATION_TYPES = frozenset(
+    {
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("policy", "poddisruptionbudgets"),
+        ("networking.k8s.io", "networkpolicies"),
+        ("networking.k8s.io", "ingresses"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    }
+)
+
+
+def tracks_generation(rt: ResourceType) -> bool:
+    return rt.crd is not None or rt.key in _GENERATION_TYPES
+
+
 def _copy_meta(obj: dict[str, Any]) -> dict[str, Any]:
     """A shallow copy of the object with its own metadata dict (so metadata can be edited)."""
     out = dict(obj)
@@ -360,7 +381,10 @@ class ApiCore:
             meta.pop(server_field, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        meta["generation"] = 1
+        if tracks_generation(rt):
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
         strategy = self._strategy(rt)
         obj = strategy.prepare_for_create(rt, obj)
         obj = self._run_hooks(rt, obj, None, req)
@@ -491,9 +515,12 @@ class ApiCore:
                 obj.pop("status", None)
         strategy = self._strategy(rt)
         obj = strategy.prepare_for_update(rt, obj, old, subresource)
-        obj["metadata"]["generation"] = old_meta.get("generation", 1)
-        if subresource != "status" and _content(obj) != _content(old):
-            obj["metadata"]["generation"] = old_meta.get("generation", 1) + 1
+        if tracks_generation(rt):
+            obj["metadata"]["generation"] = old_meta.get("generation", 1)
+            if subresource != "status" and _content(obj) != _content(old):
+                obj["metadata"]["generation"] = old_meta.get("generation", 1) + 1
+        else:
+            obj["metadata"].pop("generation", None)
         obj = self._run_hooks(rt, obj, old, req)
         attrs = AdmissionAttributes(rt, subresource, namespace, name, "UPDATE", req)
         if self.admission is not None:

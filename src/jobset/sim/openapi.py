@@ -161,6 +161,28 @@ def v3_document(registry: Registry, gv_path: str) -> dict[str, Any] | None:
     }
 
 
+V2_PROTOBUF = "application/octet-stream"  # what client-go accepts; the "@" media type is not RFC-valid
+
+
+def _pb_field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (wire type 2); lengths here stay below 128."""
+    assert len(payload) < 128
+    return bytes([(number << 3) | 2, len(payload)]) + payload
+
+
+def v2_protobuf() -> bytes:
+    """A minimal OpenAPI v2 document in gnostic's protobuf encoding.
+
+    client-go only ever asks for /openapi/v2 as protobuf (kubectl falls back to it for
+    client-side validation when it cannot confirm server-side validation). Hand-encoding
+    the two fields needed (swagger, info) avoids a protobuf dependency; a document with
+    no definitions makes kubectl skip client-side schema checks, leaving validation to
+    this server, as with any type the schema does not list.
+    """
+    info = _pb_field(1, b"Kubernetes (jobset sim)") + _pb_field(2, b"v1.32.0")
+    return _pb_field(1, b"2.0") + _pb_field(2, info)
+
+
 def v2_document(registry: Registry) -> dict[str, Any]:
     """Swagger 2.0 with the custom resources' definitions (older clients read this)."""
     definitions: dict[str, Any] = {

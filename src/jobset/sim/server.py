@@ -19,7 +19,7 @@ import yaml
 from aiohttp import web
 
 from jobset import __version__
-from jobset.sim import discovery, openapi, tables
+from jobset.sim import discovery, openapi, protobuf, tables
 from jobset.sim.apicore import APPLY_PATCH, ApiCore, Request
 from jobset.sim.clock import now_rfc3339
 from jobset.sim.errors import ApiError, bad_request
@@ -152,6 +152,8 @@ class ApiHttpServer:
 
     async def _openapi(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
         if parts[1:] == ["v2"]:
+            if "protobuf" in request.headers.get("Accept", ""):
+                return web.Response(body=openapi.v2_protobuf(), content_type=openapi.V2_PROTOBUF)
             return json_response(openapi.v2_document(self.core.registry))
         if parts[1:] == ["v3"]:
             return json_response(openapi.v3_index(self.core.registry))
@@ -194,6 +196,23 @@ class ApiHttpServer:
         if not raw:
             return None
         ctype = request.content_type
+        if "protobuf" in ctype:
+            try:
+                return protobuf.decode_body(raw)
+            except protobuf.ProtobufError as exc:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types "
+                    f"include: application/json, application/yaml ({exc})",
+                ) from None
+        if "cbor" in ctype:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json, application/yaml",
+            )
         try:
             if "yaml" in ctype:
                 return yaml.load(raw, Loader=_YAML_LOADER)
