@@ -1,82 +1,14 @@
-"""Shared fixtures: a real `jobset sim` process on a free port, and helpers to drive it."""
+"""Shared fixtures: a real `jobset sim` process on a free port."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
+from jobset.sim.process import SimProcess, start_sim
 
-@dataclass
-class SimProcess:
-    """A `jobset sim` subprocess and the kubeconfig it wrote."""
-
-    proc: subprocess.Popen[str]
-    kubeconfig: Path
-    url: str
-    output: list[str]
-
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
-                timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """Run the real kubectl against this cluster."""
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        result = subprocess.run(
-            ["kubectl", *args], input=input, capture_output=True, text=True, env=env,
-            timeout=timeout,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(
-                f"kubectl {' '.join(args)} failed ({result.returncode}):\n"
-                f"stdout: {result.stdout}\nstderr: {result.stderr}"
-            )
-        return result
-
-    def stop(self, sig: int = 15) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-
-def start_sim(tmp: Path, *extra: str, port: int = 0, timeout: float = 60) -> SimProcess:
-    """Start `jobset sim` and wait for its `ready` line."""
-    kubeconfig = tmp / "kubeconfig"
-    cmd = [sys.executable, "-m", "jobset.cli", "sim", "--port", str(port),
-           "--kubeconfig", str(kubeconfig), *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    output: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            if proc.poll() is not None:
-                break
-            continue
-        output.append(line)
-        if "ready" in line:
-            url = line.split("ready:")[1].split()[0] if "ready:" in line else ""
-            import threading
-
-            def drain() -> None:
-                assert proc.stdout is not None
-                for rest in proc.stdout:
-                    output.append(rest)
-
-            threading.Thread(target=drain, daemon=True).start()
-            return SimProcess(proc, kubeconfig, url, output)
-    proc.kill()
-    raise RuntimeError("jobset sim did not become ready:\n" + "".join(output))
+__all__ = ["SimProcess", "start_sim"]
 
 
 @pytest.fixture(scope="session")

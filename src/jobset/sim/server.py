@@ -460,6 +460,8 @@ class ApiHttpServer:
             return ev.encoded()
 
         try:
+            if cut_after is not None:
+                initial = initial[:cut_after]
             if initial:
                 chunk = b"".join(encode(ev) for ev in initial)
                 await resp.write(chunk)

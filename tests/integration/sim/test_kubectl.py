@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import SimProcess
+from jobset.sim.process import SimProcess
 
 
 def _ns(sim: SimProcess) -> str:
