@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the simulated cluster: an API server on 127.0.0.1 plus a simulated "
         "job controller, scheduler, kubelet and garbage collector. Prints a line with "
         "'ready' once it serves; stops on SIGINT/SIGTERM.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawTextHelpFormatter,
     )
     _add_sim_flags(sim)
     return parser

@@ -140,6 +140,29 @@ def _content(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
+def _untimed(entries: Any) -> Any:
+    if not isinstance(entries, list):
+        return entries
+    return [{k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e for e in entries]
+
+
+def _same_object(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Equal but for resourceVersion and managedFields timestamps: a write that changes nothing."""
+    if new == old:
+        return True
+    new_meta, old_meta = new.get("metadata") or {}, old.get("metadata") or {}
+    if {k: v for k, v in new.items() if k != "metadata"} != {
+        k: v for k, v in old.items() if k != "metadata"
+    }:
+        return False
+    skip = ("resourceVersion", "managedFields")
+    if {k: v for k, v in new_meta.items() if k not in skip} != {
+        k: v for k, v in old_meta.items() if k not in skip
+    }:
+        return False
+    return _untimed(new_meta.get("managedFields")) == _untimed(old_meta.get("managedFields"))
+
+
 def encode_continue(rv: int, key: ObjectKey) -> str:
     import base64
 
@@ -346,6 +369,8 @@ class ApiCore:
         namespace: str,
         body: dict[str, Any],
         req: Request | None = None,
+        *,
+        applied: bool = False,
     ) -> dict[str, Any]:
         req = req or Request()
         if not isinstance(body, dict):
@@ -399,8 +424,8 @@ class ApiCore:
             await self.admission.validate(attrs, obj, None)
         if self.store.get(rt.key, (namespace, obj["metadata"]["name"])) is not None:
             raise already_exists(rt.group, rt.plural, obj["metadata"]["name"])
-        if req.field_manager or not req.dry_run:
-            obj = self._managed(obj, None, req, "Update")
+        if not applied:  # an apply already recorded its manager's Apply entry
+            obj = self._managed(obj, None, req, "Update", rt)
         if req.dry_run:
             return obj
         return self._commit(rt, obj, None)
@@ -421,11 +446,20 @@ class ApiCore:
         obj["kind"] = rt.kind
 
     def _managed(
-        self, obj: dict[str, Any], old: dict[str, Any] | None, req: Request, operation: str
+        self,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        req: Request,
+        operation: str,
+        rt: ResourceType,
+        subresource: str = "",
     ) -> dict[str, Any]:
         manager = req.field_manager or "unknown"
         try:
-            return patching.update_managed_fields(old, obj, manager, operation, now_rfc3339())
+            return patching.update_managed_fields(
+                old, obj, manager, operation, now_rfc3339(),
+                subresource=subresource, schema=self._patch_schema(rt),
+            )
         except Exception:  # managedFields are bookkeeping: never fail a write over them
             return obj
 
@@ -543,13 +577,8 @@ class ApiCore:
                 "and try again",
             )
         if operation != "Apply":
-            obj = self._managed(obj, old, req, "Update")
-        if obj == old or (
-            _content(obj) == _content(old)
-            and obj.get("status") == old.get("status")
-            and {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion", "managedFields")}
-            == {k: v for k, v in old_meta.items() if k not in ("resourceVersion", "managedFields")}
-        ):
+            obj = self._managed(obj, old, req, "Update", rt, subresource)
+        if _same_object(obj, old):
             return old  # no-op writes do not bump resourceVersion, as in Kubernetes
         if req.dry_run:
             return obj
@@ -586,17 +615,18 @@ class ApiCore:
                         raise not_found(rt.group, rt.plural, name)
                     applied = patching.server_side_apply(
                         None, body, req.field_manager, self._patch_schema(rt),
-                        force=req.force, now=now_rfc3339(),
+                        force=req.force, now=now_rfc3339(), ignore=self._apply_ignores(rt, ""),
                     )
                     meta = applied.setdefault("metadata", {})
                     meta["name"] = name
                     if rt.namespaced:
                         meta["namespace"] = namespace
-                    return await self.create(rt, namespace, applied, req)
+                    return await self.create(rt, namespace, applied, req, applied=True)
                 try:
                     patched = patching.server_side_apply(
                         old, body, req.field_manager, self._patch_schema(rt),
-                        force=req.force, now=now_rfc3339(),
+                        force=req.force, now=now_rfc3339(), subresource=subresource,
+                        ignore=self._apply_ignores(rt, subresource),
                     )
                 except patching.ConflictError as exc:
                     raise self._apply_conflict(rt, name, exc) from None
@@ -628,6 +658,10 @@ class ApiCore:
                 raise
         raise conflict(rt.group, rt.plural, name, "too many concurrent writes")
 
+    def _apply_ignores(self, rt: ResourceType, subresource: str) -> tuple[str, ...]:
+        """The main resource of a type with a status subresource does not own `.status`."""
+        return ("status",) if rt.has_status_subresource and subresource != "status" else ()
+
     def _patch_schema(self, rt: ResourceType) -> patching.PatchSchema:
         if rt.crd is not None:
             schema = rt.crd.get("schema") or {}
@@ -638,14 +672,12 @@ class ApiCore:
         self, rt: ResourceType, name: str, exc: patching.ConflictError
     ) -> ApiError:
         causes = [
-            Cause("FieldManagerConflict", f'conflict with "{mgr}"', path)
-            for path, mgr in exc.conflicts
+            Cause(c["reason"], c["message"], c.get("field", "")) for c in exc.status_causes()
         ]
-        listed = "\n".join(f"- {mgr} {path}" for path, mgr in exc.conflicts)
         return ApiError(
             409,
             "Conflict",
-            f"Apply failed with {len(causes)} conflict(s): {listed}",
+            str(exc),
             group=rt.group,
             kind=rt.plural,
             name=name,

@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from jobset.sim import certs
+from jobset.sim.admission import WebhookAdmission
 from jobset.sim.apicore import SYSTEM_USER, ApiCore, Request
 from jobset.sim.crds import CrdHooks
 from jobset.sim.errors import ApiError
@@ -61,6 +62,7 @@ class SimCluster:
         self.store = Store(history_size=self.options.history_size)
         self.core = ApiCore(self.registry, self.store)
         self.core.hooks.append(CrdHooks(self.core))
+        self.core.admission = self.admission = WebhookAdmission(self.core)
         self.token = self.options.token or certs.new_token()
         self.http = ApiHttpServer(self.core, self.token, self.options.bookmark_interval)
         self.gc = GarbageCollector(self.core)
@@ -198,6 +200,7 @@ class SimCluster:
                 w.close()
         if self._runner is not None:
             await self._runner.cleanup()
+        await self.admission.close()
         persistence = getattr(self, "persistence", None)
         if persistence is not None:
             persistence.close()

@@ -103,19 +103,27 @@ _SUB_KIND = {
 }
 
 
+_SUB_GROUP_VERSION = {
+    "scale": ("autoscaling", "v1"),
+    "eviction": ("policy", "v1"),
+    "token": ("authentication.k8s.io", "v1"),
+}
+
+
 def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
     for rt in sorted(registry.in_group_version(group, version), key=lambda r: r.plural):
         resources.append(_resource_entry(rt))
         for sub in sorted(rt.subresources):
-            resources.append(
-                {
-                    "name": f"{rt.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": rt.namespaced,
-                    "kind": _SUB_KIND.get(sub, rt.kind),
-                    "verbs": _SUB_VERBS.get(sub, ["get"]),
-                }
-            )
+            entry = {
+                "name": f"{rt.plural}/{sub}",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": _SUB_KIND.get(sub, rt.kind),
+                "verbs": _SUB_VERBS.get(sub, ["get"]),
+            }
+            if sub in _SUB_GROUP_VERSION:
+                entry["group"], entry["version"] = _SUB_GROUP_VERSION[sub]
+            resources.append(entry)
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}

@@ -143,6 +143,8 @@ def _time(buf: bytes) -> str:
     for number, _, value in _fields(buf):
         if number == 1:
             seconds = _signed(value)
+    if seconds == 0:
+        return ""
     return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -186,6 +188,8 @@ def decode_message(buf: bytes, desc: dict[int, Field]) -> dict[str, Any]:
             raise ProtobufError(f"unknown field kind {kind}")
         if repeated:
             out.setdefault(name, []).append(decoded)
+        elif decoded in ("", 0, False) and kind != "msg":
+            continue  # Go writes zero values; JSON (omitempty) leaves them out
         else:
             out[name] = decoded
     return out
