@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from jobset.sim.process import start_sim
+
 DEMO_JOB = """\
 apiVersion: batch/v1
 kind: Job
@@ -56,22 +58,15 @@ def main() -> int:
         print("kubectl is not on PATH; the demo needs it to show the cluster", file=sys.stderr)
         return 1
     workdir = Path(os.environ.get("JOBSET_DEMO_DIR") or tempfile.mkdtemp(prefix="jobset-demo-"))
-    kubeconfig = workdir / "kubeconfig"
-    cmd = [
-        sys.executable, "-m", "jobset.cli", "sim", "--kubeconfig", str(kubeconfig),
-        "--nodes", NODES, "--time-scale", "0.1",
-    ]
-    print(f"Starting the simulated cluster: {' '.join(cmd[2:])}", flush=True)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
+    print(f"Starting the simulated cluster (nodes: {NODES}) ...", flush=True)
     try:
-        for line in proc.stdout:
-            print(f"  | {line.rstrip()}", flush=True)
-            if "ready" in line:
-                break
-        else:
-            print("the simulated cluster exited before it was ready", file=sys.stderr)
-            return 1
+        sim = start_sim(workdir, "--nodes", NODES, "--time-scale", "0.1")
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"  {sim.output[-1].rstrip()}", flush=True)
+    try:
+        kubeconfig = sim.kubeconfig
         _show(kubeconfig, "cluster-info")
         _show(kubeconfig, "get", "nodes", "-L", "cloud.google.com/gke-nodepool")
         _show(kubeconfig, "apply", "-f", "-", input=DEMO_JOB)
@@ -101,13 +96,11 @@ def main() -> int:
         )
         if os.environ.get("JOBSET_DEMO_EXIT") or not sys.stdin.isatty():
             return 0
-        proc.wait()
+        sim.proc.wait()
     except KeyboardInterrupt:
         pass
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=20)
+        sim.stop()
     return 0
 
 

@@ -1010,3 +1010,28 @@ def test_cel_errors_absorbed_like_cel_go() -> None:
     # `false && error` is false and `true || error` is true, in either order
     assert compile_expression("{'a': 1}.b == 1 && false").evaluate({}) == False  # noqa: E712
     assert compile_expression("{'a': 1}.b == 1 || true").evaluate({}) == True  # noqa: E712
+
+
+def test_set_and_map_lists_compare_without_order_in_cel() -> None:
+    compiled = compile_schema(
+        {
+            "type": "object",
+            "properties": {
+                "tags": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "set",
+                    "items": {"type": "string"},
+                    "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "frozen"}],
+                }
+            },
+        }
+    )
+    assert validate({"tags": ["b", "a"]}, compiled, {"tags": ["a", "b"]}) == []
+    assert validate({"tags": ["b", "c"]}, compiled, {"tags": ["a", "b"]}) == [
+        Cause("FieldValueInvalid", 'Invalid value: "array": frozen', "tags")
+    ]
+
+
+def test_field_path_must_name_an_existing_field() -> None:
+    with pytest.raises(SchemaError, match="fieldPath must refer to an existing field"):
+        rule_schema([{"rule": "true", "fieldPath": ".nope"}])
