@@ -8,11 +8,11 @@ decodes requests and encodes answers.
 
 from __future__ import annotations
 
-import asyncio
+import builtins
+
 import re
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,7 +39,9 @@ APPLY_PATCH = "application/apply-patch+yaml"
 APPLY_PATCH_CBOR = "application/apply-patch+cbor"
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes' generateName
 
 SYSTEM_USER = {"username": "system:serviceaccount:kube-system:sim", "groups": ["system:masters"]}
@@ -143,7 +145,9 @@ def _content(obj: dict[str, Any]) -> dict[str, Any]:
 def _untimed(entries: Any) -> Any:
     if not isinstance(entries, list):
         return entries
-    return [{k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e for e in entries]
+    return [
+        {k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e for e in entries
+    ]
 
 
 def _same_object(new: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -160,7 +164,7 @@ def _same_object(new: dict[str, Any], old: dict[str, Any]) -> bool:
         k: v for k, v in old_meta.items() if k not in skip
     }:
         return False
-    return _untimed(new_meta.get("managedFields")) == _untimed(old_meta.get("managedFields"))
+    return bool(_untimed(new_meta.get("managedFields")) == _untimed(old_meta.get("managedFields")))
 
 
 def encode_continue(rv: int, key: ObjectKey) -> str:
@@ -246,7 +250,7 @@ class ApiCore:
         labels: LabelSelector | None,
         fields: FieldSelector | None,
         resource_version: str,
-    ) -> tuple[Watcher, list[WatchEvent]]:
+    ) -> tuple[Watcher, builtins.list[WatchEvent]]:
         """Subscribe, and return the events the watcher must see first.
 
         No resourceVersion (or "0"): synthetic ADDED events for the current state.
@@ -305,7 +309,7 @@ class ApiCore:
                 kind=rt.plural,
             )
 
-    def _validate_meta(self, rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
+    def _validate_meta(self, rt: ResourceType, obj: dict[str, Any]) -> builtins.list[Cause]:
         causes: list[Cause] = []
         name = obj["metadata"].get("name", "")
         label_only = rt.plural in ("namespaces", "services") and rt.group == ""
@@ -347,7 +351,7 @@ class ApiCore:
         strategy: Strategy,
         obj: dict[str, Any],
         old: dict[str, Any] | None,
-    ) -> list[Cause]:
+    ) -> builtins.list[Cause]:
         causes = self._validate_meta(rt, obj) + strategy.validate(rt, obj, old)
         for hook in self.hooks:
             causes += hook.validate(rt, obj, old)
@@ -398,11 +402,23 @@ class ApiCore:
                     rt.group,
                     rt.kind,
                     "",
-                    [Cause("FieldValueRequired", "Required value: name or generateName is required", "metadata.name")],
+                    [
+                        Cause(
+                            "FieldValueRequired",
+                            "Required value: name or generateName is required",
+                            "metadata.name",
+                        )
+                    ],
                 )
             meta["name"] = prefix + "".join(secrets.choice(_SUFFIX_CHARS) for _ in range(5))
-        for server_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
-                             "deletionGracePeriodSeconds", "selfLink"):
+        for server_field in (
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ):
             meta.pop(server_field, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
@@ -457,8 +473,13 @@ class ApiCore:
         manager = req.field_manager or "unknown"
         try:
             return patching.update_managed_fields(
-                old, obj, manager, operation, now_rfc3339(),
-                subresource=subresource, schema=self._patch_schema(rt),
+                old,
+                obj,
+                manager,
+                operation,
+                now_rfc3339(),
+                subresource=subresource,
+                schema=self._patch_schema(rt),
             )
         except Exception:  # managedFields are bookkeeping: never fail a write over them
             return obj
@@ -614,8 +635,13 @@ class ApiCore:
                     if subresource:
                         raise not_found(rt.group, rt.plural, name)
                     applied = patching.server_side_apply(
-                        None, body, req.field_manager, self._patch_schema(rt),
-                        force=req.force, now=now_rfc3339(), ignore=self._apply_ignores(rt, ""),
+                        None,
+                        body,
+                        req.field_manager,
+                        self._patch_schema(rt),
+                        force=req.force,
+                        now=now_rfc3339(),
+                        ignore=self._apply_ignores(rt, ""),
                     )
                     meta = applied.setdefault("metadata", {})
                     meta["name"] = name
@@ -624,8 +650,13 @@ class ApiCore:
                     return await self.create(rt, namespace, applied, req, applied=True)
                 try:
                     patched = patching.server_side_apply(
-                        old, body, req.field_manager, self._patch_schema(rt),
-                        force=req.force, now=now_rfc3339(), subresource=subresource,
+                        old,
+                        body,
+                        req.field_manager,
+                        self._patch_schema(rt),
+                        force=req.force,
+                        now=now_rfc3339(),
+                        subresource=subresource,
                         ignore=self._apply_ignores(rt, subresource),
                     )
                 except patching.ConflictError as exc:
@@ -668,12 +699,8 @@ class ApiCore:
             return patching.crd_patch_schema(schema)
         return patching.builtin_patch_schema(rt.group, rt.kind)
 
-    def _apply_conflict(
-        self, rt: ResourceType, name: str, exc: patching.ConflictError
-    ) -> ApiError:
-        causes = [
-            Cause(c["reason"], c["message"], c.get("field", "")) for c in exc.status_causes()
-        ]
+    def _apply_conflict(self, rt: ResourceType, name: str, exc: patching.ConflictError) -> ApiError:
+        causes = [Cause(c["reason"], c["message"], c.get("field", "")) for c in exc.status_causes()]
         return ApiError(
             409,
             "Conflict",
@@ -760,13 +787,20 @@ class ApiCore:
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != obj["metadata"].get("uid"):
             raise conflict(
-                rt.group, rt.plural, name,
+                rt.group,
+                rt.plural,
+                name,
                 f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
                 f"{obj['metadata'].get('uid')}",
             )
-        if pre.get("resourceVersion") and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+        if (
+            pre.get("resourceVersion")
+            and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]
+        ):
             raise conflict(
-                rt.group, rt.plural, name,
+                rt.group,
+                rt.plural,
+                name,
                 f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                 f"ResourceVersion in object meta: {obj['metadata']['resourceVersion']}",
             )
@@ -777,10 +811,17 @@ class ApiCore:
             policy = self.default_propagation(rt)
         if policy not in ("Orphan", "Background", "Foreground"):
             raise invalid(
-                rt.group, rt.kind, name,
-                [Cause("FieldValueNotSupported",
-                       f'Unsupported value: "{policy}": supported values: "Foreground", '
-                       '"Background", "Orphan"', "propagationPolicy")],
+                rt.group,
+                rt.kind,
+                name,
+                [
+                    Cause(
+                        "FieldValueNotSupported",
+                        f'Unsupported value: "{policy}": supported values: "Foreground", '
+                        '"Background", "Orphan"',
+                        "propagationPolicy",
+                    )
+                ],
             )
         if self.admission is not None:
             attrs = AdmissionAttributes(rt, "", namespace, name, "DELETE", req, options)
@@ -833,7 +874,7 @@ class ApiCore:
         fields: FieldSelector | None,
         options: dict[str, Any] | None = None,
         req: Request | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         result = self.list(rt, namespace, labels, fields)
         deleted = []
         for obj in result.items:
@@ -855,4 +896,3 @@ class ApiCore:
 
 def random_suffix(n: int = 5) -> str:
     return "".join(secrets.choice(_SUFFIX_CHARS) for _ in range(n))
-

@@ -128,7 +128,9 @@ class SimCluster:
             return
         from jobset.sim.jobcontroller import JobController
 
-        jobs = JobController(self.core, level=level, time_scale=self.options.time_scale, rng=self.rng)
+        jobs = JobController(
+            self.core, level=level, time_scale=self.options.time_scale, rng=self.rng
+        )
         self.components.append(jobs)
         if level == "pods":
             from jobset.sim.kubelet import Kubelet

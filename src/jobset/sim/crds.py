@@ -71,32 +71,70 @@ def validate_crd(crd: dict[str, Any]) -> list[Cause]:
     names = spec.get("names") or {}
     group = spec.get("group", "")
     if not group or "." not in group:
-        causes.append(Cause("FieldValueInvalid", f'Invalid value: "{group}": should be a domain with at least one dot', "spec.group"))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{group}": should be a domain with at least one dot',
+                "spec.group",
+            )
+        )
     for key in ("plural", "kind"):
         if not names.get(key):
             causes.append(Cause("FieldValueRequired", "Required value", f"spec.names.{key}"))
     if names.get("plural") and group and crd["metadata"]["name"] != f"{names['plural']}.{group}":
         causes.append(
-            Cause("FieldValueInvalid",
-                  f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."+spec.group',
-                  "metadata.name")
+            Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."+spec.group',
+                "metadata.name",
+            )
         )
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        causes.append(Cause("FieldValueNotSupported", f'Unsupported value: "{spec.get("scope", "")}": supported values: "Cluster", "Namespaced"', "spec.scope"))
+        causes.append(
+            Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{spec.get("scope", "")}": supported values: "Cluster", "Namespaced"',
+                "spec.scope",
+            )
+        )
     versions = spec.get("versions") or []
     if not versions:
-        causes.append(Cause("FieldValueRequired", "Required value: must have exactly one version marked as storage version", "spec.versions"))
+        causes.append(
+            Cause(
+                "FieldValueRequired",
+                "Required value: must have exactly one version marked as storage version",
+                "spec.versions",
+            )
+        )
     elif sum(1 for v in versions if v.get("storage")) != 1:
-        causes.append(Cause("FieldValueInvalid", "Invalid value: must have exactly one version marked as storage version", "spec.versions"))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                "Invalid value: must have exactly one version marked as storage version",
+                "spec.versions",
+            )
+        )
     for i, version in enumerate(versions):
         raw = (version.get("schema") or {}).get("openAPIV3Schema")
         if raw is None:
-            causes.append(Cause("FieldValueRequired", "Required value: schemas are required", f"spec.versions[{i}].schema.openAPIV3Schema"))
+            causes.append(
+                Cause(
+                    "FieldValueRequired",
+                    "Required value: schemas are required",
+                    f"spec.versions[{i}].schema.openAPIV3Schema",
+                )
+            )
             continue
         try:
             structural.compile_schema(raw)
         except ValueError as exc:
-            causes.append(Cause("FieldValueInvalid", f"Invalid value: {exc}", f"spec.versions[{i}].schema.openAPIV3Schema"))
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {exc}",
+                    f"spec.versions[{i}].schema.openAPIV3Schema",
+                )
+            )
     return causes
 
 
@@ -160,8 +198,13 @@ class CrdHooks:
 
         def cond(ctype: str, reason: str, message: str) -> dict[str, Any]:
             since = prev.get(ctype, {}).get("lastTransitionTime", stamp)
-            return {"type": ctype, "status": "True", "reason": reason, "message": message,
-                    "lastTransitionTime": since}
+            return {
+                "type": ctype,
+                "status": "True",
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": since,
+            }
 
         obj["status"] = {
             "conditions": [

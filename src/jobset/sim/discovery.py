@@ -57,9 +57,7 @@ def group_entry(group: str, versions: list[str]) -> dict[str, Any]:
 
 
 def group_list(registry: Registry) -> dict[str, Any]:
-    groups = [
-        group_entry(name, versions) for name, versions in registry.groups().items() if name
-    ]
+    groups = [group_entry(name, versions) for name, versions in registry.groups().items() if name]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
@@ -126,4 +124,9 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
                 entry["group"], entry["version"] = _SUB_GROUP_VERSION[sub]
             resources.append(entry)
     gv = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": gv,
+        "resources": resources,
+    }

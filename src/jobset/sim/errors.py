@@ -66,7 +66,9 @@ class ApiError(Exception):
 
 def not_found(group: str, plural: str, name: str) -> ApiError:
     res = f"{plural}.{group}" if group else plural
-    return ApiError(404, "NotFound", f'{res} "{name}" not found', group=group, kind=plural, name=name)
+    return ApiError(
+        404, "NotFound", f'{res} "{name}" not found', group=group, kind=plural, name=name
+    )
 
 
 def already_exists(group: str, plural: str, name: str) -> ApiError:

@@ -141,7 +141,9 @@ class GarbageCollector:
                 drt = self._rt(drkey)
                 if dep is None or drt is None:
                     continue
-                refs = [r for r in dep["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
+                refs = [
+                    r for r in dep["metadata"].get("ownerReferences") or [] if r.get("uid") != uid
+                ]
                 new = {**dep, "metadata": {**dep["metadata"], "ownerReferences": refs}}
                 if not refs:
                     new["metadata"].pop("ownerReferences")
@@ -155,7 +157,14 @@ class GarbageCollector:
                 dep = self.core.store.get(drkey, dokey)
                 if dep is None:
                     continue
-                ref = next((r for r in dep["metadata"].get("ownerReferences") or [] if r.get("uid") == uid), {})
+                ref: dict[str, Any] = next(
+                    (
+                        r
+                        for r in dep["metadata"].get("ownerReferences") or []
+                        if r.get("uid") == uid
+                    ),
+                    {},
+                )
                 if ref.get("blockOwnerDeletion"):
                     blocking = True
                 if not dep["metadata"].get("deletionTimestamp"):
@@ -190,14 +199,15 @@ class GarbageCollector:
                 if not obj["metadata"].get("deletionTimestamp"):
                     with contextlib.suppress(ApiError):
                         await self.core.delete(
-                            rt, name, obj["metadata"]["name"],
-                            {"propagationPolicy": "Background"}, self._req(),
+                            rt,
+                            name,
+                            obj["metadata"]["name"],
+                            {"propagationPolicy": "Background"},
+                            self._req(),
                         )
         if remaining:
             # Check again once the content is gone (pods may wait for their kubelet).
-            asyncio.get_running_loop().call_later(
-                0.2, self._queue.put_nowait, ("namespace", name)
-            )
+            asyncio.get_running_loop().call_later(0.2, self._queue.put_nowait, ("namespace", name))
             return
         spec = {**(ns.get("spec") or {}), "finalizers": []}
         final = {**ns, "spec": spec}

@@ -47,8 +47,12 @@ async def run_load(
     api = await api_client(kubeconfig, pool=concurrency + watchers + 4)
     try:
         core = client.CoreV1Api(api)
-        await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-        start_rv = (await core.list_namespaced_config_map(namespace, limit=1)).metadata.resource_version
+        await core.create_namespace(
+            client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace))
+        )
+        start_rv = (
+            await core.list_namespaced_config_map(namespace, limit=1)
+        ).metadata.resource_version
 
         async def watch_all() -> int:
             seen = 0
@@ -93,14 +97,13 @@ async def run_load(
         result.create_seconds = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        token = None
+        token = ""
         while True:
-            page = await core.list_namespaced_config_map(
-                namespace, limit=page_size, _continue=token
-            )
+            more = {"_continue": token} if token else {}
+            page = await core.list_namespaced_config_map(namespace, limit=page_size, **more)
             result.pages += 1
             result.listed += len(page.items)
-            token = page.metadata._continue
+            token = page.metadata._continue or ""
             if not token:
                 break
         result.list_seconds = time.perf_counter() - t0

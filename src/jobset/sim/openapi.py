@@ -33,14 +33,22 @@ def _object_schema(rt: ResourceType) -> dict[str, Any]:
         props = dict(schema.get("properties") or {})
         props.setdefault(
             "apiVersion",
-            {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
+            {
+                "type": "string",
+                "description": "APIVersion defines the versioned schema of this representation of an object.",
+            },
         )
         props.setdefault(
             "kind",
-            {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
+            {
+                "type": "string",
+                "description": "Kind is a string value representing the REST resource this object represents.",
+            },
         )
         props["metadata"] = {
-            "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}],
+            "allOf": [
+                {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+            ],
             "description": "Standard object's metadata.",
         }
         schema["properties"] = props
@@ -52,7 +60,11 @@ def _object_schema(rt: ResourceType) -> dict[str, Any]:
                 "apiVersion": {"type": "string"},
                 "kind": {"type": "string"},
                 "metadata": {
-                    "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]
+                    "allOf": [
+                        {
+                            "$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+                        }
+                    ]
                 },
             },
         }
@@ -75,8 +87,14 @@ _OBJECT_META = {
         "creationTimestamp": {"type": "string", "format": "date-time"},
         "deletionTimestamp": {"type": "string", "format": "date-time"},
         "finalizers": {"type": "array", "items": {"type": "string"}},
-        "ownerReferences": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-        "managedFields": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        "ownerReferences": {
+            "type": "array",
+            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+        "managedFields": {
+            "type": "array",
+            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
     },
 }
 
@@ -89,7 +107,11 @@ _QUERY_PARAMS = [
 
 def _paths_for(rt: ResourceType) -> dict[str, Any]:
     prefix = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
-    base = f"{prefix}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{prefix}/{rt.plural}"
+    base = (
+        f"{prefix}/namespaces/{{namespace}}/{rt.plural}"
+        if rt.namespaced
+        else f"{prefix}/{rt.plural}"
+    )
     # Built-ins carry no component schema: kubectl then falls back to its compiled-in
     # patch metadata for them instead of trusting an open schema.
     ref: dict[str, Any] = (
@@ -98,21 +120,44 @@ def _paths_for(rt: ResourceType) -> dict[str, Any]:
         else {"type": "object"}
     )
     body = {"content": {"application/json": {"schema": ref}}}
-    action = {"x-kubernetes-group-version-kind": {"group": rt.group, "version": rt.version, "kind": rt.kind}}
+    action = {
+        "x-kubernetes-group-version-kind": {
+            "group": rt.group,
+            "version": rt.version,
+            "kind": rt.kind,
+        }
+    }
     ok = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
     return {
         base: {
             "get": {**action, "x-kubernetes-action": "list", "responses": ok},
-            "post": {**action, "x-kubernetes-action": "post", "parameters": _QUERY_PARAMS, "requestBody": body, "responses": ok},
+            "post": {
+                **action,
+                "x-kubernetes-action": "post",
+                "parameters": _QUERY_PARAMS,
+                "requestBody": body,
+                "responses": ok,
+            },
         },
         f"{base}/{{name}}": {
             "get": {**action, "x-kubernetes-action": "get", "responses": ok},
-            "put": {**action, "x-kubernetes-action": "put", "parameters": _QUERY_PARAMS, "requestBody": body, "responses": ok},
+            "put": {
+                **action,
+                "x-kubernetes-action": "put",
+                "parameters": _QUERY_PARAMS,
+                "requestBody": body,
+                "responses": ok,
+            },
             "patch": {
                 **action,
                 "x-kubernetes-action": "patch",
-                "parameters": [*_QUERY_PARAMS, {"name": "force", "in": "query", "schema": {"type": "boolean"}}],
-                "requestBody": {"content": {"application/merge-patch+json": {"schema": {"type": "object"}}}},
+                "parameters": [
+                    *_QUERY_PARAMS,
+                    {"name": "force", "in": "query", "schema": {"type": "boolean"}},
+                ],
+                "requestBody": {
+                    "content": {"application/merge-patch+json": {"schema": {"type": "object"}}}
+                },
                 "responses": ok,
             },
             "delete": {**action, "x-kubernetes-action": "delete", "responses": ok},
@@ -161,7 +206,9 @@ def v3_document(registry: Registry, gv_path: str) -> dict[str, Any] | None:
     }
 
 
-V2_PROTOBUF = "application/octet-stream"  # what client-go accepts; the "@" media type is not RFC-valid
+V2_PROTOBUF = (
+    "application/octet-stream"  # what client-go accepts; the "@" media type is not RFC-valid
+)
 
 
 def _pb_field(number: int, payload: bytes) -> bytes:

@@ -79,7 +79,9 @@ class Persistence:
             rv = max(rv, obj_rv)
             store.put(rkey, obj, obj_rv)
             if rkey == CRD_KEY:
-                crd_rt = self.core.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+                crd_rt = self.core.registry.get(
+                    "apiextensions.k8s.io", "v1", "customresourcedefinitions"
+                )
                 assert crd_rt is not None
                 for hook in self.core.hooks:
                     hook.after_write(crd_rt, obj, None)

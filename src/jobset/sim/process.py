@@ -24,12 +24,17 @@ class SimProcess:
     url: str
     output: list[str]
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
-                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         """Run the real kubectl against this cluster."""
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
         result = subprocess.run(
-            ["kubectl", *args], input=input, capture_output=True, text=True, env=env,
+            ["kubectl", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=env,
             timeout=timeout,
         )
         if check and result.returncode != 0:
@@ -53,8 +58,17 @@ class SimProcess:
 def start_sim(tmp: Path, *extra: str, port: int = 0, timeout: float = 60) -> SimProcess:
     """Start `jobset sim` and wait for its `ready` line."""
     kubeconfig = tmp / "kubeconfig"
-    cmd = [sys.executable, "-m", "jobset.cli", "sim", "--port", str(port),
-           "--kubeconfig", str(kubeconfig), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jobset.cli",
+        "sim",
+        "--port",
+        str(port),
+        "--kubeconfig",
+        str(kubeconfig),
+        *extra,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     output: list[str] = []
@@ -68,6 +82,7 @@ def start_sim(tmp: Path, *extra: str, port: int = 0, timeout: float = 60) -> Sim
         output.append(line)
         if "ready" in line:
             url = line.split("ready:")[1].split()[0] if "ready:" in line else ""
+
             def drain() -> None:
                 assert proc.stdout is not None
                 for rest in proc.stdout:

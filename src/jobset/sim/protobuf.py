@@ -22,7 +22,10 @@ MAGIC = b"k8s\x00"
 # "map_sb" (map<string,bytes>), "time".
 Field = tuple[str, str, "dict[int, Any] | None", bool]
 
-TYPE_META: dict[int, Field] = {1: ("apiVersion", "string", None, False), 2: ("kind", "string", None, False)}
+TYPE_META: dict[int, Field] = {
+    1: ("apiVersion", "string", None, False),
+    2: ("kind", "string", None, False),
+}
 UNKNOWN: dict[int, Field] = {
     1: ("typeMeta", "msg", TYPE_META, False),
     2: ("raw", "bytes", None, False),
@@ -65,7 +68,10 @@ PRECONDITIONS: dict[int, Field] = {
 }
 
 TYPES: dict[str, dict[int, Field]] = {
-    "Namespace": {1: ("metadata", "msg", OBJECT_META, False), 2: ("spec", "msg", NAMESPACE_SPEC, False)},
+    "Namespace": {
+        1: ("metadata", "msg", OBJECT_META, False),
+        2: ("spec", "msg", NAMESPACE_SPEC, False),
+    },
     "ConfigMap": {
         1: ("metadata", "msg", OBJECT_META, False),
         2: ("data", "map_ss", None, False),
@@ -119,6 +125,7 @@ def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         number, wire = key >> 3, key & 7
+        value: int | bytes
         if wire == 0:
             value, pos = _varint(buf, pos)
         elif wire == 1:

@@ -44,10 +44,10 @@ class Target:
     watch_path: bool  # the legacy /watch/ prefix
 
 
-def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(
-        body=orjson.dumps(data), status=status, content_type=JSON, headers=headers
-    )
+def json_response(
+    data: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type=JSON, headers=headers)
 
 
 def status_response(err: ApiError) -> web.Response:
@@ -104,7 +104,9 @@ class ApiHttpServer:
             import traceback
 
             traceback.print_exc()
-            return status_response(ApiError(500, "InternalError", f"Internal error occurred: {exc}"))
+            return status_response(
+                ApiError(500, "InternalError", f"Internal error occurred: {exc}")
+            )
 
     def _authenticate(self, request: web.Request) -> None:
         if self.token is None:
@@ -124,7 +126,9 @@ class ApiHttpServer:
         self._authenticate(request)
         parts = [p for p in path.split("/") if p]
         if not parts:
-            return json_response({"paths": ["/api", "/apis", "/healthz", "/openapi/v2", "/openapi/v3", "/version"]})
+            return json_response(
+                {"paths": ["/api", "/apis", "/healthz", "/openapi/v2", "/openapi/v3", "/version"]}
+            )
         if parts[0] == "openapi":
             return await self._openapi(request, parts)
         if parts[0] == "api":
@@ -132,7 +136,9 @@ class ApiHttpServer:
                 return json_response(discovery.api_versions())
             if len(parts) == 2:
                 if parts[1] != "v1":
-                    raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
                 return json_response(discovery.resource_list(self.core.registry, "", "v1"))
             return await self._resource(request, "", parts[1], parts[2:])
         if parts[0] == "apis":
@@ -141,12 +147,18 @@ class ApiHttpServer:
             if len(parts) == 2:
                 group = discovery.group(self.core.registry, parts[1])
                 if group is None:
-                    raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
                 return json_response(group)
             if len(parts) == 3:
                 if not self.core.registry.in_group_version(parts[1], parts[2]):
-                    raise ApiError(404, "NotFound", "the server could not find the requested resource")
-                return json_response(discovery.resource_list(self.core.registry, parts[1], parts[2]))
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
+                return json_response(
+                    discovery.resource_list(self.core.registry, parts[1], parts[2])
+                )
             return await self._resource(request, parts[1], parts[2], parts[3:])
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
@@ -171,8 +183,11 @@ class ApiHttpServer:
             rest = rest[1:]
         registry = self.core.registry
         namespace: str | None = None
-        if len(rest) >= 3 and rest[0] == "namespaces" and registry.get(group, version, rest[2]) and not (
-            group == "" and rest[2] in ("status", "finalize")
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and registry.get(group, version, rest[2])
+            and not (group == "" and rest[2] in ("status", "finalize"))
         ):
             namespace = rest[1]
             rest = rest[2:]
@@ -238,12 +253,16 @@ class ApiHttpServer:
         t = self._parse_target(group, version, rest)
         method = request.method
         q = request.query
-        is_watch = t.watch_path or _bool(q.get("watch")) if ("watch" in q or t.watch_path) else False
+        is_watch = (
+            t.watch_path or _bool(q.get("watch")) if ("watch" in q or t.watch_path) else False
+        )
         verb = _verb(method, t, is_watch)
         self.requests[(verb, t.rt.plural)] = self.requests.get((verb, t.rt.plural), 0) + 1
         decision = None
         if self.faults is not None:
-            decision = self.faults.decide(verb, t.rt.group, t.rt.plural, t.namespace or "", time.monotonic())
+            decision = self.faults.decide(
+                verb, t.rt.group, t.rt.plural, t.namespace or "", time.monotonic()
+            )
             if decision.delay:
                 await asyncio.sleep(decision.delay)
             if decision.reset_connection and request.transport is not None:
@@ -275,7 +294,9 @@ class ApiHttpServer:
                 return json_response(await self._bind(t, body, req), 201)
             if t.subresource == "eviction":
                 await self.core.delete(rt, ns, t.name, (body or {}).get("deleteOptions"), req)
-                return json_response({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201)
+                return json_response(
+                    {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
+                )
             if t.subresource == "token":
                 return json_response(_token_request(body), 201)
             obj = await self.core.create(rt, ns, body, req)
@@ -311,10 +332,18 @@ class ApiHttpServer:
             labels, fields = self._selectors(request, rt)
             items = await self.core.delete_collection(rt, t.namespace, labels, fields, opts, req)
             return json_response(
-                {"kind": f"{rt.kind}List", "apiVersion": rt.group_version,
-                 "metadata": {"resourceVersion": str(self.core.store.rv)}, "items": items}
+                {
+                    "kind": f"{rt.kind}List",
+                    "apiVersion": rt.group_version,
+                    "metadata": {"resourceVersion": str(self.core.store.rv)},
+                    "items": items,
+                }
             )
-        raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource")
+        raise ApiError(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
 
     def _object(
         self,
@@ -372,8 +401,15 @@ class ApiHttpServer:
         if any(o.get("apiVersion") != rt.group_version for o in items[:1]):
             items = [{**o, "apiVersion": rt.group_version} for o in items]
         body = (
-            b'{"kind":"' + rt.kind.encode() + b'List","apiVersion":"' + rt.group_version.encode()
-            + b'","metadata":' + orjson.dumps(meta) + b',"items":' + orjson.dumps(items) + b"}"
+            b'{"kind":"'
+            + rt.kind.encode()
+            + b'List","apiVersion":"'
+            + rt.group_version.encode()
+            + b'","metadata":'
+            + orjson.dumps(meta)
+            + b',"items":'
+            + orjson.dumps(items)
+            + b"}"
         )
         return web.Response(body=body, content_type=JSON)
 
@@ -398,7 +434,7 @@ class ApiHttpServer:
         tail = request.query.get("tailLines")
         if tail is not None:
             lines = text.splitlines(keepends=True)
-            text = "".join(lines[-int(tail):]) if int(tail) > 0 else ""
+            text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
         return web.Response(text=text, content_type="text/plain")
 
     async def _bind(self, t: Target, body: Any, req: Request) -> dict[str, Any]:
@@ -408,13 +444,20 @@ class ApiHttpServer:
         pod = self.core.get(t.rt, t.namespace or "", t.name)
         if (pod.get("spec") or {}).get("nodeName"):
             raise ApiError(
-                409, "Conflict",
+                409,
+                "Conflict",
                 f'Operation cannot be fulfilled on pods/binding "{t.name}": pod {t.name} is '
-                f"already assigned to node \"{pod['spec']['nodeName']}\"",
+                f'already assigned to node "{pod["spec"]["nodeName"]}"',
             )
         spec = {**pod["spec"], "nodeName": node}
         await self.core.update(t.rt, t.namespace or "", t.name, {**pod, "spec": spec}, req)
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "code": 201,
+        }
 
     async def _set_scale(self, t: Target, body: Any, req: Request) -> dict[str, Any]:
         obj = self.core.get(t.rt, t.namespace or "", t.name)
@@ -436,11 +479,15 @@ class ApiHttpServer:
         bookmarks = _bool(q.get("allowWatchBookmarks")) if "allowWatchBookmarks" in q else False
         timeout = float(q.get("timeoutSeconds", "0") or 0) or 1800.0
         cut_after = decision.watch_cut_after if decision is not None else None
-        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"})
+        resp = web.StreamResponse(
+            status=200, headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"}
+        )
         await resp.prepare(request)
         try:
             if decision is not None and getattr(decision, "gone", False):
-                raise ApiError(410, "Expired", f"too old resource version: {rv} (forced by fault injection)")
+                raise ApiError(
+                    410, "Expired", f"too old resource version: {rv} (forced by fault injection)"
+                )
             watcher, initial = self.core.watch(t.rt, t.namespace, labels, fields, rv)
         except ApiError as err:
             await resp.write(orjson.dumps({"type": "ERROR", "object": err.to_status()}) + b"\n")
@@ -452,11 +499,24 @@ class ApiHttpServer:
 
         def encode(ev: WatchEvent) -> bytes:
             if want_table:
-                return orjson.dumps(
-                    {"type": ev.type, "object": tables.to_table(t.rt, [ev.obj], include, None, with_headers=False)}
-                ) + b"\n"
+                return (
+                    orjson.dumps(
+                        {
+                            "type": ev.type,
+                            "object": tables.to_table(
+                                t.rt, [ev.obj], include, None, with_headers=False
+                            ),
+                        }
+                    )
+                    + b"\n"
+                )
             if t.rt.version != ev.obj.get("apiVersion", "").rpartition("/")[2]:
-                return orjson.dumps({"type": ev.type, "object": {**ev.obj, "apiVersion": t.rt.group_version}}) + b"\n"
+                return (
+                    orjson.dumps(
+                        {"type": ev.type, "object": {**ev.obj, "apiVersion": t.rt.group_version}}
+                    )
+                    + b"\n"
+                )
             return ev.encoded()
 
         try:
@@ -469,7 +529,12 @@ class ApiHttpServer:
                 last_rv = max(last_rv, initial[-1].rv)
             if send_initial:
                 last_rv = self.core.store.rv
-                await resp.write(orjson.dumps({"type": "BOOKMARK", "object": self._bookmark(t.rt, last_rv, True)}) + b"\n")
+                await resp.write(
+                    orjson.dumps(
+                        {"type": "BOOKMARK", "object": self._bookmark(t.rt, last_rv, True)}
+                    )
+                    + b"\n"
+                )
             next_bookmark = time.monotonic() + self.bookmark_interval
             while True:
                 if cut_after is not None and sent >= cut_after:
@@ -498,9 +563,21 @@ class ApiHttpServer:
                         break
                     break
                 if bookmarks and time.monotonic() >= next_bookmark:
-                    last_rv = max(last_rv, self.core.store.resource(t.rt.key).history[-1].rv
-                                  if self.core.store.resource(t.rt.key).history else self.core.store.rv)
-                    await resp.write(orjson.dumps({"type": "BOOKMARK", "object": self._bookmark(t.rt, self.core.store.rv, False)}) + b"\n")
+                    last_rv = max(
+                        last_rv,
+                        self.core.store.resource(t.rt.key).history[-1].rv
+                        if self.core.store.resource(t.rt.key).history
+                        else self.core.store.rv,
+                    )
+                    await resp.write(
+                        orjson.dumps(
+                            {
+                                "type": "BOOKMARK",
+                                "object": self._bookmark(t.rt, self.core.store.rv, False),
+                            }
+                        )
+                        + b"\n"
+                    )
                     next_bookmark = time.monotonic() + self.bookmark_interval
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -544,7 +621,11 @@ def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
-        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
         "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
         "status": {
             "replicas": (obj.get("status") or {}).get("replicas", 0),
@@ -564,6 +645,8 @@ def _token_request(body: Any) -> dict[str, Any]:
         "spec": spec,
         "status": {
             "token": secrets.token_urlsafe(32),
-            "expirationTimestamp": now_rfc3339(time.time() + int(spec.get("expirationSeconds", 3600))),
+            "expirationTimestamp": now_rfc3339(
+                time.time() + int(spec.get("expirationSeconds", 3600))
+            ),
         },
     }

@@ -82,8 +82,12 @@ class PodStrategy(Strategy):
         for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
             if not any(t.get("key") == key for t in tolerations):
                 tolerations.append(
-                    {"key": key, "operator": "Exists", "effect": "NoExecute",
-                     "tolerationSeconds": 300}
+                    {
+                        "key": key,
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                        "tolerationSeconds": 300,
+                    }
                 )
         spec["tolerations"] = tolerations
         spec["containers"] = [_default_container(c) for c in spec.get("containers") or []]
@@ -93,12 +97,20 @@ class PodStrategy(Strategy):
         conditions = []
         if spec.get("schedulingGates"):
             conditions.append(
-                {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
-                 "message": "Scheduling is blocked due to non-empty scheduling gates",
-                 "lastProbeTime": None, "lastTransitionTime": obj["metadata"]["creationTimestamp"]}
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": obj["metadata"]["creationTimestamp"],
+                }
             )
-        obj["status"] = {"phase": "Pending", "qosClass": _qos(spec), **(
-            {"conditions": conditions} if conditions else {})}
+        obj["status"] = {
+            "phase": "Pending",
+            "qosClass": _qos(spec),
+            **({"conditions": conditions} if conditions else {}),
+        }
         return obj
 
     def prepare_for_update(
@@ -117,16 +129,22 @@ class PodStrategy(Strategy):
             causes.append(Cause("FieldValueRequired", "Required value", "spec.containers"))
         for i, c in enumerate(spec.get("containers") or []):
             if not c.get("name"):
-                causes.append(Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].name"))
+                causes.append(
+                    Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].name")
+                )
             if not c.get("image"):
-                causes.append(Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].image"))
+                causes.append(
+                    Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].image")
+                )
         if old is None:
             return causes
         old_spec = old.get("spec") or {}
         # A pod's spec is immutable but for a few fields, as in Kubernetes.
         mutable = {"activeDeadlineSeconds", "tolerations", "schedulingGates", "nodeName"}
         if old_spec.get("nodeName") and spec.get("nodeName") != old_spec.get("nodeName"):
-            causes.append(Cause("FieldValueInvalid", "Invalid value: pod is already bound", "spec.nodeName"))
+            causes.append(
+                Cause("FieldValueInvalid", "Invalid value: pod is already bound", "spec.nodeName")
+            )
         strip = {k: v for k, v in spec.items() if k not in mutable}
         old_strip = {k: v for k, v in old_spec.items() if k not in mutable}
         strip["containers"] = [
@@ -149,7 +167,13 @@ class PodStrategy(Strategy):
             )
         gates, old_gates = spec.get("schedulingGates") or [], old_spec.get("schedulingGates") or []
         if gates and not all(g in old_gates for g in gates):
-            causes.append(Cause("FieldValueForbidden", "Forbidden: only deletion is allowed, but found new scheduling gate", "spec.schedulingGates"))
+            causes.append(
+                Cause(
+                    "FieldValueForbidden",
+                    "Forbidden: only deletion is allowed, but found new scheduling gate",
+                    "spec.schedulingGates",
+                )
+            )
         return causes
 
 
@@ -157,7 +181,10 @@ def _default_container(c: dict[str, Any]) -> dict[str, Any]:
     c = dict(c)
     image = c.get("image", "")
     c.setdefault(
-        "imagePullPolicy", "Always" if image.endswith(":latest") or ":" not in image.rsplit("/", 1)[-1] else "IfNotPresent"
+        "imagePullPolicy",
+        "Always"
+        if image.endswith(":latest") or ":" not in image.rsplit("/", 1)[-1]
+        else "IfNotPresent",
     )
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
@@ -169,7 +196,10 @@ def _default_container(c: dict[str, Any]) -> dict[str, Any]:
 
 def _qos(spec: dict[str, Any]) -> str:
     containers = spec.get("containers") or []
-    if not any((c.get("resources") or {}).get("requests") or (c.get("resources") or {}).get("limits") for c in containers):
+    if not any(
+        (c.get("resources") or {}).get("requests") or (c.get("resources") or {}).get("limits")
+        for c in containers
+    ):
         return "BestEffort"
     for c in containers:
         res = c.get("resources") or {}
@@ -237,25 +267,41 @@ class JobStrategy(Strategy):
                 )
             )
         if not pod.get("containers"):
-            causes.append(Cause("FieldValueRequired", "Required value", "spec.template.spec.containers"))
+            causes.append(
+                Cause("FieldValueRequired", "Required value", "spec.template.spec.containers")
+            )
         if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
             causes.append(
-                Cause("FieldValueRequired",
-                      "Required value: when completion mode is Indexed", "spec.completions")
+                Cause(
+                    "FieldValueRequired",
+                    "Required value: when completion mode is Indexed",
+                    "spec.completions",
+                )
             )
         for fld in ("parallelism", "completions", "backoffLimit"):
             v = spec.get(fld)
             if v is not None and (not isinstance(v, int) or v < 0):
-                causes.append(Cause("FieldValueInvalid", f"Invalid value: {v}: must be greater than or equal to 0", f"spec.{fld}"))
+                causes.append(
+                    Cause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {v}: must be greater than or equal to 0",
+                        f"spec.{fld}",
+                    )
+                )
         if old is None:
             return causes
         old_spec = old.get("spec") or {}
         causes += _immutable("spec.selector", spec.get("selector"), old_spec.get("selector"))
-        causes += _immutable("spec.completionMode", spec.get("completionMode"), old_spec.get("completionMode"))
+        causes += _immutable(
+            "spec.completionMode", spec.get("completionMode"), old_spec.get("completionMode")
+        )
         if spec.get("completions") != old_spec.get("completions") and not (
-            spec.get("completionMode") == "Indexed" and spec.get("completions") == spec.get("parallelism")
+            spec.get("completionMode") == "Indexed"
+            and spec.get("completions") == spec.get("parallelism")
         ):
-            causes += _immutable("spec.completions", spec.get("completions"), old_spec.get("completions"))
+            causes += _immutable(
+                "spec.completions", spec.get("completions"), old_spec.get("completions")
+            )
         tmpl, old_tmpl = spec.get("template") or {}, old_spec.get("template") or {}
         if tmpl != old_tmpl:
             # Kubernetes lets the scheduling directives of a suspended Job that never
@@ -272,7 +318,9 @@ class JobStrategy(Strategy):
 
 
 def _without_sched(tmpl: dict[str, Any]) -> dict[str, Any]:
-    meta = {k: v for k, v in (tmpl.get("metadata") or {}).items() if k not in ("labels", "annotations")}
+    meta = {
+        k: v for k, v in (tmpl.get("metadata") or {}).items() if k not in ("labels", "annotations")
+    }
     spec = {
         k: v
         for k, v in (tmpl.get("spec") or {}).items()
@@ -369,7 +417,10 @@ class DeploymentStrategy(Strategy):
         spec.setdefault("progressDeadlineSeconds", 600)
         spec.setdefault(
             "strategy",
-            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+            },
         )
         obj["spec"] = spec
         obj["status"] = {}
@@ -392,20 +443,35 @@ class DeploymentStrategy(Strategy):
 class NodeStrategy(Strategy):
     def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         status = dict(obj.get("status") or {})
-        alloc = status.get("allocatable") or status.get("capacity") or {
-            "cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "100Gi"
-        }
+        alloc = (
+            status.get("allocatable")
+            or status.get("capacity")
+            or {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+        )
         status.setdefault("capacity", alloc)
         status.setdefault("allocatable", alloc)
         status.setdefault(
             "conditions",
-            [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-              "message": "kubelet is posting ready status",
-              "lastHeartbeatTime": obj["metadata"]["creationTimestamp"],
-              "lastTransitionTime": obj["metadata"]["creationTimestamp"]}],
+            [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": obj["metadata"]["creationTimestamp"],
+                    "lastTransitionTime": obj["metadata"]["creationTimestamp"],
+                }
+            ],
         )
-        status.setdefault("nodeInfo", {"kubeletVersion": "v1.32.0-sim", "operatingSystem": "linux",
-                                       "architecture": "amd64", "containerRuntimeVersion": "sim://1.0"})
+        status.setdefault(
+            "nodeInfo",
+            {
+                "kubeletVersion": "v1.32.0-sim",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "containerRuntimeVersion": "sim://1.0",
+            },
+        )
         obj["status"] = status
         return obj
 

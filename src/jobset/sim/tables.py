@@ -66,7 +66,9 @@ def _name(o: Obj) -> str:
 
 # --------------------------------------------------------------------- JSONPath
 
-_TOKEN = re.compile(r"\.([A-Za-z0-9_\-$]+)|\[(\d+|\*)\]|\[\?\(@\.([A-Za-z0-9_.\-]+)\s*==\s*['\"]([^'\"]*)['\"]\)\]")
+_TOKEN = re.compile(
+    r"\.([A-Za-z0-9_\-$]+)|\[(\d+|\*)\]|\[\?\(@\.([A-Za-z0-9_.\-]+)\s*==\s*['\"]([^'\"]*)['\"]\)\]"
+)
 
 
 def jsonpath(obj: Any, path: str) -> list[Any]:
@@ -153,7 +155,11 @@ def _pod_status(o: Obj) -> str:
         state = s.get("state") or {}
         if "waiting" in state and state["waiting"].get("reason"):
             return str(state["waiting"]["reason"])
-        if "terminated" in state and state["terminated"].get("reason") and status.get("phase") not in ("Succeeded",):
+        if (
+            "terminated" in state
+            and state["terminated"].get("reason")
+            and status.get("phase") not in ("Succeeded",)
+        ):
             return str(state["terminated"]["reason"])
     if (o.get("spec") or {}).get("schedulingGates"):
         return "SchedulingGated"
@@ -161,11 +167,16 @@ def _pod_status(o: Obj) -> str:
 
 
 def _pod_restarts(o: Obj) -> int:
-    return sum(int(s.get("restartCount", 0)) for s in (o.get("status") or {}).get("containerStatuses") or [])
+    return sum(
+        int(s.get("restartCount", 0))
+        for s in (o.get("status") or {}).get("containerStatuses") or []
+    )
 
 
 def _job_status(o: Obj) -> str:
-    conds = {c.get("type"): c.get("status") for c in (o.get("status") or {}).get("conditions") or []}
+    conds = {
+        c.get("type"): c.get("status") for c in (o.get("status") or {}).get("conditions") or []
+    }
     if conds.get("Complete") == "True":
         return "Complete"
     if conds.get("Failed") == "True":
@@ -247,7 +258,12 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
         ("Age", "string", 0, _age),
         ("IP", "string", 1, lambda o: (o.get("status") or {}).get("podIP") or "<none>"),
         ("Node", "string", 1, lambda o: (o.get("spec") or {}).get("nodeName") or "<none>"),
-        ("Nominated Node", "string", 1, lambda o: (o.get("status") or {}).get("nominatedNodeName") or "<none>"),
+        (
+            "Nominated Node",
+            "string",
+            1,
+            lambda o: (o.get("status") or {}).get("nominatedNodeName") or "<none>",
+        ),
         ("Readiness Gates", "string", 1, lambda o: "<none>"),
     ],
     ("batch", "jobs"): [
@@ -256,16 +272,53 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
         ("Completions", "string", 0, _job_completions),
         ("Duration", "string", 0, _job_duration),
         ("Age", "date", 0, _age),
-        ("Containers", "string", 1, lambda o: ",".join(c.get("name", "") for c in ((o.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or [])),
-        ("Images", "string", 1, lambda o: ",".join(c.get("image", "") for c in ((o.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or [])),
-        ("Selector", "string", 1, lambda o: ",".join(f"{k}={v}" for k, v in (((o.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}).items())),
+        (
+            "Containers",
+            "string",
+            1,
+            lambda o: ",".join(
+                c.get("name", "")
+                for c in ((o.get("spec") or {}).get("template") or {})
+                .get("spec", {})
+                .get("containers")
+                or []
+            ),
+        ),
+        (
+            "Images",
+            "string",
+            1,
+            lambda o: ",".join(
+                c.get("image", "")
+                for c in ((o.get("spec") or {}).get("template") or {})
+                .get("spec", {})
+                .get("containers")
+                or []
+            ),
+        ),
+        (
+            "Selector",
+            "string",
+            1,
+            lambda o: ",".join(
+                f"{k}={v}"
+                for k, v in (
+                    ((o.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+                ).items()
+            ),
+        ),
     ],
     ("", "nodes"): [
         ("Name", "string", 0, _name),
         ("Status", "string", 0, _node_status),
         ("Roles", "string", 0, _node_roles),
         ("Age", "date", 0, _age),
-        ("Version", "string", 0, lambda o: ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")),
+        (
+            "Version",
+            "string",
+            0,
+            lambda o: ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", ""),
+        ),
     ],
     ("", "namespaces"): [
         ("Name", "string", 0, _name),
@@ -293,7 +346,14 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
     ],
     ("apps", "deployments"): [
         ("Name", "string", 0, _name),
-        ("Ready", "string", 0, lambda o: f"{(o.get('status') or {}).get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 0)}"),
+        (
+            "Ready",
+            "string",
+            0,
+            lambda o: (
+                f"{(o.get('status') or {}).get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 0)}"
+            ),
+        ),
         ("Up-to-date", "integer", 0, lambda o: (o.get("status") or {}).get("updatedReplicas", 0)),
         ("Available", "integer", 0, lambda o: (o.get("status") or {}).get("availableReplicas", 0)),
         ("Age", "date", 0, _age),
@@ -326,7 +386,11 @@ def columns_for(rt: ResourceType) -> list[Column]:
 
 
 def _partial(o: Obj) -> Obj:
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": o["metadata"],
+    }
 
 
 def to_table(
@@ -348,7 +412,8 @@ def to_table(
     table: dict[str, Any] = {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": list_meta or {"resourceVersion": objs[0]["metadata"].get("resourceVersion", "") if objs else ""},
+        "metadata": list_meta
+        or {"resourceVersion": objs[0]["metadata"].get("resourceVersion", "") if objs else ""},
         "columnDefinitions": [
             {
                 "name": name,

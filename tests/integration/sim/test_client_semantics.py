@@ -18,8 +18,12 @@ from jobset.sim.cluster import SimCluster, SimOptions
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[SimCluster]:
     sim = SimCluster(
-        SimOptions(kubeconfig=str(tmp_path / "kc"), sim_level="none", bookmark_interval=0.2,
-                   history_size=200)
+        SimOptions(
+            kubeconfig=str(tmp_path / "kc"),
+            sim_level="none",
+            bookmark_interval=0.2,
+            history_size=200,
+        )
     )
     await sim.start()
     yield sim
@@ -123,15 +127,20 @@ async def test_watch_bookmarks_arrive(api: client.ApiClient) -> None:
     bookmarks: list[str] = []
     w = watch.Watch()
     async with w.stream(
-        core.list_namespaced_config_map, ns, resource_version=listed.metadata.resource_version,
-        allow_watch_bookmarks=True, timeout_seconds=3,
+        core.list_namespaced_config_map,
+        ns,
+        resource_version=listed.metadata.resource_version,
+        allow_watch_bookmarks=True,
+        timeout_seconds=3,
     ) as stream:
         async for event in stream:
             if event["type"] == "BOOKMARK":
                 bookmarks.append(event["raw_object"]["metadata"]["resourceVersion"])
                 if len(bookmarks) == 2:
                     w.stop()
-    assert len(bookmarks) == 2 and all(int(rv) >= int(listed.metadata.resource_version) for rv in bookmarks)
+    assert len(bookmarks) == 2 and all(
+        int(rv) >= int(listed.metadata.resource_version) for rv in bookmarks
+    )
 
 
 async def test_pagination_with_limit_and_continue(api: client.ApiClient) -> None:
@@ -160,7 +169,9 @@ async def test_generation_and_status_subresource(api: client.ApiClient) -> None:
         "metadata": {"name": "j"},
         "spec": {
             "suspend": True,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}},
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}
+            },
         },
     }
     created = await batch.create_namespaced_job(ns, job)

@@ -50,7 +50,10 @@ CRD: dict[str, Any] = {
                                     "image": {
                                         "type": "string",
                                         "x-kubernetes-validations": [
-                                            {"rule": "self == oldSelf", "message": "image is immutable"}
+                                            {
+                                                "rule": "self == oldSelf",
+                                                "message": "image is immutable",
+                                            }
                                         ],
                                     },
                                     "extra": {
@@ -59,7 +62,10 @@ CRD: dict[str, Any] = {
                                     },
                                 },
                             },
-                            "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+                            "status": {
+                                "type": "object",
+                                "properties": {"phase": {"type": "string"}},
+                            },
                         },
                     }
                 },
@@ -82,7 +88,12 @@ async def custom(tmp_path: Path) -> AsyncIterator[client.CustomObjectsApi]:
 
 
 def _training(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "example.com/v1", "kind": "Training", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Training",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 async def _create(api: client.CustomObjectsApi, body: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +121,9 @@ async def test_enum_violation_is_invalid_with_field_path(custom: client.CustomOb
     status = json.loads(err.value.body)
     assert err.value.status == 422 and status["reason"] == "Invalid"
     causes = status["details"]["causes"]
-    assert any(c["field"] == "spec.policy" and c["reason"] == "FieldValueNotSupported" for c in causes)
+    assert any(
+        c["field"] == "spec.policy" and c["reason"] == "FieldValueNotSupported" for c in causes
+    )
 
 
 async def test_maximum_and_cel_rule(custom: client.CustomObjectsApi) -> None:
@@ -126,12 +139,22 @@ async def test_transition_rule_with_old_self(custom: client.CustomObjectsApi) ->
     await _create(custom, _training("e", image="trainer:1"))
     with pytest.raises(ApiException) as err:
         await custom.patch_namespaced_custom_object(
-            "example.com", "v1", "default", "trainings", "e", {"spec": {"image": "trainer:2"}},
+            "example.com",
+            "v1",
+            "default",
+            "trainings",
+            "e",
+            {"spec": {"image": "trainer:2"}},
             _content_type="application/merge-patch+json",
         )
     assert err.value.status == 422 and "image is immutable" in err.value.body
     ok = await custom.patch_namespaced_custom_object(
-        "example.com", "v1", "default", "trainings", "e", {"spec": {"workers": 8}},
+        "example.com",
+        "v1",
+        "default",
+        "trainings",
+        "e",
+        {"spec": {"workers": 8}},
         _content_type="application/merge-patch+json",
     )
     assert ok["spec"]["workers"] == 8 and ok["spec"]["image"] == "trainer:1"

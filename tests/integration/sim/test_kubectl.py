@@ -14,7 +14,9 @@ from jobset.sim.process import SimProcess
 
 def _ns(sim: SimProcess) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
-    sim.kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+    sim.kubectl(
+        "apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"
+    )
     return name
 
 
@@ -116,18 +118,26 @@ def test_get_tables_json_jsonpath_selectors(sim: SimProcess) -> None:
     ns = _ns(sim)
     for name, tier in (("a", "web"), ("b", "db"), ("c", "web")):
         sim.kubectl(
-            "apply", "-f", "-",
+            "apply",
+            "-f",
+            "-",
             input=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {ns}, "
             f"labels: {{tier: {tier}}}}}\ndata: {{k: v}}\n",
         )
     table = sim.kubectl("get", "cm", "-n", ns).stdout.splitlines()
     assert table[0].split() == ["NAME", "DATA", "AGE"]
     assert [line.split()[0] for line in table[1:]] == ["a", "b", "c"]
-    web = sim.kubectl("get", "cm", "-n", ns, "-l", "tier=web", "-o", "jsonpath={.items[*].metadata.name}")
+    web = sim.kubectl(
+        "get", "cm", "-n", ns, "-l", "tier=web", "-o", "jsonpath={.items[*].metadata.name}"
+    )
     assert web.stdout.split() == ["a", "c"]
-    notweb = sim.kubectl("get", "cm", "-n", ns, "-l", "tier notin (web)", "-o", "name").stdout.split()
+    notweb = sim.kubectl(
+        "get", "cm", "-n", ns, "-l", "tier notin (web)", "-o", "name"
+    ).stdout.split()
     assert notweb == ["configmap/b"]
-    by_name = sim.kubectl("get", "cm", "-n", ns, "--field-selector", "metadata.name=b", "-o", "json")
+    by_name = sim.kubectl(
+        "get", "cm", "-n", ns, "--field-selector", "metadata.name=b", "-o", "json"
+    )
     assert [i["metadata"]["name"] for i in json.loads(by_name.stdout)["items"]] == ["b"]
     bad = sim.kubectl("get", "cm", "-n", ns, "--field-selector", "data.k=v", check=False)
     assert bad.returncode != 0 and "field label not supported" in bad.stderr
@@ -137,13 +147,21 @@ def test_get_tables_json_jsonpath_selectors(sim: SimProcess) -> None:
 
 def test_get_watch_sees_update(sim: SimProcess) -> None:
     ns = _ns(sim)
-    sim.kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: w, namespace: {ns}}}\ndata: {{n: '1'}}\n")
+    sim.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: w, namespace: {ns}}}\ndata: {{n: '1'}}\n",
+    )
     import os
 
     env = {**os.environ, "KUBECONFIG": str(sim.kubeconfig)}
     watcher = subprocess.Popen(
-        ["kubectl", "get", "cm", "w", "-n", ns, "-w", "-o", "jsonpath={.data.n}{\"\\n\"}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        ["kubectl", "get", "cm", "w", "-n", ns, "-w", "-o", 'jsonpath={.data.n}{"\\n"}'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         time.sleep(1.5)
@@ -160,14 +178,36 @@ def test_patch_types_and_status_subresource(sim: SimProcess) -> None:
     sim.kubectl("apply", "-f", "-", input=CRD)
     sim.kubectl("wait", "--for=condition=Established", "crd/gadgets.example.com", "--timeout=30s")
     sim.kubectl(
-        "apply", "-f", "-",
+        "apply",
+        "-f",
+        "-",
         input=f"apiVersion: example.com/v1\nkind: Gadget\nmetadata: {{name: g, namespace: {ns}}}\nspec: {{color: red}}\n",
     )
-    sim.kubectl("patch", "gadget", "g", "-n", ns, "--type", "merge", "-p", '{"spec":{"color":"blue"}}')
-    sim.kubectl("patch", "gadget", "g", "-n", ns, "--type", "json", "-p", '[{"op":"replace","path":"/spec/size","value":7}]')
     sim.kubectl(
-        "patch", "gadget", "g", "-n", ns, "--subresource=status", "--type", "merge",
-        "-p", '{"status":{"conditions":[{"type":"Ready","status":"True"}]}}',
+        "patch", "gadget", "g", "-n", ns, "--type", "merge", "-p", '{"spec":{"color":"blue"}}'
+    )
+    sim.kubectl(
+        "patch",
+        "gadget",
+        "g",
+        "-n",
+        ns,
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"replace","path":"/spec/size","value":7}]',
+    )
+    sim.kubectl(
+        "patch",
+        "gadget",
+        "g",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type",
+        "merge",
+        "-p",
+        '{"status":{"conditions":[{"type":"Ready","status":"True"}]}}',
     )
     g = json.loads(sim.kubectl("get", "gadget", "g", "-n", ns, "-o", "json").stdout)
     assert g["spec"] == {"color": "blue", "size": 7}
@@ -177,7 +217,9 @@ def test_patch_types_and_status_subresource(sim: SimProcess) -> None:
     assert table[0].split() == ["NAME", "SIZE", "READY"] and table[1].split() == ["g", "7", "True"]
     # strategic merge patch on a built-in merges lists by their merge key
     sim.kubectl(
-        "apply", "-f", "-",
+        "apply",
+        "-f",
+        "-",
         input=f"""apiVersion: v1
 kind: Pod
 metadata: {{name: p, namespace: {ns}}}
@@ -189,14 +231,23 @@ spec:
 """,
     )
     sim.kubectl(
-        "patch", "pod", "p", "-n", ns, "--type", "strategic",
-        "-p", '{"spec":{"containers":[{"name":"b","image":"busybox:1.36"}]}}',
+        "patch",
+        "pod",
+        "p",
+        "-n",
+        ns,
+        "--type",
+        "strategic",
+        "-p",
+        '{"spec":{"containers":[{"name":"b","image":"busybox:1.36"}]}}',
     )
     pod = json.loads(sim.kubectl("get", "pod", "p", "-n", ns, "-o", "json").stdout)
     assert [c["name"] for c in pod["spec"]["containers"]] == ["a", "b"]
     assert pod["spec"]["containers"][1]["image"] == "busybox:1.36"
     assert pod["spec"]["containers"][0]["env"] == [{"name": "X", "value": "1"}]
-    smp_crd = sim.kubectl("patch", "gadget", "g", "-n", ns, "--type", "strategic", "-p", "{}", check=False)
+    smp_crd = sim.kubectl(
+        "patch", "gadget", "g", "-n", ns, "--type", "strategic", "-p", "{}", check=False
+    )
     assert smp_crd.returncode != 0
 
 
@@ -212,7 +263,9 @@ def test_explain_crd_fields(sim: SimProcess) -> None:
 def test_wait_job_complete_logs_and_pods_on_nodes(sim: SimProcess) -> None:
     ns = _ns(sim)
     sim.kubectl(
-        "apply", "-f", "-",
+        "apply",
+        "-f",
+        "-",
         input=f"""apiVersion: batch/v1
 kind: Job
 metadata: {{name: hello, namespace: {ns}}}
@@ -226,8 +279,12 @@ spec:
         command: ["bash", "-c", "echo hello world; sleep 2s; exit 0"]
 """,
     )
-    sim.kubectl("wait", "--for=condition=complete", f"job/hello", "-n", ns, "--timeout=60s", timeout=90)
-    pods = json.loads(sim.kubectl("get", "pods", "-n", ns, "-l", "job-name=hello", "-o", "json").stdout)
+    sim.kubectl(
+        "wait", "--for=condition=complete", "job/hello", "-n", ns, "--timeout=60s", timeout=90
+    )
+    pods = json.loads(
+        sim.kubectl("get", "pods", "-n", ns, "-l", "job-name=hello", "-o", "json").stdout
+    )
     assert len(pods["items"]) == 1 and pods["items"][0]["spec"]["nodeName"]
     logs = sim.kubectl("logs", pods["items"][0]["metadata"]["name"], "-n", ns).stdout
     assert "hello world" in logs
@@ -236,7 +293,9 @@ spec:
 def test_delete_job_foreground_removes_pods_first(sim: SimProcess) -> None:
     ns = _ns(sim)
     sim.kubectl(
-        "apply", "-f", "-",
+        "apply",
+        "-f",
+        "-",
         input=f"""apiVersion: batch/v1
 kind: Job
 metadata: {{name: long, namespace: {ns}}}
@@ -251,15 +310,26 @@ spec:
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        names = sim.kubectl("get", "pods", "-n", ns, "-l", "job-name=long", "-o", "name").stdout.split()
+        names = sim.kubectl(
+            "get", "pods", "-n", ns, "-l", "job-name=long", "-o", "name"
+        ).stdout.split()
         if len(names) == 3:
             break
         time.sleep(0.3)
     assert len(names) == 3
-    sim.kubectl("delete", "job", "long", "-n", ns, "--cascade=foreground", "--wait=true", timeout=60)
-    assert sim.kubectl("get", "pods", "-n", ns, "-l", "job-name=long", "-o", "name").stdout.split() == []
+    sim.kubectl(
+        "delete", "job", "long", "-n", ns, "--cascade=foreground", "--wait=true", timeout=60
+    )
+    assert (
+        sim.kubectl("get", "pods", "-n", ns, "-l", "job-name=long", "-o", "name").stdout.split()
+        == []
+    )
     # Deleting without a policy through the API orphans a Job's pods, as in Kubernetes.
-    sim.kubectl("apply", "-f", "-", input=f"""apiVersion: batch/v1
+    sim.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=f"""apiVersion: batch/v1
 kind: Job
 metadata: {{name: orphaner, namespace: {ns}}}
 spec:
@@ -267,14 +337,20 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{{name: c, image: busybox, command: [sleep, "infinity"]}}]
-""")
+""",
+    )
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not sim.kubectl("get", "pods", "-n", ns, "-o", "name").stdout.strip():
+    while (
+        time.monotonic() < deadline
+        and not sim.kubectl("get", "pods", "-n", ns, "-o", "name").stdout.strip()
+    ):
         time.sleep(0.3)
     sim.kubectl("get", "--raw", f"/apis/batch/v1/namespaces/{ns}/jobs/orphaner")
     raw = subprocess.run(
         ["kubectl", "delete", "--raw", f"/apis/batch/v1/namespaces/{ns}/jobs/orphaner"],
-        capture_output=True, text=True, env={"KUBECONFIG": str(sim.kubeconfig), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        env={"KUBECONFIG": str(sim.kubeconfig), "PATH": "/usr/bin:/bin"},
     )
     assert raw.returncode == 0, raw.stderr
     time.sleep(1.0)
