@@ -73,7 +73,11 @@ def main() -> int:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             status = _kubectl(
-                kubeconfig, "get", "job", "demo-indexed", "-o",
+                kubeconfig,
+                "get",
+                "job",
+                "demo-indexed",
+                "-o",
                 "jsonpath={.status.conditions[?(@.type=='Complete')].status}",
             )
             if status.strip() == "True":
@@ -82,8 +86,13 @@ def main() -> int:
         _show(kubeconfig, "get", "pods", "-o", "wide")
         _show(kubeconfig, "get", "job", "demo-indexed")
         pod = _kubectl(
-            kubeconfig, "get", "pods", "-l", "batch.kubernetes.io/job-completion-index=2",
-            "-o", "jsonpath={.items[0].metadata.name}",
+            kubeconfig,
+            "get",
+            "pods",
+            "-l",
+            "batch.kubernetes.io/job-completion-index=2",
+            "-o",
+            "jsonpath={.items[0].metadata.name}",
         ).strip()
         if pod:
             _show(kubeconfig, "logs", pod)

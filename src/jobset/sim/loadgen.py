@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubernetes_asyncio import client, config, watch
 
@@ -99,7 +100,7 @@ async def run_load(
         t0 = time.perf_counter()
         token = ""
         while True:
-            more = {"_continue": token} if token else {}
+            more: dict[str, Any] = {"_continue": token} if token else {}
             page = await core.list_namespaced_config_map(namespace, limit=page_size, **more)
             result.pages += 1
             result.listed += len(page.items)
