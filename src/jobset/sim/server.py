@@ -495,7 +495,6 @@ class ApiHttpServer:
         self.open_watches += 1
         sent = 0
         deadline = time.monotonic() + timeout
-        last_rv = int(rv) if rv.isdigit() else 0
 
         def encode(ev: WatchEvent) -> bytes:
             if want_table:
@@ -526,12 +525,13 @@ class ApiHttpServer:
                 chunk = b"".join(encode(ev) for ev in initial)
                 await resp.write(chunk)
                 sent += len(initial)
-                last_rv = max(last_rv, initial[-1].rv)
             if send_initial:
-                last_rv = self.core.store.rv
                 await resp.write(
                     orjson.dumps(
-                        {"type": "BOOKMARK", "object": self._bookmark(t.rt, last_rv, True)}
+                        {
+                            "type": "BOOKMARK",
+                            "object": self._bookmark(t.rt, self.core.store.rv, True),
+                        }
                     )
                     + b"\n"
                 )
@@ -553,31 +553,17 @@ class ApiHttpServer:
                     while watcher.queue:
                         ev = watcher.queue.popleft()
                         batch.append(encode(ev))
-                        last_rv = ev.rv
                         sent += 1
                         if cut_after is not None and sent >= cut_after:
                             break
                     await resp.write(b"".join(batch))
                 if watcher.closed:
-                    if watcher.overflowed:
-                        break
-                    break
+                    break  # shutdown or a watcher too far behind: the client re-watches
                 if bookmarks and time.monotonic() >= next_bookmark:
-                    last_rv = max(
-                        last_rv,
-                        self.core.store.resource(t.rt.key).history[-1].rv
-                        if self.core.store.resource(t.rt.key).history
-                        else self.core.store.rv,
-                    )
-                    await resp.write(
-                        orjson.dumps(
-                            {
-                                "type": "BOOKMARK",
-                                "object": self._bookmark(t.rt, self.core.store.rv, False),
-                            }
-                        )
-                        + b"\n"
-                    )
+                    # The queue is drained, so every change up to the store's current
+                    # resourceVersion has been sent: that is the bookmark's version.
+                    bookmark = self._bookmark(t.rt, self.core.store.rv, False)
+                    await resp.write(orjson.dumps({"type": "BOOKMARK", "object": bookmark}) + b"\n")
                     next_bookmark = time.monotonic() + self.bookmark_interval
         except (ConnectionResetError, asyncio.CancelledError):
             pass
