@@ -243,7 +243,10 @@ class JobStrategy(Strategy):
         if spec.get("completions") is None and spec.get("parallelism") is None:
             spec["completions"] = 1
         spec.setdefault("parallelism", 1)
-        spec.setdefault("backoffLimit", 6)
+        # With backoffLimitPerIndex the global limit defaults to "no limit", as in Kubernetes.
+        spec.setdefault(
+            "backoffLimit", 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
+        )
         spec.setdefault("completionMode", "NonIndexed")
         spec.setdefault("suspend", False)
         spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
@@ -463,13 +466,21 @@ class NodeStrategy(Strategy):
                 }
             ],
         )
+        name = obj["metadata"]["name"]
         status.setdefault(
             "nodeInfo",
             {
-                "kubeletVersion": "v1.32.0-sim",
-                "operatingSystem": "linux",
+                # Every field kubernetes_asyncio's V1NodeSystemInfo requires.
                 "architecture": "amd64",
+                "bootID": f"boot-{name}",
                 "containerRuntimeVersion": "sim://1.0",
+                "kernelVersion": "6.1.0-sim",
+                "kubeProxyVersion": "v1.32.0-sim",
+                "kubeletVersion": "v1.32.0-sim",
+                "machineID": f"machine-{name}",
+                "operatingSystem": "linux",
+                "osImage": "jobset-sim",
+                "systemUUID": f"uuid-{name}",
             },
         )
         obj["status"] = status

@@ -155,11 +155,9 @@ def _pod_status(o: Obj) -> str:
         state = s.get("state") or {}
         if "waiting" in state and state["waiting"].get("reason"):
             return str(state["waiting"]["reason"])
-        if (
-            "terminated" in state
-            and state["terminated"].get("reason")
-            and status.get("phase") not in ("Succeeded",)
-        ):
+        if "terminated" in state and state["terminated"].get(
+            "reason"
+        ):  # Completed, Error, OOMKilled... as kubectl prints them
             return str(state["terminated"]["reason"])
     if (o.get("spec") or {}).get("schedulingGates"):
         return "SchedulingGated"

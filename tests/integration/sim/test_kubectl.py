@@ -108,7 +108,9 @@ def test_server_side_apply(sim: SimProcess) -> None:
     assert "serverside-applied" in out
     smaller = cm.replace(", b: '2'", "")
     sim.kubectl("apply", "--server-side", "-f", "-", input=smaller)
-    got = json.loads(sim.kubectl("get", "cm", "ssa", "-n", ns, "-o", "json").stdout)
+    got = json.loads(
+        sim.kubectl("get", "cm", "ssa", "-n", ns, "-o", "json", "--show-managed-fields").stdout
+    )
     assert got["data"] == {"a": "1"}  # a field the manager stopped applying is removed
     managers = {m["manager"] for m in got["metadata"]["managedFields"]}
     assert "kubectl" in managers
@@ -151,13 +153,13 @@ def test_get_watch_sees_update(sim: SimProcess) -> None:
         "apply",
         "-f",
         "-",
-        input=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: w, namespace: {ns}}}\ndata: {{n: '1'}}\n",
+        input=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: w, namespace: {ns}}}\ndata: {{count: '1'}}\n",
     )
     import os
 
     env = {**os.environ, "KUBECONFIG": str(sim.kubeconfig)}
     watcher = subprocess.Popen(
-        ["kubectl", "get", "cm", "w", "-n", ns, "-w", "-o", 'jsonpath={.data.n}{"\\n"}'],
+        ["kubectl", "get", "cm", "w", "-n", ns, "-w", "-o", 'jsonpath={.data.count}{"\\n"}'],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -165,7 +167,7 @@ def test_get_watch_sees_update(sim: SimProcess) -> None:
     )
     try:
         time.sleep(1.5)
-        sim.kubectl("patch", "cm", "w", "-n", ns, "--type", "merge", "-p", '{"data":{"n":"2"}}')
+        sim.kubectl("patch", "cm", "w", "-n", ns, "--type", "merge", "-p", '{"data":{"count":"2"}}')
         time.sleep(1.5)
     finally:
         watcher.terminate()
