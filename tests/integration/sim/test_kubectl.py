@@ -348,11 +348,9 @@ spec:
     ):
         time.sleep(0.3)
     sim.kubectl("get", "--raw", f"/apis/batch/v1/namespaces/{ns}/jobs/orphaner")
-    raw = subprocess.run(
-        ["kubectl", "delete", "--raw", f"/apis/batch/v1/namespaces/{ns}/jobs/orphaner"],
-        capture_output=True,
-        text=True,
-        env={"KUBECONFIG": str(sim.kubeconfig), "PATH": "/usr/bin:/bin"},
+    # `--raw` sends a DELETE with no body: no propagation policy at all.
+    raw = sim.kubectl(
+        "delete", "--raw", f"/apis/batch/v1/namespaces/{ns}/jobs/orphaner", check=False
     )
     assert raw.returncode == 0, raw.stderr
     time.sleep(1.0)
