@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: venv test lint typecheck unit demo bench clean
+.PHONY: venv test lint typecheck unit demo bench crd clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,11 +16,12 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy src
+	$(BIN)/mypy --strict tools
 
 test: lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider
@@ -34,6 +35,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+# Regenerate the JobSet CRD from tools/gen_crd.py (a test checks the committed file matches).
+crd: $(STAMP)
+	$(BIN)/python tools/gen_crd.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

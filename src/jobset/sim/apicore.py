@@ -329,6 +329,16 @@ class ApiCore:
                     "metadata.name",
                 )
             )
+        annotations = obj["metadata"].get("annotations") or {}
+        total = sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str))
+        if total > 262144:  # kube-apiserver's TotalAnnotationSizeLimitB
+            causes.append(
+                Cause(
+                    "FieldValueTooLong",
+                    "Too long: may not be more than 262144 bytes",
+                    "metadata.annotations",
+                )
+            )
         for key, value in (obj["metadata"].get("labels") or {}).items():
             if not isinstance(value, str):
                 causes.append(
