@@ -1,0 +1,513 @@
+"""The API client every runtime component talks through: kubernetes_asyncio underneath.
+
+kubernetes_asyncio does the connection work (kubeconfig / in-cluster service account, TLS,
+bearer tokens and their refresh, the aiohttp connection pool). On top of it this wrapper adds
+what client-go's `rest.Config` + `rest.Request` give a Go controller and the generated Python
+client does not:
+
+- objects as plain dicts parsed with orjson, not generated model classes: the informer
+  caches tens of thousands of objects and only dicts can be slimmed by a transform; generic
+  for every resource (CRDs included) through a `Resource` descriptor;
+- client-side rate limiting (`--qps`, `--burst`), a token bucket before every request;
+- retries: 429 (any verb: the server did not process it) honouring `Retry-After`, and 5xx /
+  connection errors for idempotent verbs only (GET, PUT, DELETE), with capped exponential
+  backoff, like client-go's `checkWait` + `WithRetry`;
+- client-go's `rest_client_*` metrics, and a user agent naming the project and version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import random
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import quote, urlsplit
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from jobset import __version__
+from jobset.metrics import RuntimeMetrics
+from jobset.runtime.logging import get_logger
+from jobset.runtime.ratelimit import TokenBucket
+
+__all__ = [
+    "CONFIGMAPS",
+    "EVENTS",
+    "JOBS",
+    "LEASES",
+    "NAMESPACES",
+    "PODS",
+    "SECRETS",
+    "USER_AGENT",
+    "ApiError",
+    "Client",
+    "Object",
+    "Resource",
+    "RetryPolicy",
+]
+
+Object = dict[str, Any]
+
+USER_AGENT: Final = (
+    f"jobset-controller/{__version__} ({sys.platform}/{platform.machine()}) "
+    f"python/{platform.python_version()} kubernetes_asyncio"
+)
+
+DEFAULT_KUBECONFIG: Final = os.path.expanduser("~/.kube/config")
+IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One API resource: where it lives on the server. Hashable, so usable as a dict key."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str = ""
+    ) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{quote(name, safe='')}"
+        if subresource:
+            base += f"/{subresource}"
+        return base
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+CONFIGMAPS: Final = Resource("", "v1", "configmaps", "ConfigMap")
+SECRETS: Final = Resource("", "v1", "secrets", "Secret")
+PODS: Final = Resource("", "v1", "pods", "Pod")
+EVENTS: Final = Resource("", "v1", "events", "Event")
+NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+JOBS: Final = Resource("batch", "v1", "jobs", "Job")
+LEASES: Final = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+
+class ApiError(Exception):
+    """A non-2xx answer, with the server's `Status` when it sent one."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        body: Object | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+        self.retry_after = retry_after
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409 and self.reason != "AlreadyExists"
+
+    @property
+    def already_exists(self) -> bool:
+        return self.status == 409 and self.reason == "AlreadyExists"
+
+    @property
+    def gone(self) -> bool:
+        """410: the resourceVersion is too old (`Expired` or `Gone`); relist."""
+        return self.status == 410
+
+    @classmethod
+    def from_status(cls, code: int, status: Object, retry_after: float | None = None) -> ApiError:
+        return cls(
+            int(status.get("code") or code),
+            str(status.get("reason") or ""),
+            str(status.get("message") or ""),
+            status,
+            retry_after,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long to retry throttled / failed requests."""
+
+    max_retries: int = 10
+    base_backoff: float = 0.1
+    max_backoff: float = 10.0
+    max_retry_after: float = 60.0  # never sleep longer than this for one Retry-After
+
+    def backoff(self, attempt: int) -> float:
+        """Capped exponential backoff with jitter, for errors without a Retry-After."""
+        delay = min(self.base_backoff * 2.0**attempt, self.max_backoff)
+        return delay * (0.5 + random.random() / 2)
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: rare from kube-apiserver; fall back to our backoff
+
+
+def _parse_body(raw: bytes) -> Any:
+    return orjson.loads(raw) if raw else None
+
+
+class Client:
+    """Dict-in, dict-out Kubernetes client with rate limiting, retries and metrics."""
+
+    def __init__(
+        self,
+        api: k8s_client.ApiClient,
+        *,
+        qps: float = 20.0,
+        burst: int = 30,
+        metrics: RuntimeMetrics | None = None,
+        retry: RetryPolicy | None = None,
+        user_agent: str = USER_AGENT,
+    ) -> None:
+        self.api = api
+        self.api.user_agent = user_agent
+        self.limiter = TokenBucket(qps, burst)
+        self.metrics = metrics
+        self.retry = retry or RetryPolicy()
+        self.host = urlsplit(api.configuration.host).netloc
+        self.log = get_logger("client", host=self.host)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    async def connect(
+        cls,
+        kubeconfig: str | None = None,
+        *,
+        context: str | None = None,
+        pool_size: int = 64,
+        **kwargs: Any,
+    ) -> Client:
+        """From `kubeconfig` (or $KUBECONFIG / ~/.kube/config), else the in-cluster account."""
+        cfg = k8s_client.Configuration()
+        path = kubeconfig or os.environ.get("KUBECONFIG")
+        if path is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            await k8s_config.load_kube_config(
+                config_file=path or DEFAULT_KUBECONFIG, context=context, client_configuration=cfg
+            )
+        cfg.connection_pool_maxsize = pool_size
+        return cls(k8s_client.ApiClient(cfg), **kwargs)
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ transport
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: Any = None,
+        verb: str = "",
+    ) -> aiohttp.ClientResponse:
+        """One logical request: rate limit, send, retry; returns a 2xx response to consume.
+
+        Non-2xx answers that are not retried are raised as `ApiError`.
+        """
+        idempotent = method in IDEMPOTENT_METHODS
+        verb = verb or method
+        attempt = 0
+        while True:
+            waited = await self.limiter.wait()
+            if self.metrics is not None:
+                self.metrics.rest_client_rate_limiter_duration_seconds.labels(
+                    verb, self.host
+                ).observe(waited)
+            t0 = time.perf_counter()
+            try:
+                resp: aiohttp.ClientResponse = await self.api.call_api(
+                    path,
+                    method,
+                    query_params=list(query),
+                    header_params={"Accept": "application/json", "Content-Type": content_type},
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _request_timeout=request_timeout,
+                )
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                self._observe(method, verb, "<error>", t0)
+                if not idempotent or attempt >= self.retry.max_retries:
+                    raise
+                delay = self.retry.backoff(attempt)
+                self.log.debug("request failed, retrying", path=path, error=str(exc), delay=delay)
+                attempt += 1
+                await asyncio.sleep(delay)
+                continue
+            self._observe(method, verb, str(resp.status), t0)
+            if resp.status < 400:
+                return resp
+            raw = await resp.read()
+            resp.release()
+            retry_after = _parse_retry_after(resp.headers.get("Retry-After"))
+            retryable = resp.status == 429 or (resp.status >= 500 and idempotent)
+            if retryable and attempt < self.retry.max_retries:
+                delay = (
+                    min(retry_after, self.retry.max_retry_after)
+                    if retry_after is not None
+                    else (1.0 if resp.status == 429 else self.retry.backoff(attempt))
+                )
+                self.log.info(
+                    "throttled or server error, retrying",
+                    method=method,
+                    path=path,
+                    code=resp.status,
+                    retry_after=retry_after,
+                    delay=round(delay, 3),
+                    attempt=attempt + 1,
+                )
+                attempt += 1
+                await asyncio.sleep(delay)
+                continue
+            raise self._error(resp.status, resp.reason or "", raw, retry_after)
+
+    def _observe(self, method: str, verb: str, code: str, t0: float) -> None:
+        if self.metrics is None:
+            return
+        self.metrics.rest_client_requests_total.labels(code, method, self.host).inc()
+        self.metrics.rest_client_request_duration_seconds.labels(verb, self.host).observe(
+            time.perf_counter() - t0
+        )
+
+    @staticmethod
+    def _error(status: int, reason: str, raw: bytes, retry_after: float | None) -> ApiError:
+        try:
+            parsed = _parse_body(raw)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("kind") == "Status":
+            return ApiError.from_status(status, parsed, retry_after)
+        text = raw.decode("utf-8", "replace")[:500]
+        return ApiError(status, reason, text, None, retry_after)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: float | None = 60.0,
+    ) -> Any:
+        """Send one request and return its parsed JSON body (None when empty)."""
+        resp = await self._send(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            request_timeout=request_timeout,
+        )
+        try:
+            raw = await resp.read()
+        finally:
+            resp.release()
+        return _parse_body(raw)
+
+    # ------------------------------------------------------------------ verbs
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Object:
+        out: Object = await self.request("GET", res.path(namespace, name))
+        return out
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+        resource_version: str = "",
+        request_timeout: float | None = 120.0,
+    ) -> Object:
+        """One page of a list (`limit`/`continue_token` for the next ones)."""
+        query = _selectors(label_selector, field_selector)
+        if limit:
+            query.append(("limit", str(limit)))
+        if continue_token:
+            query.append(("continue", continue_token))
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        resp = await self._send(
+            "GET", res.path(namespace), query=query, request_timeout=request_timeout, verb="LIST"
+        )
+        try:
+            raw = await resp.read()
+        finally:
+            resp.release()
+        out: Object = orjson.loads(raw)
+        return out
+
+    async def create(
+        self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None
+    ) -> Object:
+        ns = namespace or obj.get("metadata", {}).get("namespace")
+        out: Object = await self.request("POST", res.path(ns), body=dict(obj))
+        return out
+
+    async def update(self, res: Resource, obj: Mapping[str, Any], subresource: str = "") -> Object:
+        """PUT; optimistic concurrency through metadata.resourceVersion (409 when stale)."""
+        meta = obj.get("metadata", {})
+        out: Object = await self.request(
+            "PUT", res.path(meta.get("namespace"), meta["name"], subresource), body=dict(obj)
+        )
+        return out
+
+    async def update_status(self, res: Resource, obj: Mapping[str, Any]) -> Object:
+        return await self.update(res, obj, "status")
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str = "",
+        field_manager: str = "",
+        force: bool = False,
+    ) -> Object:
+        """merge | json | strategic | apply (server-side apply; needs field_manager)."""
+        types = {
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+            "apply": "application/apply-patch+yaml",
+        }
+        query: list[tuple[str, str]] = []
+        if field_manager:
+            query.append(("fieldManager", field_manager))
+        if force:
+            query.append(("force", "true"))
+        out: Object = await self.request(
+            "PATCH",
+            res.path(namespace, name, subresource),
+            query=query,
+            body=patch,
+            content_type=types[patch_type],
+        )
+        return out
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> Object | None:
+        """DELETE with optional preconditions (uid / resourceVersion) and propagation."""
+        options: Object = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if pre:
+            options["preconditions"] = pre
+        out: Object | None = await self.request("DELETE", res.path(namespace, name), body=options)
+        return out
+
+    @asynccontextmanager
+    async def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str = "",
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> AsyncIterator[AsyncIterator[Object]]:
+        """A watch stream: yields an async iterator of raw events {"type", "object"}.
+
+        The HTTP request is retried like a GET (429 / 5xx); a 410 at start is raised as
+        `ApiError` (status 410). ERROR events inside the stream are yielded as they are.
+        """
+        query = _selectors(label_selector, field_selector)
+        query.append(("watch", "true"))
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        if allow_bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        query.append(("timeoutSeconds", str(timeout_seconds)))
+        # connect timeout 30 s; read timeout a margin past the server-side timeout, so a
+        # silently dead connection (no bookmark, no event) is noticed.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=timeout_seconds + 30)
+        resp = await self._send(
+            "GET", res.path(namespace), query=query, request_timeout=timeout, verb="WATCH"
+        )
+
+        async def events() -> AsyncIterator[Object]:
+            while True:
+                line = await resp.content.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if line:
+                    yield orjson.loads(line)
+
+        try:
+            yield events()
+        finally:
+            resp.close()
+
+
+def _selectors(label_selector: str, field_selector: str) -> list[tuple[str, str]]:
+    query: list[tuple[str, str]] = []
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
+    return query

@@ -1,0 +1,120 @@
+"""Health probes (`/healthz`, `/readyz`) and the Prometheus `/metrics` endpoint, on aiohttp.
+
+Probes answer like kube-apiserver's and controller-runtime's: 200 with `ok` when every
+check passes, 500 otherwise, and with `?verbose` (or on failure) one line per check,
+`[+]name ok` / `[-]name failed: reason`, so a person running curl sees *why* a replica is not
+ready. `/readyz/<check>` runs one check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+__all__ = ["Check", "CheckResult", "HttpServer", "Probes", "metrics_app", "probes_app"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    ok: bool
+    detail: str = ""
+
+
+Check = Callable[[], CheckResult]
+
+
+@dataclass
+class Probes:
+    """Named liveness and readiness checks."""
+
+    liveness: dict[str, Check] = field(default_factory=dict)
+    readiness: dict[str, Check] = field(default_factory=dict)
+
+    @staticmethod
+    def evaluate(checks: dict[str, Check]) -> tuple[bool, list[str]]:
+        lines: list[str] = []
+        healthy = True
+        for name, check in checks.items():
+            try:
+                res = check()
+            except Exception as exc:  # a broken check is a failed check
+                res = CheckResult(False, repr(exc))
+            healthy = healthy and res.ok
+            detail = f" ({res.detail})" if res.detail else ""
+            lines.append(f"[+]{name} ok{detail}" if res.ok else f"[-]{name} failed: {res.detail}")
+        return healthy, lines
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _probe_handler(checks: dict[str, Check], probe: str) -> Handler:
+    async def handler(request: web.Request) -> web.Response:
+        selected = checks
+        name = request.match_info.get("check")
+        if name is not None:
+            if name not in checks:
+                return web.Response(status=404, text=f"no such check: {name}\n")
+            selected = {name: checks[name]}
+        healthy, lines = Probes.evaluate(selected)
+        verbose = "verbose" in request.query or not healthy
+        if not verbose:
+            return web.Response(text="ok", content_type="text/plain")
+        tail = f"{probe} check passed" if healthy else f"{probe} check failed"
+        return web.Response(
+            status=200 if healthy else 500,
+            text="\n".join([*lines, tail]) + "\n",
+            content_type="text/plain",
+        )
+
+    return handler
+
+
+def probes_app(probes: Probes) -> web.Application:
+    app = web.Application()
+    for probe, checks in (("healthz", probes.liveness), ("readyz", probes.readiness)):
+        handler = _probe_handler(checks, probe)
+        app.router.add_get(f"/{probe}", handler)
+        app.router.add_get(f"/{probe}/{{check}}", handler)
+    app.router.add_get("/livez", _probe_handler(probes.liveness, "livez"))
+    return app
+
+
+def metrics_app(registry: CollectorRegistry) -> web.Application:
+    async def metrics(_: web.Request) -> web.Response:
+        body = generate_latest(registry)
+        resp = web.Response(body=body)
+        resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+class HttpServer:
+    """One aiohttp app on host:port (port 0: any free port; `port` tells which)."""
+
+    def __init__(self, app: web.Application, host: str, port: int) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

@@ -1,0 +1,111 @@
+"""Manager options and the command-line flags that set them.
+
+The flags are part of `jobset controller`'s contract (docs/design.md): `--kubeconfig`,
+`--namespace`, `--leader-elect`, `--metrics-port`, `--health-port`, `--concurrency`,
+`--qps`, `--burst`, `--log-format`; the leader-election timings keep client-go's defaults
+and names. `add_runtime_flags()` lets the CLI (and test fixtures) declare them once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ManagerOptions", "add_runtime_flags", "default_identity", "default_namespace"]
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def default_identity() -> str:
+    """client-go's convention: hostname + "_" + a random UUID (unique per process)."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def default_namespace() -> str:
+    """Where the lease lives: $POD_NAMESPACE, the service account's namespace, or default."""
+    if ns := os.environ.get("POD_NAMESPACE"):
+        return ns
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+@dataclass
+class ManagerOptions:
+    kubeconfig: str | None = None
+    namespace: str | None = None  # watch only this namespace (None: all)
+    qps: float = 50.0
+    burst: int = 100
+    concurrency: int = 5
+    bind_address: str = "0.0.0.0"
+    metrics_port: int | None = 8080  # None: no metrics server; 0: any free port
+    health_port: int | None = 8081
+    leader_elect: bool = False
+    leader_election_id: str = "jobset-controller-leader"
+    leader_election_namespace: str = field(default_factory=default_namespace)
+    identity: str = field(default_factory=default_identity)
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    graceful_shutdown_timeout: float = 30.0
+    cache_sync_timeout: float = 120.0
+    log_format: str = "json"
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ManagerOptions:
+        def port(value: int) -> int | None:
+            return None if value < 0 else value
+
+        return cls(
+            kubeconfig=args.kubeconfig,
+            namespace=args.namespace or None,
+            qps=args.qps,
+            burst=args.burst,
+            concurrency=args.concurrency,
+            bind_address=args.bind_address,
+            metrics_port=port(args.metrics_port),
+            health_port=port(args.health_port),
+            leader_elect=args.leader_elect,
+            leader_election_id=args.leader_election_id,
+            leader_election_namespace=args.leader_election_namespace or default_namespace(),
+            identity=args.leader_election_identity or default_identity(),
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+            graceful_shutdown_timeout=args.graceful_shutdown_timeout,
+            log_format=args.log_format,
+            log_level=args.log_level,
+        )
+
+
+def add_runtime_flags(parser: argparse.ArgumentParser) -> None:
+    d = ManagerOptions(leader_election_namespace="", identity="")
+    add = parser.add_argument
+    add("--kubeconfig", default=None, help="kubeconfig file (default: in-cluster config)")
+    add("--namespace", default="", help="watch only this namespace (default: all)")
+    add("--qps", type=float, default=d.qps, help="client-side request rate limit")
+    add("--burst", type=int, default=d.burst, help="client-side request burst")
+    add("--concurrency", type=int, default=d.concurrency, help="reconcile workers per controller")
+    add("--bind-address", default=d.bind_address, help="address of the metrics/health servers")
+    add("--metrics-port", type=int, default=d.metrics_port, help="Prometheus /metrics (-1: off)")
+    add("--health-port", type=int, default=d.health_port, help="/healthz and /readyz (-1: off)")
+    add("--leader-elect", action="store_true", help="run leader election (HA replicas)")
+    add("--leader-election-id", default=d.leader_election_id, help="name of the Lease")
+    add("--leader-election-namespace", default="", help="namespace of the Lease")
+    add(
+        "--leader-election-identity",
+        default="",
+        help="this replica's identity (default: host_uuid)",
+    )
+    add("--leader-elect-lease-duration", type=float, default=d.lease_duration)
+    add("--leader-elect-renew-deadline", type=float, default=d.renew_deadline)
+    add("--leader-elect-retry-period", type=float, default=d.retry_period)
+    add("--graceful-shutdown-timeout", type=float, default=d.graceful_shutdown_timeout)
+    add("--log-format", choices=("json", "console"), default=d.log_format)
+    add("--log-level", default=d.log_level)

@@ -1,0 +1,77 @@
+"""The indexed store and transforms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobset.runtime.cache import (
+    BY_CONTROLLER_UID,
+    BY_NAMESPACE,
+    Store,
+    chain,
+    drop_fields,
+    index_by_controller_uid,
+    index_by_namespace,
+    object_key,
+    split_key,
+    strip_managed_fields,
+)
+
+
+def obj(name: str, ns: str = "default", owner: str | None = None, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "resourceVersion": "1"}
+    if owner:
+        meta["ownerReferences"] = [
+            {"kind": "X", "name": "o", "uid": "other", "controller": False},
+            {"kind": "JobSet", "name": "js", "uid": owner, "controller": True},
+        ]
+    return {"metadata": meta, **extra}
+
+
+def test_keys() -> None:
+    assert object_key(obj("a", "ns")) == "ns/a"
+    assert object_key({"metadata": {"name": "node"}}) == "node"
+    assert split_key("ns/a") == ("ns", "a")
+    assert split_key("node") == ("", "node")
+
+
+def test_indexes_follow_updates_and_deletes() -> None:
+    s = Store({BY_NAMESPACE: index_by_namespace, BY_CONTROLLER_UID: index_by_controller_uid})
+    s.put("a/j1", obj("j1", "a", owner="u1"))
+    s.put("a/j2", obj("j2", "a", owner="u1"))
+    s.put("b/j3", obj("j3", "b", owner="u2"))
+    assert sorted(o["metadata"]["name"] for o in s.by_index(BY_CONTROLLER_UID, "u1")) == [
+        "j1",
+        "j2",
+    ]
+    assert [o["metadata"]["name"] for o in s.list("b")] == ["j3"]
+    assert s.by_index(BY_CONTROLLER_UID, "other") == []  # only the controller owner counts
+    s.put("a/j2", obj("j2", "a", owner="u2"))  # owner changed
+    assert [o["metadata"]["name"] for o in s.by_index(BY_CONTROLLER_UID, "u1")] == ["j1"]
+    assert sorted(s.index_keys(BY_CONTROLLER_UID, "u2")) == ["a/j2", "b/j3"]
+    s.remove("a/j1")
+    assert s.by_index(BY_CONTROLLER_UID, "u1") == []
+    assert "u1" not in s.index_values(BY_CONTROLLER_UID)  # empty index entries are dropped
+    assert len(s) == 2 and "b/j3" in s
+
+
+def test_custom_indexer_added_late_indexes_existing_objects() -> None:
+    s = Store()
+    s.put("a/x", obj("x", "a"))
+    s.put("a/y", obj("y", "a"))
+    s.add_indexers({"by-first-letter": lambda o: [o["metadata"]["name"][0]]})
+    assert [o["metadata"]["name"] for o in s.by_index("by-first-letter", "y")] == ["y"]
+
+
+def test_drop_fields_and_chain() -> None:
+    job = obj(
+        "j",
+        spec={"template": {"spec": {"containers": [{"name": "c"}]}}, "parallelism": 2},
+        status={"active": 1},
+    )
+    job["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    slim = chain(strip_managed_fields, drop_fields("spec.template", "status.missing.deep"))(job)
+    assert "managedFields" not in slim["metadata"]
+    assert slim["spec"] == {"parallelism": 2}
+    assert slim["status"] == {"active": 1}
+    assert drop_fields("a.b")({"a": "not a dict"}) == {"a": "not a dict"}

@@ -1,0 +1,168 @@
+"""Controller workers: dedup while processing, error backoff, results, mapping to owners."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import structlog
+
+from jobset.metrics import RuntimeMetrics
+from jobset.runtime.controller import (
+    Controller,
+    Request,
+    Result,
+    _Handler,
+    enqueue_object,
+    enqueue_owner,
+)
+from jobset.runtime.ratelimit import ItemExponentialFailureRateLimiter
+
+KEY = Request("ns", "a")
+
+
+async def test_key_added_100_times_while_processing_is_processed_exactly_twice() -> None:
+    release, started = asyncio.Event(), asyncio.Event()
+    calls: list[Request] = []
+    running = 0
+    max_running = 0
+
+    async def reconcile(req: Request) -> Result:
+        nonlocal running, max_running
+        calls.append(req)
+        started.set()
+        running += 1
+        max_running = max(max_running, running)
+        if len(calls) == 1:
+            await release.wait()
+        running -= 1
+        return Result()
+
+    ctrl = Controller("c", reconcile, concurrency=4)
+    ctrl.start()
+    ctrl.queue.add(KEY)
+    await asyncio.wait_for(started.wait(), 5)
+    for _ in range(100):
+        ctrl.queue.add(KEY)
+    await asyncio.sleep(0.05)
+    assert len(calls) == 1  # four idle workers, yet nobody takes the key concurrently
+    release.set()
+    await asyncio.sleep(0.1)
+    assert await ctrl.stop(grace_period=1)
+    assert calls == [KEY, KEY]
+    assert max_running == 1
+
+
+async def test_errors_back_off_exponentially_and_are_logged_with_the_key() -> None:
+    loop = asyncio.get_running_loop()
+    times: list[float] = []
+    succeeded = asyncio.Event()
+
+    async def reconcile(req: Request) -> Result:
+        times.append(loop.time())
+        if len(times) <= 5:
+            raise RuntimeError("boom")
+        succeeded.set()
+        return Result()
+
+    m = RuntimeMetrics()
+    ctrl = Controller(
+        "c",
+        reconcile,
+        rate_limiter=ItemExponentialFailureRateLimiter(0.02, 10.0),
+        metrics=m,
+    )
+    with structlog.testing.capture_logs() as logs:
+        ctrl.start()
+        ctrl.queue.add(KEY)
+        await asyncio.wait_for(succeeded.wait(), 10)
+        await ctrl.stop(grace_period=1)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    for i, gap in enumerate(gaps):
+        assert gap >= 0.02 * 2**i * 0.9, gaps  # 20, 40, 80, 160, 320 ms at least
+    errors = [e for e in logs if e["event"] == "Reconciler error"]
+    assert len(errors) == 5 and all(e["key"] == "ns/a" for e in errors)
+    assert ctrl.queue.num_requeues(KEY) == 0  # forgotten after the success
+    assert m.reconcile_errors_total.labels("c")._value.get() == 5
+    assert m.reconcile_total.labels("c", "error")._value.get() == 5
+    assert m.reconcile_total.labels("c", "success")._value.get() == 1
+    assert m.reconcile_panics_total.labels("c")._value.get() == 5  # not API errors
+
+
+async def test_requeue_after_and_requeue() -> None:
+    loop = asyncio.get_running_loop()
+    times: list[float] = []
+    third = asyncio.Event()
+
+    async def reconcile(req: Request) -> Result:
+        times.append(loop.time())
+        if len(times) == 1:
+            return Result(requeue_after=0.15)
+        if len(times) == 2:
+            return Result(requeue=True)
+        third.set()
+        return Result()
+
+    m = RuntimeMetrics()
+    ctrl = Controller("c", reconcile, metrics=m)
+    ctrl.start()
+    ctrl.queue.add(KEY)
+    await asyncio.wait_for(third.wait(), 10)
+    await ctrl.stop(grace_period=1)
+    assert times[1] - times[0] >= 0.14
+    assert m.reconcile_total.labels("c", "requeue_after")._value.get() == 1
+    assert m.reconcile_total.labels("c", "requeue")._value.get() == 1
+    assert m.active_workers.labels("c")._value.get() == 0
+    assert m.max_concurrent_reconciles.labels("c")._value.get() == 1
+
+
+async def test_stop_cancels_work_past_the_grace_period() -> None:
+    async def reconcile(req: Request) -> Result:
+        await asyncio.sleep(60)
+        return Result()
+
+    ctrl = Controller("c", reconcile)
+    ctrl.start()
+    ctrl.queue.add(KEY)
+    await asyncio.sleep(0.02)
+    assert await ctrl.stop(grace_period=0.05) is False
+
+
+def owned(kind: str, api_version: str, controller: bool = True) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "child",
+            "namespace": "ns",
+            "ownerReferences": [
+                {
+                    "apiVersion": api_version,
+                    "kind": kind,
+                    "name": "parent",
+                    "uid": "u",
+                    "controller": controller,
+                }
+            ],
+        }
+    }
+
+
+def test_mappers() -> None:
+    to_owner = enqueue_owner("JobSet", "jobset.x-k8s.io")
+    assert list(to_owner(owned("JobSet", "jobset.x-k8s.io/v1alpha2"))) == [Request("ns", "parent")]
+    assert list(to_owner(owned("JobSet", "other.io/v1"))) == []
+    assert list(to_owner(owned("Job", "jobset.x-k8s.io/v1alpha2"))) == []
+    assert list(to_owner(owned("JobSet", "jobset.x-k8s.io/v1alpha2", controller=False))) == []
+    assert list(enqueue_owner("ConfigMap")(owned("ConfigMap", "v1"))) == [Request("ns", "parent")]
+    assert list(enqueue_object()(owned("X", "v1"))) == [Request("ns", "child")]
+
+
+async def test_update_enqueues_old_and_new_owner() -> None:
+    ctrl = Controller("c", lambda r: asyncio.sleep(0, Result()))
+    handler = _Handler(ctrl.queue, enqueue_owner("ConfigMap"))
+    old = owned("ConfigMap", "v1")
+    new = owned("ConfigMap", "v1")
+    new["metadata"]["ownerReferences"][0]["name"] = "adopter"
+    handler.on_update(old, new)
+    got = {await ctrl.queue.get(), await ctrl.queue.get()}
+    assert got == {Request("ns", "parent"), Request("ns", "adopter")}

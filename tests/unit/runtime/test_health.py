@@ -1,0 +1,58 @@
+"""Probe endpoints answer like kube-apiserver's: ok, or one line per check and 500."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from jobset.metrics import RuntimeMetrics
+from jobset.runtime.health import CheckResult, HttpServer, Probes, metrics_app, probes_app
+
+
+async def test_probes_and_metrics_endpoints() -> None:
+    state = {"synced": False}
+    probes = Probes(
+        liveness={"ping": lambda: CheckResult(True)},
+        readiness={
+            "informers-synced": lambda: CheckResult(state["synced"], "not synced: jobs"),
+            "broken": lambda: CheckResult(True) if state["synced"] else 1 / 0,  # type: ignore[return-value]
+        },
+    )
+    metrics = RuntimeMetrics()
+    metrics.reconcile_total.labels("c", "success").inc()
+    servers = [
+        HttpServer(probes_app(probes), "127.0.0.1", 0),
+        HttpServer(metrics_app(metrics.registry), "127.0.0.1", 0),
+    ]
+    for s in servers:
+        await s.start()
+    base, mbase = (f"http://127.0.0.1:{s.port}" for s in servers)
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/healthz") as r:
+                assert (r.status, await r.text()) == (200, "ok")
+            async with http.get(f"{base}/readyz") as r:
+                body = await r.text()
+                assert r.status == 500
+                assert "[-]informers-synced failed: not synced: jobs" in body
+                assert "[-]broken failed: ZeroDivisionError" in body
+                assert body.rstrip().endswith("readyz check failed")
+            state["synced"] = True
+            async with http.get(f"{base}/readyz") as r:
+                assert (r.status, await r.text()) == (200, "ok")
+            async with http.get(f"{base}/readyz?verbose") as r:
+                assert "[+]informers-synced ok" in await r.text()
+            async with http.get(f"{base}/readyz/informers-synced") as r:
+                assert r.status == 200
+            async with http.get(f"{base}/readyz/nope") as r:
+                assert r.status == 404
+            async with http.get(f"{mbase}/metrics") as r:
+                text = await r.text()
+                assert r.status == 200
+                assert (
+                    'controller_runtime_reconcile_total{controller="c",result="success"} 1.0'
+                    in text
+                )
+                assert "_created" not in text  # like Go's client_golang
+    finally:
+        for s in servers:
+            await s.stop()

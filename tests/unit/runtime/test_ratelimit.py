@@ -1,0 +1,70 @@
+"""Rate limiters: client-go's defaults, with a fake clock where time matters."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from jobset.runtime.ratelimit import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    TokenBucket,
+    default_controller_rate_limiter,
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_exponential_per_item_5ms_to_1000s() -> None:
+    rl: ItemExponentialFailureRateLimiter[str] = ItemExponentialFailureRateLimiter()
+    delays = [rl.when("a") for _ in range(20)]
+    assert delays[:4] == pytest.approx([0.005, 0.01, 0.02, 0.04])
+    assert delays[-1] == 1000.0
+    assert all(b >= a for a, b in itertools.pairwise(delays))
+    assert rl.when("b") == pytest.approx(0.005)  # per item
+    assert rl.num_requeues("a") == 20
+    rl.forget("a")
+    assert rl.when("a") == pytest.approx(0.005)
+    for _ in range(500):  # no overflow however long an item keeps failing
+        rl.when("c")
+    assert rl.when("c") == 1000.0
+
+
+def test_token_bucket_burst_then_rate() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(qps=10, burst=3, clock=clock)
+    assert [bucket.reserve() for _ in range(3)] == [0, 0, 0]
+    assert bucket.reserve() == pytest.approx(0.1)
+    assert bucket.reserve() == pytest.approx(0.2)  # reservations queue up
+    clock.now += 1.0
+    assert bucket.reserve() == 0  # refilled (7 tokens worth, capped at burst)
+
+
+def test_token_bucket_disabled() -> None:
+    bucket = TokenBucket(qps=0, burst=0)
+    assert all(bucket.reserve() == 0 for _ in range(1000))
+
+
+def test_default_controller_rate_limiter_is_max_of_item_and_bucket() -> None:
+    rl = default_controller_rate_limiter()
+    assert isinstance(rl, MaxOfRateLimiter)
+    # burst 100 keeps the bucket out of the way at first: the per-item backoff decides
+    assert rl.when("x") == pytest.approx(0.005)
+    assert rl.when("x") == pytest.approx(0.01)
+    clock = FakeClock()
+    limited = MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.001, 1.0),
+        BucketRateLimiter(TokenBucket(10, 1, clock=clock)),
+    )
+    assert limited.when("a") == pytest.approx(0.001)
+    assert limited.when("b") == pytest.approx(0.1)  # the overall bucket dominates
+    limited.forget("a")
+    assert limited.num_requeues("a") == 0
