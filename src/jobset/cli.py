@@ -50,7 +50,130 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawTextHelpFormatter,
     )
     _add_sim_flags(sim)
+    controller = sub.add_parser(
+        "controller",
+        help="run the JobSet controller",
+        description="Run the JobSet controller against a cluster (the in-cluster config, "
+        "or --kubeconfig). Stops on SIGINT/SIGTERM.",
+    )
+    _add_controller_flags(controller)
+    dev = sub.add_parser(
+        "dev",
+        help="simulated cluster + JobSet CRD + controller in one process",
+        description="Start a simulated cluster, install the JobSet CRD and run the controller "
+        "against it, in one process. Prints a line with 'ready' once JobSets can be "
+        "submitted (kubectl apply -f examples/...); stops on SIGINT/SIGTERM.",
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    _add_sim_flags(dev)
+    # A new user's cluster needs somewhere to run pods: 4 node pools of 4 nodes by default.
+    dev.set_defaults(nodes=DEV_DEFAULT_NODES)
+    _add_jobset_flags(dev)
+    dev.add_argument("--concurrency", type=int, default=5, help="reconcile workers")
+    dev.add_argument("--metrics-port", type=int, default=-1, help="Prometheus /metrics (-1: off)")
+    dev.add_argument("--health-port", type=int, default=-1, help="/healthz, /readyz (-1: off)")
+    dev.add_argument("--log-format", choices=("json", "console"), default="console")
+    dev.add_argument("--log-level", default="INFO")
     return parser
+
+
+DEV_DEFAULT_NODES = "pools=4x4,label=cloud.google.com/gke-nodepool"
+
+
+def _add_jobset_flags(p: argparse.ArgumentParser) -> None:
+    """Flags of the JobSet reconciler itself (shared by `controller` and `dev`)."""
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        help="comma-separated K=V of upstream feature gates "
+        "(RestartJob, ElasticJobSet, InPlaceRestart, TLSOptions)",
+    )
+    p.add_argument(
+        "--per-jobset-metrics",
+        action="store_true",
+        help="label jobset_* counters with each JobSet's name (unbounded cardinality; "
+        "off: the jobset_name label is empty, see docs/metrics.md)",
+    )
+
+
+def _add_controller_flags(p: argparse.ArgumentParser) -> None:
+    from jobset.runtime.options import add_runtime_flags
+
+    add_runtime_flags(p)
+    _add_jobset_flags(p)
+    p.add_argument(
+        "--webhook-port",
+        type=int,
+        default=9443,
+        help="port of the admission webhook server (accepted; the webhook server is not "
+        "part of this build yet)",
+    )
+
+
+async def _run_controller(args: argparse.Namespace) -> int:
+    from jobset.controllers.features import parse_feature_gates
+    from jobset.controllers.jobset_controller import JobSetController
+    from jobset.runtime import Manager, ManagerOptions
+    from jobset.runtime.logging import configure_logging
+
+    features = parse_feature_gates(args.feature_gates)
+    configure_logging(args.log_format, args.log_level)
+    manager = await Manager.create(ManagerOptions.from_args(args))
+    JobSetController(manager, features=features, per_jobset_metrics=args.per_jobset_metrics)
+    return await manager.run_until_signal()
+
+
+async def _run_dev(args: argparse.Namespace) -> int:
+    from jobset.controllers.crd import apply_crds
+    from jobset.controllers.features import parse_feature_gates
+    from jobset.controllers.jobset_controller import JobSetController
+    from jobset.runtime import Manager, ManagerOptions
+    from jobset.runtime.logging import configure_logging
+    from jobset.sim.cluster import SimCluster, SimOptions
+
+    features = parse_feature_gates(args.feature_gates)
+    configure_logging(args.log_format, args.log_level)
+    cluster = SimCluster(
+        SimOptions(
+            port=args.port,
+            kubeconfig=args.kubeconfig,
+            sim_level=args.sim_level,
+            nodes=args.nodes,
+            time_scale=args.time_scale,
+            seed=args.seed,
+            faults=args.faults,
+            data_dir=args.data_dir,
+            tls=not args.insecure_http,
+        )
+    )
+    await cluster.start()
+    try:
+        options = ManagerOptions(
+            kubeconfig=args.kubeconfig,
+            concurrency=args.concurrency,
+            metrics_port=None if args.metrics_port < 0 else args.metrics_port,
+            health_port=None if args.health_port < 0 else args.health_port,
+            log_format=args.log_format,
+            log_level=args.log_level,
+        )
+        manager = await Manager.create(options)
+        await apply_crds(manager.client)
+        JobSetController(manager, features=features, per_jobset_metrics=args.per_jobset_metrics)
+        run = asyncio.create_task(manager.run_until_signal())
+        while not all(i.has_synced() for i in manager.informers.values()):
+            if run.done():
+                return run.result()
+            await asyncio.sleep(0.05)
+        print(
+            f"jobset dev ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
+            f"sim-level {args.sim_level})",
+            flush=True,
+        )
+        code = await run
+    finally:
+        await cluster.stop()
+    print("jobset dev stopped", flush=True)
+    return code
 
 
 async def _run_sim(args: argparse.Namespace) -> int:
@@ -94,6 +217,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             print(f"jobset sim: {exc}", file=sys.stderr)
             return 2
+    if args.command in ("controller", "dev"):
+        runner = _run_controller if args.command == "controller" else _run_dev
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                return asyncio.run(runner(args))
+        except ValueError as exc:
+            print(f"jobset {args.command}: {exc}", file=sys.stderr)
+            return 2
+        return 0
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -1,0 +1,270 @@
+"""Sort a JobSet's child Jobs into previous / active / succeeded / failed, and count them.
+
+A Job belongs to the current run when its `restart-attempt` label equals
+`status.restarts` (and, with the RestartJob feature, its `job-restart-attempt` label equals
+the per-Job target in `replicatedJobsStatus[].jobRestarts`). Older Jobs are *previous*: they
+are deleted and recreated under the current attempt - which is how a restart works without
+ever renaming a Job. Current Jobs are active, succeeded or failed by their `Complete` /
+`Failed` condition being True.
+
+One deliberate difference from upstream: a child Job whose attempt labels cannot be parsed
+makes upstream return an error on every pass (the JobSet is stuck, retried with backoff).
+Here it is classified as previous - deleted and recreated with correct labels - so a
+hand-edited label cannot wedge a JobSet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobset.api import constants as c
+from jobset.api.types import replicas
+
+__all__ = [
+    "Children",
+    "all_jobs_ready",
+    "classify",
+    "failed_condition",
+    "finished_type",
+    "job_restarts",
+    "job_restarts_count_towards_max",
+    "replicated_job_statuses",
+    "rjob_name_of",
+    "statuses_equal",
+]
+
+Job = dict[str, Any]
+
+COMPLETE = "Complete"
+FAILED = "Failed"
+
+
+@dataclass
+class Children:
+    """The child Jobs of one JobSet, by state (each Job is in exactly one list)."""
+
+    active: list[Job] = field(default_factory=list)
+    succeeded: list[Job] = field(default_factory=list)
+    failed: list[Job] = field(default_factory=list)
+    previous: list[Job] = field(default_factory=list)
+
+    def all(self) -> Iterable[Job]:
+        yield from self.active
+        yield from self.succeeded
+        yield from self.failed
+        yield from self.previous
+
+    def names(self) -> set[str]:
+        return {str(j["metadata"]["name"]) for j in self.all()}
+
+
+def _labels(job: Mapping[str, Any]) -> Mapping[str, str]:
+    return (job.get("metadata") or {}).get("labels") or {}
+
+
+def rjob_name_of(job: Mapping[str, Any]) -> str:
+    """The ReplicatedJob a child Job was stamped from ("" when the label is missing)."""
+    return str(_labels(job).get(c.REPLICATED_JOB_NAME_KEY) or "")
+
+
+def finished_type(job: Mapping[str, Any]) -> str | None:
+    """ "Complete" or "Failed" when that Job condition is True, else None (still active)."""
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") in (COMPLETE, FAILED) and cond.get("status") == "True":
+            return str(cond["type"])
+    return None
+
+
+def failed_condition(job: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Job's `Failed=True` condition, if any."""
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == FAILED and cond.get("status") == "True":
+            return cond  # type: ignore[no-any-return]
+    return None
+
+
+def _rjob_replicas(js: Mapping[str, Any], rjob_name: str) -> int:
+    for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
+        if rjob.get("name") == rjob_name:
+            return replicas(rjob)
+    return 0
+
+
+def _per_job_counts(
+    js: Mapping[str, Any], status: Mapping[str, Any], rjob_name: str, key: str
+) -> list[int]:
+    for rjs in status.get("replicatedJobsStatus") or []:
+        if rjs.get("name") == rjob_name:
+            values = rjs.get(key) or []
+            if values:
+                return [int(v) for v in values]
+            break
+    return [0] * _rjob_replicas(js, rjob_name)
+
+
+def job_restarts(js: Mapping[str, Any], status: Mapping[str, Any], rjob_name: str) -> list[int]:
+    """Per-Job restart targets of a ReplicatedJob (zeros when never restarted)."""
+    return _per_job_counts(js, status, rjob_name, "jobRestarts")
+
+
+def job_restarts_count_towards_max(
+    js: Mapping[str, Any], status: Mapping[str, Any], rjob_name: str
+) -> list[int]:
+    """Per-Job restarts that count toward maxRestarts (zeros when none)."""
+    return _per_job_counts(js, status, rjob_name, "jobRestartsCountTowardsMax")
+
+
+def _int_label(labels: Mapping[str, str], key: str) -> int | None:
+    value = labels.get(key)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _is_previous(
+    js: Mapping[str, Any], status: Mapping[str, Any], job: Mapping[str, Any], restart_job: bool
+) -> bool:
+    labels = _labels(job)
+    attempt = _int_label(labels, c.RESTART_ATTEMPT_KEY)
+    if attempt is None:
+        return True
+    if attempt < int(status.get("restarts") or 0):
+        return True
+    if not restart_job:
+        return False
+    rjob_name = labels.get(c.REPLICATED_JOB_NAME_KEY)
+    index = _int_label(labels, c.JOB_INDEX_KEY)
+    if not rjob_name or index is None:
+        return True
+    if c.JOB_RESTART_ATTEMPT_KEY not in labels:
+        # Created before the feature was on: kept, as upstream does for compatibility.
+        return False
+    per_job = _int_label(labels, c.JOB_RESTART_ATTEMPT_KEY)
+    targets = job_restarts(js, status, rjob_name)
+    if per_job is None or index >= len(targets) or index < 0:
+        return True
+    return per_job < targets[index]
+
+
+def classify(js: Mapping[str, Any], jobs: Iterable[Job], *, restart_job: bool = False) -> Children:
+    """Bucket the JobSet's child Jobs (already filtered by controller owner UID).
+
+    Jobs are taken in name order so every decision that depends on order (e.g. which of two
+    Jobs failing in the same second is "first") is deterministic.
+    """
+    status: Mapping[str, Any] = js.get("status") or {}
+    out = Children()
+    for job in sorted(jobs, key=lambda j: str(j["metadata"]["name"])):
+        if _is_previous(js, status, job, restart_job):
+            out.previous.append(job)
+            continue
+        kind = finished_type(job)
+        if kind is None:
+            out.active.append(job)
+        elif kind == FAILED:
+            out.failed.append(job)
+        else:
+            out.succeeded.append(job)
+    return out
+
+
+def _pods_needed(job: Mapping[str, Any]) -> int:
+    spec = job.get("spec") or {}
+    parallelism = spec.get("parallelism")
+    pods = 1 if parallelism is None else int(parallelism)
+    completions = spec.get("completions")
+    if completions is not None and int(completions) < pods:
+        pods = int(completions)
+    return pods
+
+
+def replicated_job_statuses(
+    js: Mapping[str, Any], children: Children, *, restart_job: bool = False
+) -> list[dict[str, Any]]:
+    """`status.replicatedJobsStatus`, in spec order, counted as upstream counts it.
+
+    - ready: active Jobs with `status.ready + status.succeeded >= min(parallelism,
+      completions)` (all their pods are up or done);
+    - active: active Jobs with at least one active pod; suspended: active Jobs with
+      `spec.suspend`; succeeded / failed: current Jobs finished that way.
+    Previous Jobs are not counted. With RestartJob, the per-Job restart counters of the
+    current status are carried over (the failure policy may bump them afterwards).
+    """
+    counts: dict[str, dict[str, int]] = {}
+    order: list[str] = []
+    for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
+        name = str(rjob.get("name") or "")
+        if name not in counts:
+            order.append(name)
+        counts[name] = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+
+    for job in children.active:
+        bucket = counts.get(rjob_name_of(job))
+        if bucket is None:
+            continue
+        jstatus = job.get("status") or {}
+        if int(jstatus.get("succeeded") or 0) + int(jstatus.get("ready") or 0) >= _pods_needed(job):
+            bucket["ready"] += 1
+        if int(jstatus.get("active") or 0) > 0:
+            bucket["active"] += 1
+        if (job.get("spec") or {}).get("suspend"):
+            bucket["suspended"] += 1
+    for job in children.succeeded:
+        bucket = counts.get(rjob_name_of(job))
+        if bucket is not None:
+            bucket["succeeded"] += 1
+    for job in children.failed:
+        bucket = counts.get(rjob_name_of(job))
+        if bucket is not None:
+            bucket["failed"] += 1
+
+    existing = {
+        str(s.get("name")): s for s in (js.get("status") or {}).get("replicatedJobsStatus") or []
+    }
+    out: list[dict[str, Any]] = []
+    for name in order:
+        entry: dict[str, Any] = {"name": name, **counts[name]}
+        if restart_job and name in existing:
+            for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
+                values = existing[name].get(key)
+                if values:
+                    entry[key] = list(values)
+        out.append(entry)
+    return out
+
+
+def _normalized(statuses: Sequence[Mapping[str, Any]] | None) -> list[tuple[Any, ...]]:
+    rows = []
+    for s in statuses or []:
+        rows.append(
+            (
+                str(s.get("name") or ""),
+                int(s.get("ready") or 0),
+                int(s.get("succeeded") or 0),
+                int(s.get("failed") or 0),
+                int(s.get("active") or 0),
+                int(s.get("suspended") or 0),
+                tuple(int(v) for v in s.get("jobRestarts") or ()),
+                tuple(int(v) for v in s.get("jobRestartsCountTowardsMax") or ()),
+            )
+        )
+    return sorted(rows)
+
+
+def statuses_equal(
+    old: Sequence[Mapping[str, Any]] | None, new: Sequence[Mapping[str, Any]] | None
+) -> bool:
+    """Semantic equality of two replicatedJobsStatus lists: order-free, absent == zero."""
+    return _normalized(old) == _normalized(new)
+
+
+def all_jobs_ready(js: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]]) -> bool:
+    """Every Job of the spec is ready or succeeded (upstream's `allJobsReady`)."""
+    total = sum(replicas(r) for r in (js.get("spec") or {}).get("replicatedJobs") or [])
+    ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in statuses)
+    return total == ready

@@ -1,0 +1,238 @@
+"""Child Jobs: building one from its ReplicatedJob template, and resuming a suspended one.
+
+A child Job is the ReplicatedJob's Job template with:
+
+- name `<jobset>-<rjob>-<index>` in the JobSet's namespace - deterministic, so creating it
+  again after a crash is an AlreadyExists, never a duplicate;
+- the template's labels and annotations, plus every JobSet key (jobset name and uid,
+  replicatedjob name and replicas, global replicas, job index, global index, job key,
+  restart attempt, per-job restart attempt with RestartJob, group name, replicas and index,
+  coordinator) as both labels and annotations, on the Job and on its pod template;
+- exclusive-placement annotations (see `jobset.placement.labels`);
+- a controller ownerReference to the JobSet with blockOwnerDeletion;
+- `suspend` = the JobSet's suspend, `subdomain` when DNS hostnames are enabled, and the
+  volumes of volumeClaimPolicies it mounts.
+
+Resume (upstream `resumeJob`): labels, annotations, nodeSelector, tolerations and
+schedulingGates of the ReplicatedJob's pod template - which Kueue may change while the
+JobSet is suspended - are merged into the Job's pod template (template values win for map
+keys; list items are added when missing), then `suspend: false`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jobset.api import constants as c
+from jobset.api.types import (
+    coordinator_endpoint,
+    dns_hostnames_enabled,
+    global_job_index,
+    global_replicas,
+    group_job_index,
+    group_name,
+    group_replicas,
+    is_suspended,
+    job_key,
+    job_name,
+    name_of,
+    namespace_of,
+    replicas,
+    subdomain,
+)
+from jobset.controllers.classify import Children, job_restarts
+from jobset.controllers.volumes import add_volumes
+from jobset.placement.labels import (
+    add_node_selector_strategy,
+    exclusive_placement_annotations,
+    uses_node_selector_strategy,
+)
+
+__all__ = [
+    "construct_job",
+    "jobs_to_create",
+    "jobset_keys",
+    "merge_lists",
+    "merge_maps",
+    "owner_reference",
+    "resume_patch",
+]
+
+Job = dict[str, Any]
+
+
+def owner_reference(js: Mapping[str, Any]) -> dict[str, Any]:
+    """The controller ownerReference every child of the JobSet carries."""
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "name": name_of(js),
+        "uid": str((js.get("metadata") or {}).get("uid") or ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _opt(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def jobset_keys(
+    js: Mapping[str, Any], rjob: Mapping[str, Any], job_index: int, *, restart_job: bool = False
+) -> dict[str, str]:
+    """Every JobSet label (also stamped as annotation) of the Job `job_index` of `rjob`."""
+    jsname = name_of(js)
+    rjob_name = str(rjob.get("name") or "")
+    group = group_name(rjob)
+    name = job_name(jsname, rjob_name, job_index)
+    status = js.get("status") or {}
+    keys = {
+        c.JOBSET_NAME_KEY: jsname,
+        c.JOBSET_UID_KEY: str((js.get("metadata") or {}).get("uid") or ""),
+        c.REPLICATED_JOB_NAME_KEY: rjob_name,
+        c.RESTART_ATTEMPT_KEY: str(int(status.get("restarts") or 0)),
+    }
+    if restart_job:
+        targets = job_restarts(js, status, rjob_name)
+        keys[c.JOB_RESTART_ATTEMPT_KEY] = str(targets[job_index] if job_index < len(targets) else 0)
+    keys.update(
+        {
+            c.REPLICATED_JOB_REPLICAS_KEY: str(replicas(rjob)),
+            c.GLOBAL_REPLICAS_KEY: str(global_replicas(js)),
+            c.JOB_INDEX_KEY: str(job_index),
+            c.JOB_KEY: job_key(namespace_of(js), name),
+            c.JOB_GLOBAL_INDEX_KEY: _opt(global_job_index(js, rjob_name, job_index)),
+            c.GROUP_NAME_KEY: group,
+            c.GROUP_REPLICAS_KEY: str(group_replicas(js, group)),
+            c.JOB_GROUP_INDEX_KEY: _opt(group_job_index(js, group, rjob_name, job_index)),
+        }
+    )
+    if (js.get("spec") or {}).get("coordinator") is not None:
+        keys[c.COORDINATOR_KEY] = coordinator_endpoint(js)
+    return keys
+
+
+def _stamp(meta: dict[str, Any], keys: Mapping[str, str], placement: Mapping[str, str]) -> None:
+    meta["labels"] = {**(meta.get("labels") or {}), **keys}
+    meta["annotations"] = {**(meta.get("annotations") or {}), **keys, **placement}
+
+
+def construct_job(
+    js: Mapping[str, Any], rjob: Mapping[str, Any], job_index: int, *, restart_job: bool = False
+) -> Job:
+    """The child Job `job_index` of `rjob`, ready to POST."""
+    template: Mapping[str, Any] = rjob.get("template") or {}
+    tmeta: Mapping[str, Any] = template.get("metadata") or {}
+    spec: dict[str, Any] = copy.deepcopy(dict(template.get("spec") or {}))
+    job: Job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": job_name(name_of(js), str(rjob.get("name") or ""), job_index),
+            "namespace": namespace_of(js),
+            "labels": dict(tmeta.get("labels") or {}),
+            "annotations": dict(tmeta.get("annotations") or {}),
+            "ownerReferences": [owner_reference(js)],
+        },
+        "spec": spec,
+    }
+    keys = jobset_keys(js, rjob, job_index, restart_job=restart_job)
+    placement = exclusive_placement_annotations(js, rjob)
+    pod_template = spec.setdefault("template", {})
+    pod_meta = pod_template.setdefault("metadata", {})
+    pod_spec = pod_template.setdefault("spec", {})
+    _stamp(job["metadata"], keys, placement)
+    _stamp(pod_meta, keys, placement)
+    if dns_hostnames_enabled(js):
+        pod_spec["subdomain"] = subdomain(js)
+    if uses_node_selector_strategy(job):
+        add_node_selector_strategy(job)
+    spec["suspend"] = is_suspended(js)
+    if (js.get("spec") or {}).get("volumeClaimPolicies"):
+        add_volumes(job, js)
+    return job
+
+
+def jobs_to_create(
+    js: Mapping[str, Any],
+    rjob: Mapping[str, Any],
+    children: Children,
+    *,
+    restart_job: bool = False,
+    existing: set[str] | None = None,
+) -> list[Job]:
+    """The Jobs of `rjob` that do not exist (in any state, previous included).
+
+    With `BlockingRecreate`, nothing is created while any previous Job still exists, so a
+    restart replaces the whole set at once instead of Job by Job.
+    """
+    policy = (js.get("spec") or {}).get("failurePolicy") or {}
+    if children.previous and policy.get("restartStrategy") == c.RESTART_STRATEGY_BLOCKING_RECREATE:
+        return []
+    names = existing if existing is not None else children.names()
+    jsname = name_of(js)
+    rjob_name = str(rjob.get("name") or "")
+    return [
+        construct_job(js, rjob, idx, restart_job=restart_job)
+        for idx in range(replicas(rjob))
+        if job_name(jsname, rjob_name, idx) not in names
+    ]
+
+
+# ------------------------------------------------------------------------------ resume
+
+
+def merge_maps(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`old` updated with `new` (new values win)."""
+    return {**(old or {}), **(new or {})}
+
+
+def merge_lists(old: Sequence[Any] | None, new: Sequence[Any] | None) -> list[Any]:
+    """`old`, then the items of `new` not already in it (whole-item equality).
+
+    Upstream builds this union through a Go map, so its order is random; keeping `old`'s
+    order and appending makes the result stable, so resuming twice writes nothing new.
+    """
+    out = list(old or [])
+    for item in new or []:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def resume_patch(job: Mapping[str, Any], rjob: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A merge patch resuming `job` with `rjob`'s pod-template fields merged in.
+
+    It carries the Job's resourceVersion, so a Job changed since it was read is not
+    overwritten with a merge computed from stale lists (409 Conflict, retried).
+    """
+    jspec = job.get("spec") or {}
+    jtemplate = jspec.get("template") or {}
+    jmeta = jtemplate.get("metadata") or {}
+    jpod = jtemplate.get("spec") or {}
+    patch: dict[str, Any] = {
+        "metadata": {"resourceVersion": (job.get("metadata") or {}).get("resourceVersion")},
+        "spec": {"suspend": False},
+    }
+    if rjob is not None:
+        ptemplate = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+        pmeta = ptemplate.get("metadata") or {}
+        ppod = ptemplate.get("spec") or {}
+        patch["spec"]["template"] = {
+            "metadata": {
+                "labels": merge_maps(jmeta.get("labels"), pmeta.get("labels")),
+                "annotations": merge_maps(jmeta.get("annotations"), pmeta.get("annotations")),
+            },
+            "spec": {
+                "nodeSelector": merge_maps(jpod.get("nodeSelector"), ppod.get("nodeSelector")),
+                "tolerations": merge_lists(jpod.get("tolerations"), ppod.get("tolerations")),
+                "schedulingGates": merge_lists(
+                    jpod.get("schedulingGates"), ppod.get("schedulingGates")
+                ),
+            },
+        }
+    if not patch["metadata"]["resourceVersion"]:
+        del patch["metadata"]
+    return patch

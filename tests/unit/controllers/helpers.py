@@ -1,0 +1,132 @@
+"""Builders for planner tests: JobSets as the API server stores them, and their child Jobs."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from jobset.api.defaulting import default_jobset
+from jobset.controllers.jobs import construct_job
+
+NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+NS = "default"
+UID = "11111111-2222-3333-4444-555555555555"
+
+
+def ts(seconds: float = 0) -> str:
+    """A timestamp `seconds` after NOW, in metav1.Time format."""
+    return (NOW + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rjob(
+    name: str,
+    replicas: int = 1,
+    *,
+    parallelism: int = 1,
+    completions: int | None = 1,
+    **extra: Any,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "parallelism": parallelism,
+        "completionMode": "Indexed",
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox"}],
+            }
+        },
+    }
+    if completions is not None:
+        spec["completions"] = completions
+    out: dict[str, Any] = {
+        "name": name,
+        "replicas": replicas,
+        "groupName": "default",
+        "template": {"spec": spec},
+    }
+    out.update(extra)
+    return out
+
+
+def jobset(
+    *rjobs: dict[str, Any],
+    name: str = "js",
+    status: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A defaulted JobSet (as stored after the webhook and the schema defaults)."""
+    obj: dict[str, Any] = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": NS, "uid": UID, "resourceVersion": "7"},
+        "spec": {"replicatedJobs": list(rjobs) or [rjob("a", 2), rjob("b", 2)], **spec},
+    }
+    if annotations:
+        obj["metadata"]["annotations"] = annotations
+    if status is not None:
+        obj["status"] = status
+    fp = obj["spec"].get("failurePolicy")
+    if fp is not None:
+        fp.setdefault("restartStrategy", "Recreate")
+    return dict(default_jobset(obj))
+
+
+def child(
+    js: dict[str, Any],
+    rjob_name: str,
+    index: int,
+    *,
+    state: str = "active",
+    ready: int = 0,
+    active: int = 0,
+    succeeded: int = 0,
+    suspend: bool | None = None,
+    reason: str = "BackoffLimitExceeded",
+    message: str = "Job has reached the specified backoff limit",
+    failed_at: float = 0,
+    restart_job: bool = False,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A child Job of `js` as the Job controller would have it."""
+    spec_rjob = next(r for r in js["spec"]["replicatedJobs"] if r["name"] == rjob_name)
+    job = copy.deepcopy(construct_job(js, spec_rjob, index, restart_job=restart_job))
+    job["metadata"]["uid"] = f"uid-{rjob_name}-{index}"
+    job["metadata"]["resourceVersion"] = "3"
+    if labels:
+        job["metadata"]["labels"].update(labels)
+    if suspend is not None:
+        job["spec"]["suspend"] = suspend
+    status: dict[str, Any] = {"ready": ready, "active": active, "succeeded": succeeded}
+    if state == "succeeded":
+        status["conditions"] = [
+            {"type": "Complete", "status": "True", "lastTransitionTime": ts(failed_at)}
+        ]
+    elif state == "failed":
+        status["conditions"] = [
+            {
+                "type": "Failed",
+                "status": "True",
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": ts(failed_at),
+            }
+        ]
+    job["status"] = status
+    return job
+
+
+def all_children(js: dict[str, Any], **kw: Any) -> list[dict[str, Any]]:
+    return [
+        child(js, r["name"], i, **kw)
+        for r in js["spec"]["replicatedJobs"]
+        for i in range(r.get("replicas", 1))
+    ]
+
+
+def cond(js_status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    for c in js_status.get("conditions") or []:
+        if c["type"] == ctype:
+            return c  # type: ignore[no-any-return]
+    return None

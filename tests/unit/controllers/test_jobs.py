@@ -1,0 +1,251 @@
+"""Child objects: Job construction (labels, annotations, owner, placement, volumes),
+resume merge, headless Service, PVCs."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from jobset.controllers.classify import Children
+from jobset.controllers.jobs import construct_job, jobs_to_create, merge_lists, resume_patch
+from jobset.controllers.network import headless_service
+from jobset.controllers.volumes import persistent_volume_claims
+
+from .helpers import NS, UID, child, jobset, rjob
+
+
+def _two_groups() -> dict[str, Any]:
+    return jobset(
+        rjob("leader", 1, groupName="g1"),
+        rjob("workers", 3, groupName="g2"),
+        rjob("ps", 2, groupName="g1"),
+        name="train",
+        status={"restarts": 2},
+        coordinator={"replicatedJob": "leader", "jobIndex": 0, "podIndex": 0},
+    )
+
+
+def test_every_jobset_key_on_job_and_pod_template() -> None:
+    js = _two_groups()
+    ps = js["spec"]["replicatedJobs"][2]
+    job = construct_job(js, ps, 1)
+    expected = {
+        "jobset.sigs.k8s.io/jobset-name": "train",
+        "jobset.sigs.k8s.io/jobset-uid": UID,
+        "jobset.sigs.k8s.io/replicatedjob-name": "ps",
+        "jobset.sigs.k8s.io/replicatedjob-replicas": "2",
+        "jobset.sigs.k8s.io/global-replicas": "6",
+        "jobset.sigs.k8s.io/job-index": "1",
+        "jobset.sigs.k8s.io/job-global-index": "5",
+        "jobset.sigs.k8s.io/job-key": hashlib.sha1(b"default/train-ps-1").hexdigest(),
+        "jobset.sigs.k8s.io/restart-attempt": "2",
+        "jobset.sigs.k8s.io/group-name": "g1",
+        "jobset.sigs.k8s.io/group-replicas": "3",
+        "jobset.sigs.k8s.io/job-group-index": "2",
+        "jobset.sigs.k8s.io/coordinator": "train-leader-0-0.train",
+    }
+    assert job["metadata"]["name"] == "train-ps-1"
+    assert job["metadata"]["namespace"] == NS
+    for meta in (job["metadata"], job["spec"]["template"]["metadata"]):
+        assert meta["labels"] == expected
+        assert meta["annotations"] == expected
+    assert "jobset.sigs.k8s.io/job-restart-attempt" not in job["metadata"]["labels"]
+
+
+def test_owner_reference_suspend_and_subdomain() -> None:
+    js = jobset(rjob("a"), suspend=True, network={"subdomain": "net"})
+    job = construct_job(js, js["spec"]["replicatedJobs"][0], 0)
+    assert job["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": "js",
+            "uid": UID,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert job["spec"]["suspend"] is True
+    assert job["spec"]["template"]["spec"]["subdomain"] == "net"
+    assert job["spec"]["completionMode"] == "Indexed"
+
+
+def test_no_subdomain_when_dns_hostnames_disabled() -> None:
+    js = jobset(rjob("a"), network={"enableDNSHostnames": False})
+    job = construct_job(js, js["spec"]["replicatedJobs"][0], 0)
+    assert "subdomain" not in job["spec"]["template"]["spec"]
+    assert job["spec"]["suspend"] is False
+
+
+def test_template_labels_and_annotations_kept_and_template_untouched() -> None:
+    r = rjob("a")
+    r["template"]["metadata"] = {"labels": {"team": "ml"}, "annotations": {"note": "x"}}
+    r["template"]["spec"]["template"]["metadata"] = {"labels": {"pod": "yes"}}
+    js = jobset(r)
+    template = js["spec"]["replicatedJobs"][0]
+    job = construct_job(js, template, 0)
+    assert job["metadata"]["labels"]["team"] == "ml"
+    assert job["metadata"]["annotations"]["note"] == "x"
+    assert job["spec"]["template"]["metadata"]["labels"]["pod"] == "yes"
+    assert template["template"]["spec"]["template"]["metadata"] == {"labels": {"pod": "yes"}}
+
+
+def test_per_job_restart_attempt_label_with_gate() -> None:
+    status = {"replicatedJobsStatus": [{"name": "a", "jobRestarts": [0, 4]}]}
+    js = jobset(rjob("a", 2), status=status)
+    job = construct_job(js, js["spec"]["replicatedJobs"][0], 1, restart_job=True)
+    assert job["metadata"]["labels"]["jobset.sigs.k8s.io/job-restart-attempt"] == "4"
+    assert job["metadata"]["annotations"]["jobset.sigs.k8s.io/job-restart-attempt"] == "4"
+
+
+@pytest.mark.parametrize(
+    ("js_ann", "rjob_ann", "expected"),
+    [
+        (
+            {"alpha.jobset.sigs.k8s.io/exclusive-topology": "pool"},
+            {},
+            {"alpha.jobset.sigs.k8s.io/exclusive-topology": "pool"},
+        ),
+        (
+            {},
+            {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"},
+            {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"},
+        ),
+        (
+            {"alpha.jobset.sigs.k8s.io/exclusive-topology": "pool"},
+            {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"},
+            {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"},
+        ),
+        # node-selector without exclusive-topology at the same level is not copied
+        ({"alpha.jobset.sigs.k8s.io/node-selector": "true"}, {}, {}),
+    ],
+)
+def test_exclusive_placement_annotations(
+    js_ann: dict[str, str], rjob_ann: dict[str, str], expected: dict[str, str]
+) -> None:
+    r = rjob("a")
+    if rjob_ann:
+        r["template"]["metadata"] = {"annotations": dict(rjob_ann)}
+    js = jobset(r, annotations=js_ann)
+    job = construct_job(js, js["spec"]["replicatedJobs"][0], 0)
+    for meta in (job["metadata"], job["spec"]["template"]["metadata"]):
+        placement = {k: v for k, v in meta["annotations"].items() if k.startswith("alpha.")}
+        assert placement == expected
+        assert not any(k.startswith("alpha.") for k in meta["labels"])
+    assert "nodeSelector" not in job["spec"]["template"]["spec"]
+
+
+def test_node_selector_strategy() -> None:
+    js = jobset(
+        rjob("a", 2),
+        annotations={
+            "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool",
+            "alpha.jobset.sigs.k8s.io/node-selector": "true",
+        },
+    )
+    job = construct_job(js, js["spec"]["replicatedJobs"][0], 1)
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"alpha.jobset.sigs.k8s.io/namespaced-job": "default_js-a-1"}
+    assert pod["tolerations"] == [
+        {
+            "key": "alpha.jobset.sigs.k8s.io/no-schedule",
+            "operator": "Exists",
+            "effect": "NoSchedule",
+        }
+    ]
+
+
+def test_jobs_to_create_skips_existing_names_and_blocks_on_previous() -> None:
+    js = jobset(rjob("a", 3), status={"restarts": 1})
+    old = child(js, "a", 0, labels={"jobset.sigs.k8s.io/restart-attempt": "0"})
+    current = child(js, "a", 1)
+    children = Children(active=[current], previous=[old])
+    names = [
+        j["metadata"]["name"] for j in jobs_to_create(js, js["spec"]["replicatedJobs"][0], children)
+    ]
+    assert names == ["js-a-2"]  # js-a-0 waits until the previous one is gone
+    blocking = jobset(
+        rjob("a", 3), status={"restarts": 1}, failurePolicy={"restartStrategy": "BlockingRecreate"}
+    )
+    assert jobs_to_create(blocking, blocking["spec"]["replicatedJobs"][0], children) == []
+
+
+def test_resume_patch_merges_template_fields() -> None:
+    r = rjob("a")
+    pod_template = r["template"]["spec"]["template"]
+    pod_template["metadata"] = {"labels": {"kueue": "new", "shared": "template"}}
+    pod_template["spec"]["nodeSelector"] = {"pool": "a"}
+    pod_template["spec"]["tolerations"] = [{"key": "t2", "operator": "Exists"}]
+    pod_template["spec"]["schedulingGates"] = [{"name": "gate"}]
+    js = jobset(r)
+    job = child(js, "a", 0, suspend=True)
+    job["spec"]["template"]["metadata"]["labels"]["shared"] = "job"
+    job["spec"]["template"]["spec"]["tolerations"] = [{"key": "t1", "operator": "Exists"}]
+    patch = resume_patch(job, js["spec"]["replicatedJobs"][0])
+    assert patch["metadata"] == {"resourceVersion": "3"}
+    assert patch["spec"]["suspend"] is False
+    tmpl = patch["spec"]["template"]
+    assert tmpl["metadata"]["labels"]["kueue"] == "new"
+    assert tmpl["metadata"]["labels"]["shared"] == "template"
+    assert tmpl["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == "js"
+    assert tmpl["spec"]["nodeSelector"] == {"pool": "a"}
+    assert tmpl["spec"]["tolerations"] == [
+        {"key": "t1", "operator": "Exists"},
+        {"key": "t2", "operator": "Exists"},
+    ]
+    assert tmpl["spec"]["schedulingGates"] == [{"name": "gate"}]
+
+
+def test_merge_lists_is_an_ordered_union() -> None:
+    assert merge_lists([1, 2], [2, 3, 1, 4]) == [1, 2, 3, 4]
+    assert merge_lists(None, None) == []
+
+
+def test_headless_service() -> None:
+    js = jobset(rjob("a"), network={"subdomain": "net", "publishNotReadyAddresses": False})
+    svc = headless_service(js)
+    assert svc["metadata"]["name"] == "net"
+    assert svc["metadata"]["ownerReferences"][0]["uid"] == UID
+    assert svc["spec"] == {
+        "clusterIP": "None",
+        "selector": {"jobset.sigs.k8s.io/jobset-name": "js"},
+        "publishNotReadyAddresses": False,
+    }
+    assert headless_service(jobset(rjob("a")))["metadata"]["name"] == "js"
+    assert headless_service(jobset(rjob("a")))["spec"]["publishNotReadyAddresses"] is True
+
+
+def _claim(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"x": "y"}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+def test_volume_claim_policies() -> None:
+    r = rjob("a")
+    r["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "ckpt", "mountPath": "/ckpt"}
+    ]
+    js = jobset(
+        r,
+        volumeClaimPolicies=[
+            {"templates": [_claim("ckpt")], "retentionPolicy": {"whenDeleted": "Delete"}},
+            {"templates": [_claim("data")], "retentionPolicy": {"whenDeleted": "Retain"}},
+        ],
+    )
+    pvcs = {p["metadata"]["name"]: p for p in persistent_volume_claims(js)}
+    assert set(pvcs) == {"ckpt-js", "data-js"}
+    assert pvcs["ckpt-js"]["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
+    assert "ownerReferences" not in pvcs["data-js"]["metadata"]
+    assert pvcs["data-js"]["metadata"]["labels"] == {
+        "x": "y",
+        "jobset.sigs.k8s.io/jobset-name": "js",
+    }
+    job = construct_job(js, js["spec"]["replicatedJobs"][0], 0)
+    # only the mounted claim becomes a volume
+    assert job["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt-js"}}
+    ]
