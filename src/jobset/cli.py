@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from jobset import __version__
+from jobset.usercli import USER_COMMANDS, add_user_commands, run_user_command
 
 
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--health-port", type=int, default=-1, help="/healthz, /readyz (-1: off)")
     dev.add_argument("--log-format", choices=("json", "console"), default="console")
     dev.add_argument("--log-level", default="INFO")
+    add_user_commands(sub)
     return parser
 
 
@@ -226,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"jobset {args.command}: {exc}", file=sys.stderr)
             return 2
         return 0
+    if args.command in USER_COMMANDS:
+        return run_user_command(args)
     parser.error(f"unknown command {args.command}")
     return 2
 

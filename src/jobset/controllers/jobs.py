@@ -49,6 +49,7 @@ from jobset.placement.labels import (
     exclusive_placement_annotations,
     uses_node_selector_strategy,
 )
+from jobset.presets import apply_presets
 
 __all__ = [
     "construct_job",
@@ -123,7 +124,10 @@ def construct_job(
     js: Mapping[str, Any], rjob: Mapping[str, Any], job_index: int, *, restart_job: bool = False
 ) -> Job:
     """The child Job `job_index` of `rjob`, ready to POST."""
-    template: Mapping[str, Any] = rjob.get("template") or {}
+    # Framework presets (opt-in by annotation) add distributed-training env vars first.
+    template: Mapping[str, Any] = apply_presets(
+        js, rjob, job_index, dict(rjob.get("template") or {})
+    )
     tmeta: Mapping[str, Any] = template.get("metadata") or {}
     spec: dict[str, Any] = copy.deepcopy(dict(template.get("spec") or {}))
     job: Job = {

@@ -1,0 +1,82 @@
+"""A `jobset sim --sim-level none` with the JobSet CRD (no controller: tests write JobSet
+status through `/status` themselves), and the user commands run as a real process."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jobset.sdk import JobSetClient
+from jobset.sim.process import SimProcess, start_sim
+
+CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd" / "bases"
+_ns = itertools.count()
+
+
+@dataclass
+class Cli:
+    """Runs `python -m jobset.cli ARGS` against one cluster and namespace."""
+
+    kubeconfig: Path
+    namespace: str
+
+    def run(
+        self, *args: str, input: str | None = None, timeout: float = 60, namespaced: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        ns = ["-n", self.namespace] if namespaced else []
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "COLUMNS": "200"}
+        return subprocess.run(
+            [sys.executable, "-m", "jobset.cli", *args, *ns],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        return subprocess.Popen(
+            [sys.executable, "-m", "jobset.cli", *args, "-n", self.namespace],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+
+
+@pytest.fixture(scope="module")
+def sim_none(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
+    s = start_sim(tmp_path_factory.mktemp("sim"), "--sim-level", "none")
+    s.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
+    s.kubectl("wait", "--for=condition=established", "crd/jobsets.jobset.x-k8s.io")
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def namespace(sim_none: SimProcess) -> str:
+    ns = f"u{next(_ns)}"
+    sim_none.kubectl("create", "namespace", ns)
+    return ns
+
+
+@pytest.fixture
+def cli(sim_none: SimProcess, namespace: str) -> Cli:
+    return Cli(sim_none.kubeconfig, namespace)
+
+
+@pytest.fixture
+async def sdk(sim_none: SimProcess, namespace: str) -> AsyncIterator[JobSetClient]:
+    client = await JobSetClient.connect(str(sim_none.kubeconfig), namespace=namespace)
+    try:
+        yield client
+    finally:
+        await client.close()
