@@ -8,6 +8,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from jobset import __version__
 from jobset.usercli import USER_COMMANDS, add_user_commands, run_user_command
@@ -75,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--health-port", type=int, default=-1, help="/healthz, /readyz (-1: off)")
     dev.add_argument("--log-format", choices=("json", "console"), default="console")
     dev.add_argument("--log-level", default="INFO")
+    dev.add_argument(
+        "--webhook-port", type=int, default=0, help="admission webhook port (0: a free port)"
+    )
     add_user_commands(sub)
     return parser
 
@@ -103,37 +107,112 @@ def _add_controller_flags(p: argparse.ArgumentParser) -> None:
 
     add_runtime_flags(p)
     _add_jobset_flags(p)
+    p.add_argument("--webhook-port", type=int, default=9443, help="admission webhook server port")
     p.add_argument(
-        "--webhook-port",
-        type=int,
-        default=9443,
-        help="port of the admission webhook server (accepted; the webhook server is not "
-        "part of this build yet)",
+        "--cert-management",
+        choices=("internal", "files"),
+        default="internal",
+        help="internal: the controller keeps its own CA and serving certificate in a Secret and "
+        "injects the caBundle; files: serve tls.crt/tls.key from --cert-dir (cert-manager)",
+    )
+    p.add_argument(
+        "--cert-dir",
+        default="/tmp/k8s-webhook-server/serving-certs",
+        help="directory of tls.crt/tls.key with --cert-management=files",
     )
 
 
-async def _run_controller(args: argparse.Namespace) -> int:
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _add_jobset_components(
+    manager: Any, args: argparse.Namespace, webhook_port: int, host: str = "0.0.0.0"
+) -> Any:
+    """The JobSet reconciler, exclusive placement and the admission webhooks on `manager`.
+
+    Shared by `jobset controller` and `jobset dev` so both run exactly the same product.
+    Returns the webhooks, which must be started before `manager.run()` and stopped after
+    (every replica serves admission, leader or not).
+    """
     from jobset.controllers.features import parse_feature_gates
     from jobset.controllers.jobset_controller import JobSetController
+    from jobset.placement.setup import add_placement_controllers
+    from jobset.webhooks import CertOptions, WebhookOptions, setup_webhooks
+
+    features = parse_feature_gates(args.feature_gates)
+    controller = JobSetController(
+        manager, features=features, per_jobset_metrics=args.per_jobset_metrics
+    )
+    # After the reconciler: placement reuses the Job informer it declared.
+    placement = add_placement_controllers(manager)
+    controller.attach_placement(placement.planner)
+    cert_options = CertOptions(extra_dns_names=("localhost",) if host == "127.0.0.1" else ())
+    return setup_webhooks(
+        manager,
+        WebhookOptions(
+            port=webhook_port,
+            host=host,
+            features=features,
+            cert_management=getattr(args, "cert_management", "internal"),
+            cert_dir=getattr(args, "cert_dir", "/tmp/k8s-webhook-server/serving-certs"),
+            certs=cert_options,
+        ),
+    )
+
+
+async def _run_manager(manager: Any, webhooks: Any) -> int:
+    """Run the manager; bring the webhook server up alongside it.
+
+    Reconciling does not wait for the webhook certificate (a missing namespace or RBAC for
+    its Secret must not stop JobSets from progressing); `/readyz` stays false until the
+    webhook serves, which is what a Deployment's readiness probe and `jobset dev` wait on.
+    """
+    from jobset.runtime.logging import get_logger
+
+    log = get_logger("webhooks")
+
+    async def start_webhooks() -> None:
+        try:
+            await webhooks.start(first_timeout=None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # e.g. the port is taken: stay up, report not ready
+            log.error("webhook server failed to start", error=repr(exc))
+
+    starting = asyncio.create_task(start_webhooks(), name="webhooks start")
+    try:
+        return int(await manager.run_until_signal())
+    finally:
+        starting.cancel()
+        with contextlib.suppress(BaseException):
+            await starting
+        with contextlib.suppress(Exception):
+            await webhooks.stop()
+
+
+async def _run_controller(args: argparse.Namespace) -> int:
     from jobset.runtime import Manager, ManagerOptions
     from jobset.runtime.logging import configure_logging
 
-    features = parse_feature_gates(args.feature_gates)
     configure_logging(args.log_format, args.log_level)
     manager = await Manager.create(ManagerOptions.from_args(args))
-    JobSetController(manager, features=features, per_jobset_metrics=args.per_jobset_metrics)
-    return await manager.run_until_signal()
+    webhooks = _add_jobset_components(manager, args, args.webhook_port)
+    return await _run_manager(manager, webhooks)
 
 
 async def _run_dev(args: argparse.Namespace) -> int:
     from jobset.controllers.crd import apply_crds
-    from jobset.controllers.features import parse_feature_gates
-    from jobset.controllers.jobset_controller import JobSetController
     from jobset.runtime import Manager, ManagerOptions
+    from jobset.runtime.health import Probes
     from jobset.runtime.logging import configure_logging
     from jobset.sim.cluster import SimCluster, SimOptions
+    from jobset.webhooks import install_webhooks
 
-    features = parse_feature_gates(args.feature_gates)
     configure_logging(args.log_format, args.log_level)
     cluster = SimCluster(
         SimOptions(
@@ -160,15 +239,18 @@ async def _run_dev(args: argparse.Namespace) -> int:
         )
         manager = await Manager.create(options)
         await apply_crds(manager.client)
-        JobSetController(manager, features=features, per_jobset_metrics=args.per_jobset_metrics)
-        run = asyncio.create_task(manager.run_until_signal())
-        while not all(i.has_synced() for i in manager.informers.values()):
+        port = args.webhook_port or _free_port()
+        webhooks = _add_jobset_components(manager, args, port, host="127.0.0.1")
+        # The simulated API server reaches the webhook Service at this process's port.
+        await install_webhooks(manager.client, target_port=port, address=f"127.0.0.1:{port}")
+        run = asyncio.create_task(_run_manager(manager, webhooks))
+        while not Probes.evaluate(manager.probes.readiness)[0]:
             if run.done():
                 return run.result()
             await asyncio.sleep(0.05)
         print(
             f"jobset dev ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
-            f"sim-level {args.sim_level})",
+            f"sim-level {args.sim_level}, webhooks on 127.0.0.1:{port})",
             flush=True,
         )
         code = await run

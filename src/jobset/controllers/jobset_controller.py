@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import structlog
 
@@ -84,6 +84,16 @@ class ActionError(Exception):
     @property
     def only_conflicts(self) -> bool:
         return all(e.conflict for e in self.errors)
+
+
+class JobPlacer(Protocol):
+    """What the reconciler needs of a placement planner (`jobset.placement.planned`)."""
+
+    wake: Callable[[str, str], None] | None
+
+    def place(self, jobset: Mapping[str, Any], job: dict[str, Any]) -> bool: ...
+
+    def release(self, namespace: str, job_name: str) -> None: ...
 
 
 def slim_job(job: Object) -> Object:
@@ -152,6 +162,7 @@ class JobSetController:
         resync_period: float | None = None,
     ) -> None:
         self.client = manager.client
+        self.placer: JobPlacer | None = None
         self.features: dict[str, bool] = dict(features or {})
         self.clock = clock
         self.max_parallelism = max_parallelism
@@ -367,12 +378,29 @@ class JobSetController:
             if not err.already_exists:
                 raise
 
+    def attach_placement(self, placer: JobPlacer) -> None:
+        """Let the planned placement strategy pick each new Job's domain before it is
+        created; a JobSet that waited for a free domain is re-queued when one frees up."""
+        self.placer = placer
+        placer.wake = lambda ns, name: self.controller.queue.add(Request(ns, name))
+
     async def _create_job(self, job: Mapping[str, Any]) -> None:
+        meta = job["metadata"]
+        placer = self.placer
+        if placer is not None:
+            ns = str(meta.get("namespace") or "")
+            owner = (meta.get("ownerReferences") or [{}])[0].get("name", "")
+            js = self.jobsets.store.get_by_name(ns, owner)
+            job = dict(job)
+            if js is None or not placer.place(js, job):
+                return  # no free domain yet: the planner wakes this JobSet when one frees up
         try:
             await self.client.create(JOBS, job)
         except ApiError as err:
             if err.already_exists:
                 return
+            if placer is not None:
+                placer.release(str(meta.get("namespace") or ""), str(meta["name"]))
             raise ApiError(
                 err.status,
                 err.reason,

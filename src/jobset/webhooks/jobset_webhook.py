@@ -1,0 +1,128 @@
+"""The JobSet admission webhooks: defaulting on create, validation on create and update.
+
+Both call the pure functions of `jobset.api` (one definition of the contract for the
+webhook, the controller and the tests); this module adds only what needs I/O or the wire:
+decoding the object, looking up the PVCs `volumeClaimPolicies` would create (validation
+compares them with existing claims), turning field errors into the 422 `Invalid` Status
+upstream returns, and turning the defaulted object into a JSON patch.
+
+The API server applies the CRD schema's structural defaults before calling mutating
+webhooks, but validates the schema only after them, so the mutating handler may see
+ill-typed values (`spec: "x"`): it answers those with a 400 naming the field instead of
+failing, and the API server's own schema validation reports them properly afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from jobset.api.defaulting import default_jobset
+from jobset.api.validation import (
+    invalid_status,
+    validate_create,
+    validate_update,
+    volume_claim_pvc_names,
+)
+from jobset.runtime.client import ApiError, Client, Resource
+from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
+
+__all__ = ["PVCS", "JobSetWebhook"]
+
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+
+
+def _shape_error(js: Mapping[str, Any]) -> str | None:
+    """Where the object is too malformed for the API functions to read (None: readable)."""
+    spec = js.get("spec")
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        return "spec: must be an object"
+    for key in ("replicatedJobs", "volumeClaimPolicies"):
+        items = spec.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return f"spec.{key}: must be an array"
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                return f"spec.{key}[{i}]: must be an object"
+    for key in ("network", "successPolicy", "failurePolicy", "startupPolicy", "coordinator"):
+        if spec.get(key) is not None and not isinstance(spec.get(key), dict):
+            return f"spec.{key}: must be an object"
+    return None
+
+
+class JobSetWebhook:
+    """Handlers for `/mutate-jobset-x-k8s-io-v1alpha2-jobset` and `/validate-...`.
+
+    `client` is used only to read PVCs at validation time (upstream reads them through its
+    API reader too: a cached view would let a just-created claim slip through). `features`
+    are the controller's feature gates (InPlaceRestart, RestartJob, ElasticJobSet change
+    what validation accepts).
+    """
+
+    def __init__(self, client: Client | None, features: Mapping[str, bool] | None = None) -> None:
+        self.client = client
+        self.features = dict(features or {})
+
+    # ------------------------------------------------------------------ mutate
+
+    async def mutate(self, req: AdmissionRequest) -> AdmissionResponse:
+        js = req.object
+        if req.operation != "CREATE" or js is None:
+            return AdmissionResponse.allow()
+        problem = _shape_error(js)
+        if problem is not None:
+            return AdmissionResponse.errored(400, f"cannot decode JobSet: {problem}")
+        try:
+            defaulted = default_jobset(js)
+        except (TypeError, AttributeError, ValueError) as exc:
+            return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc}")
+        return AdmissionResponse.patched(js, defaulted)
+
+    # ------------------------------------------------------------------ validate
+
+    async def validate(self, req: AdmissionRequest) -> AdmissionResponse:
+        js = req.object
+        if js is None or req.operation not in ("CREATE", "UPDATE"):
+            return AdmissionResponse.allow()
+        if req.operation == "UPDATE" and req.old_object is None:
+            return AdmissionResponse.errored(400, "update without oldObject")
+        for obj in (js, req.old_object):
+            problem = None if obj is None else _shape_error(obj)
+            if problem is not None:
+                return AdmissionResponse.errored(400, f"cannot decode JobSet: {problem}")
+        try:
+            if req.operation == "CREATE":
+                pvcs = await self._existing_pvcs(js, req.namespace)
+                errors = validate_create(js, features=self.features, existing_pvcs=pvcs)
+            else:
+                assert req.old_object is not None
+                errors = validate_update(js, req.old_object, features=self.features)
+        except (TypeError, AttributeError, ValueError) as exc:
+            return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc!r}")
+        if not errors:
+            return AdmissionResponse.allow()
+        name = str((js.get("metadata") or {}).get("name") or req.name)
+        return AdmissionResponse.with_status(invalid_status(name, errors))
+
+    async def _existing_pvcs(
+        self, js: Mapping[str, Any], namespace: str
+    ) -> dict[str, Mapping[str, Any] | Exception]:
+        if not (js.get("spec") or {}).get("volumeClaimPolicies") or self.client is None:
+            return {}
+        ns = namespace or str((js.get("metadata") or {}).get("namespace") or "")
+        names = volume_claim_pvc_names(js)
+        client = self.client
+
+        async def lookup(name: str) -> Mapping[str, Any] | Exception | None:
+            try:
+                return await client.get(PVCS, name, ns)
+            except ApiError as err:
+                return None if err.not_found else err
+
+        found = await asyncio.gather(*(lookup(n) for n in names))
+        return {n: f for n, f in zip(names, found, strict=True) if f is not None}

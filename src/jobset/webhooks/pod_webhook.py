@@ -1,0 +1,150 @@
+"""The Pod admission webhooks of exclusive placement (upstream's `mpod.kb.io` / `vpod.kb.io`).
+
+Mutating, on create of a JobSet pod (annotation `jobset.sigs.k8s.io/jobset-name`):
+
+- node-selector strategy: nothing (the Job's template already pins it);
+- every other JobSet pod: the label `jobset.sigs.k8s.io/priority` = its resolved priority,
+  so exclusive leaders of that priority keep out of its domain;
+- planned strategy: nothing more (the Job's template carries the planned nodeSelector);
+- affinity strategy: the leader gets the exclusive affinities; a follower whose leader is
+  bound gets `nodeSelector[<topologyKey>] = <leader's domain>`.
+
+Validating, on create: a follower of the affinity strategy is rejected until it has that
+nodeSelector and its leader is bound - a transient error the Job controller retries.
+
+Both read only the caches (JobSet pods by name, Nodes), like upstream's cached client, so a
+pod creation costs no API call; the configurations scope them with an objectSelector on the
+`jobset-name` label, so unrelated pods never reach this server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobset.api import constants as c
+from jobset.placement.affinity import (
+    LEADER_NOT_SCHEDULED_MSG,
+    exclusive_affinity,
+    is_leader_pod,
+    is_scheduled,
+    priority_of,
+)
+from jobset.placement.caches import PlacementCaches
+from jobset.placement.strategy import annotations_of, strategy_of, topology_key_of
+from jobset.runtime.logging import get_logger
+from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
+
+__all__ = ["PodWebhook"]
+
+
+def _pointer(key: str) -> str:
+    """A map key as a JSON-pointer segment (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _is_jobset_pod(pod: dict[str, Any]) -> bool:
+    return c.JOBSET_NAME_KEY in annotations_of(pod)
+
+
+def _readable(pod: dict[str, Any]) -> bool:
+    meta, spec = pod.get("metadata"), pod.get("spec")
+    if not isinstance(meta, dict) or not isinstance(spec, dict):
+        return False
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, dict):
+            return False
+    for key in ("nodeSelector", "affinity"):
+        value = spec.get(key)
+        if value is not None and not isinstance(value, dict):
+            return False
+    return True
+
+
+class PodWebhook:
+    """Handlers for `/mutate--v1-pod` and `/validate--v1-pod`."""
+
+    def __init__(self, caches: PlacementCaches) -> None:
+        self.caches = caches
+        self.log = get_logger("pod-webhook")
+
+    async def mutate(self, req: AdmissionRequest) -> AdmissionResponse:
+        pod = req.object
+        if req.operation != "CREATE" or pod is None or not _is_jobset_pod(pod):
+            return AdmissionResponse.allow()
+        if not _readable(pod):
+            return AdmissionResponse.errored(400, "cannot decode Pod")
+        strategy = strategy_of(pod)
+        if strategy == "node-selector":
+            return AdmissionResponse.allow()
+        # The patch is written by hand, not diffed: this runs for every JobSet pod created,
+        # and a deep copy plus a JSON diff of each pod would cost more than the rest.
+        ops: list[dict[str, Any]] = []
+        meta, spec = pod["metadata"], pod["spec"]
+        labels = meta.get("labels") or {}
+        priority = priority_of(pod)
+        if priority is not None and labels.get(c.PRIORITY_KEY) != priority:
+            if isinstance(meta.get("labels"), dict):
+                path = f"/metadata/labels/{_pointer(c.PRIORITY_KEY)}"
+                ops.append({"op": "add", "path": path, "value": priority})
+            else:
+                ops.append(
+                    {"op": "add", "path": "/metadata/labels", "value": {c.PRIORITY_KEY: priority}}
+                )
+        topology_key = topology_key_of(pod)
+        if strategy == "affinity" and topology_key is not None:
+            if is_leader_pod(pod):
+                affinity = exclusive_affinity(
+                    spec.get("affinity"),
+                    str(labels.get(c.JOB_KEY, "")),
+                    priority if priority is not None else str(labels.get(c.PRIORITY_KEY, "")),
+                    topology_key,
+                )
+                ops.append({"op": "add", "path": "/spec/affinity", "value": affinity})
+            else:
+                try:
+                    domain = self._leader_domain(pod, req.namespace, topology_key)
+                except ValueError as err:
+                    # Upstream: an unscheduled or missing leader is left to the validating
+                    # webhook (which rejects the follower); an unreadable domain is an error.
+                    return AdmissionResponse.deny(str(err))
+                if domain is not None:
+                    selector = {**(spec.get("nodeSelector") or {}), topology_key: domain}
+                    ops.append({"op": "add", "path": "/spec/nodeSelector", "value": selector})
+        return AdmissionResponse(True, patch=ops or None)
+
+    def _leader_domain(
+        self, follower: dict[str, Any], namespace: str, topology_key: str
+    ) -> str | None:
+        try:
+            leader = self.caches.leader_for(follower, namespace)
+        except ValueError:
+            return None
+        if not is_scheduled(leader):
+            return None
+        return self.caches.topology_of_node(str(leader["spec"]["nodeName"]), topology_key)
+
+    async def validate(self, req: AdmissionRequest) -> AdmissionResponse:
+        pod = req.object
+        if req.operation != "CREATE" or pod is None or not _is_jobset_pod(pod):
+            return AdmissionResponse.allow()
+        if not _readable(pod):
+            return AdmissionResponse.errored(400, "cannot decode Pod")
+        topology_key = topology_key_of(pod)
+        if strategy_of(pod) != "affinity" or topology_key is None or is_leader_pod(pod):
+            return AdmissionResponse.allow()
+        selector = pod["spec"].get("nodeSelector")
+        if not selector:
+            return AdmissionResponse.deny("follower pod node selector not set")
+        if topology_key not in selector:
+            return AdmissionResponse.deny(
+                "follower pod node selector for topology domain not found. "
+                f"missing selector: {topology_key}"
+            )
+        try:
+            leader = self.caches.leader_for(pod, req.namespace)
+        except ValueError as err:
+            return AdmissionResponse.deny(str(err))
+        if not is_scheduled(leader):
+            return AdmissionResponse.deny(LEADER_NOT_SCHEDULED_MSG)
+        return AdmissionResponse.allow()

@@ -1,0 +1,234 @@
+"""The admission webhook server: aiohttp over TLS, one path per webhook.
+
+What the API server needs from it, and what this module guarantees:
+
+- TLS with a certificate the webhook configuration's `caBundle` vouches for. The
+  certificate can change while serving (rotation, or cert-manager renewing the mounted
+  files): `ServingCert.update` reloads the one `SSLContext` in place; OpenSSL copies the
+  certificate into each new connection, so new handshakes get the new one and open
+  connections keep theirs.
+- An answer to every POST, always an HTTP 200 AdmissionReview (see `review.py`): a body
+  that is too large, not JSON, not an AdmissionReview, or that makes a handler fail, gets a
+  denial with a code and a reason - never a traceback, never a 500 the API server would
+  turn into "failed calling webhook".
+- An answer within `timeout` seconds (the configuration's `timeoutSeconds` is 10; a handler
+  stuck on a slow API call is cut off earlier with a clear message instead of the API
+  server's "context deadline exceeded").
+- controller-runtime's webhook metrics on the manager's registry, so its dashboards work:
+  `controller_runtime_webhook_requests_total{webhook,code}`,
+  `controller_runtime_webhook_latency_seconds{webhook}`,
+  `controller_runtime_webhook_requests_in_flight{webhook}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from jobset.runtime.health import CheckResult
+from jobset.runtime.logging import get_logger
+from jobset.webhooks import certs
+from jobset.webhooks.review import (
+    ADMISSION_API_VERSION,
+    MAX_REQUEST_BYTES,
+    AdmissionRequest,
+    AdmissionResponse,
+    ReviewError,
+    decode_review,
+    encode_review,
+)
+
+__all__ = ["DEFAULT_TIMEOUT", "Handler", "ServingCert", "WebhookMetrics", "WebhookServer"]
+
+Handler = Callable[[AdmissionRequest], Awaitable[AdmissionResponse]]
+DEFAULT_TIMEOUT: Final = 8.0  # under the configurations' timeoutSeconds of 10
+
+
+class ServingCert:
+    """The certificate the server presents, replaceable while serving.
+
+    `ssl.SSLContext.load_cert_chain` only reads files, so the PEMs are written to a private
+    directory (mode 0700, removed by `close`) before each load.
+    """
+
+    def __init__(self) -> None:
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._dir = Path(tempfile.mkdtemp(prefix="jobset-webhook-certs-"))
+        os.chmod(self._dir, 0o700)
+        self.cert_pem: bytes | None = None
+        self.not_after: float = 0.0
+        self.loaded_at: float = 0.0
+
+    def update(self, cert_pem: bytes, key_pem: bytes) -> bool:
+        """Serve this certificate from the next handshake on; False if it is the current one."""
+        if cert_pem == self.cert_pem:
+            return False
+        cert_file, key_file = self._dir / "tls.crt", self._dir / "tls.key"
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key_pem)
+        cert_file.write_bytes(cert_pem)
+        self.context.load_cert_chain(cert_file, key_file)
+        self.cert_pem = cert_pem
+        self.not_after = certs.not_after(cert_pem).timestamp()
+        self.loaded_at = time.time()
+        return True
+
+    def check(self) -> CheckResult:
+        """Ready when a certificate is loaded and not expired."""
+        if self.cert_pem is None:
+            return CheckResult(False, "no serving certificate yet")
+        if time.time() >= self.not_after:
+            return CheckResult(False, "serving certificate expired")
+        return CheckResult(True)
+
+    def close(self) -> None:
+        for name in ("tls.crt", "tls.key"):
+            (self._dir / name).unlink(missing_ok=True)
+        self._dir.rmdir()
+
+
+@dataclass
+class WebhookMetrics:
+    requests: Counter
+    latency: Histogram
+    in_flight: Gauge
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None) -> WebhookMetrics:
+        kwargs = {"registry": registry}
+        return cls(
+            Counter(
+                "controller_runtime_webhook_requests_total",
+                "Total number of admission requests by HTTP status code.",
+                ["webhook", "code"],
+                **kwargs,  # type: ignore[arg-type]
+            ),
+            Histogram(
+                "controller_runtime_webhook_latency_seconds",
+                "Histogram of the latency of processing admission requests",
+                ["webhook"],
+                **kwargs,  # type: ignore[arg-type]
+            ),
+            Gauge(
+                "controller_runtime_webhook_requests_in_flight",
+                "Current number of admission requests being served.",
+                ["webhook"],
+                **kwargs,  # type: ignore[arg-type]
+            ),
+        )
+
+
+class WebhookServer:
+    """Admission handlers by path, served over TLS on host:port (port 0: any free port)."""
+
+    def __init__(
+        self,
+        cert: ServingCert,
+        *,
+        host: str = "0.0.0.0",
+        port: int = 9443,
+        timeout: float = DEFAULT_TIMEOUT,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.cert = cert
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self.handlers: dict[str, Handler] = {}
+        self.metrics = WebhookMetrics.create(registry)
+        self.log = get_logger("webhook-server")
+        self._runner: web.AppRunner | None = None
+
+    def register(self, path: str, handler: Handler) -> None:
+        if not path.startswith("/"):
+            raise ValueError(f"webhook path must start with '/': {path!r}")
+        self.handlers[path] = handler
+
+    @property
+    def started(self) -> bool:
+        return self._runner is not None
+
+    def check(self) -> CheckResult:
+        """Readiness: serving, with a valid certificate (upstream's certsReady + StartedChecker)."""
+        if not self.started:
+            return CheckResult(False, "webhook server not started")
+        return self.cert.check()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES + 1)
+        for path in self.handlers:
+            app.router.add_post(path, self._serve)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.cert.context)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        self.log.info("serving webhooks", port=self.port, paths=sorted(self.handlers))
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # ------------------------------------------------------------------ serving
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        length = request.content_length
+        if length is not None and length > MAX_REQUEST_BYTES:
+            raise ReviewError(
+                f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes", 413
+            )
+        body = bytearray()
+        async for chunk in request.content.iter_chunked(1 << 16):
+            body += chunk
+            if len(body) > MAX_REQUEST_BYTES:
+                raise ReviewError(
+                    f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes", 413
+                )
+        return bytes(body)
+
+    async def _serve(self, request: web.Request) -> web.Response:
+        path = request.path
+        handler = self.handlers[path]
+        m = self.metrics
+        m.in_flight.labels(path).inc()
+        t0 = time.perf_counter()
+        uid, api_version = "", ADMISSION_API_VERSION
+        try:
+            try:
+                async with asyncio.timeout(self.timeout):
+                    body = await self._read_body(request)
+                    review = decode_review(body, request.headers.get("Content-Type", ""))
+                    uid, api_version = review.uid, review.api_version
+                    response = await handler(review)
+            except ReviewError as err:
+                response = AdmissionResponse.errored(err.code, err.message)
+            except TimeoutError:
+                response = AdmissionResponse.errored(
+                    504, f"webhook {path} did not answer within {self.timeout:g}s"
+                )
+            except Exception as exc:  # a handler bug must still produce an answer
+                self.log.exception("webhook handler failed", path=path, uid=uid)
+                response = AdmissionResponse.errored(500, f"internal error: {exc!r}")
+            body_out = encode_review(response, uid, api_version)
+        finally:
+            m.in_flight.labels(path).dec()
+            m.latency.labels(path).observe(time.perf_counter() - t0)
+        m.requests.labels(path, "200").inc()
+        return web.Response(body=body_out, content_type="application/json")

@@ -1,0 +1,24 @@
+"""A `jobset sim` plus the controller harness (webhooks installed, CA injected) per module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from jobset.sim.process import SimProcess, start_sim
+from tests.integration.placement.process import HarnessProcess, start_harness
+
+
+@pytest.fixture(scope="module")
+def sim_none(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
+    s = start_sim(tmp_path_factory.mktemp("sim"), "--sim-level", "none")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def harness(sim_none: SimProcess) -> Iterator[HarnessProcess]:
+    h = start_harness(sim_none)
+    yield h
+    h.stop()

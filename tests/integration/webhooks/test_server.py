@@ -1,0 +1,87 @@
+"""The webhook server itself, in-process over real HTTPS: timeouts, hot certificate swap."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+
+import aiohttp
+
+from jobset.webhooks import certs
+from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
+from jobset.webhooks.server import ServingCert, WebhookServer
+
+REVIEW = {
+    "apiVersion": "admission.k8s.io/v1",
+    "kind": "AdmissionReview",
+    "request": {"uid": "u-1", "operation": "CREATE", "object": {"metadata": {}}},
+}
+
+
+async def _post(port: int, ca: bytes, path: str) -> dict[str, object]:
+    ctx = ssl.create_default_context(cadata=ca.decode())
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(f"https://localhost:{port}{path}", json=REVIEW, ssl=ctx) as r,
+    ):
+        assert r.status == 200
+        return json.loads(await r.read())  # type: ignore[no-any-return]
+
+
+async def test_a_slow_handler_is_answered_within_the_timeout() -> None:
+    bundle = certs.issue_bundle(["localhost"])
+    serving = ServingCert()
+    serving.update(bundle.cert, bundle.key)
+    server = WebhookServer(serving, host="127.0.0.1", port=0, timeout=0.3)
+
+    async def slow(_: AdmissionRequest) -> AdmissionResponse:
+        await asyncio.sleep(5)
+        return AdmissionResponse.allow()
+
+    async def fast(_: AdmissionRequest) -> AdmissionResponse:
+        return AdmissionResponse.allow("hello")
+
+    server.register("/slow", slow)
+    server.register("/fast", fast)
+    await server.start()
+    try:
+        t0 = asyncio.get_running_loop().time()
+        review = await _post(server.port, bundle.ca_cert, "/slow")
+        assert asyncio.get_running_loop().time() - t0 < 2
+        response = review["response"]
+        assert isinstance(response, dict)
+        assert response["allowed"] is False and response["status"]["code"] == 504
+        assert response["uid"] == "u-1"
+        ok = await _post(server.port, bundle.ca_cert, "/fast")
+        assert ok["response"] == {"uid": "u-1", "allowed": True, "warnings": ["hello"]}
+    finally:
+        await server.stop()
+        serving.close()
+
+
+async def test_a_new_certificate_is_served_without_restart() -> None:
+    old = certs.issue_bundle(["localhost"])
+    new = certs.issue_bundle(["localhost"])  # another CA altogether
+    serving = ServingCert()
+    serving.update(old.cert, old.key)
+    server = WebhookServer(serving, host="127.0.0.1", port=0)
+
+    async def allow(_: AdmissionRequest) -> AdmissionResponse:
+        return AdmissionResponse.allow()
+
+    server.register("/x", allow)
+    await server.start()
+    try:
+        await _post(server.port, old.ca_cert, "/x")
+        assert serving.update(new.cert, new.key)
+        await _post(server.port, new.ca_cert, "/x")
+        try:
+            await _post(server.port, old.ca_cert, "/x")
+        except aiohttp.ClientConnectorCertificateError:
+            pass
+        else:
+            raise AssertionError("the old certificate is still served")
+    finally:
+        await server.stop()
+        serving.close()
