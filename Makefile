@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: venv test lint typecheck unit demo bench crd clean
+.PHONY: venv test lint typecheck unit demo bench crd clean prometheus
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,13 +23,18 @@ typecheck: $(STAMP)
 	$(BIN)/mypy src
 	$(BIN)/mypy --strict tools
 
-test: lint typecheck
+test: lint typecheck prometheus
 	$(BIN)/pytest -q -p no:cacheprovider
+
+# Prometheus and promtool (Debian package `prometheus`) for tests/integration/deploy; needs root.
+prometheus:
+	command -v prometheus >/dev/null && command -v promtool >/dev/null || \
+	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus)
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
-# Until the controller lands, the demo starts the simulated cluster and shows kubectl using it.
+# The demo starts `jobset dev` and runs a multislice job, a restarting job and a dependsOn pipeline.
 demo: $(STAMP)
 	$(BIN)/python -m jobset.demo
 

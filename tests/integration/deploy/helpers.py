@@ -1,0 +1,152 @@
+"""Shared helpers of the deploy tests: paths, rendering, processes, polling."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from jobset.sim.process import SimProcess
+
+REPO = Path(__file__).resolve().parents[3]
+CONFIG = REPO / "config"
+CHART = REPO / "charts" / "jobset"
+CRD_FILE = CONFIG / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
+DATA = Path(__file__).resolve().parent / "data"
+
+T = TypeVar("T")
+
+
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    """`kubectl kustomize DIR`, parsed."""
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, f"kubectl kustomize {directory} failed:\n{out.stderr}"
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def loaded_modules(log: str) -> set[str]:
+    """Modules a `python -X importtime` process imported, from its stderr."""
+    out: set[str] = set()
+    for line in log.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            out.add(line.rsplit("|", 1)[1].strip())
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def eventually(check: Callable[[], T], within: float = 30.0, interval: float = 0.1) -> T:
+    """Poll `check` until it returns something truthy; fail with its last value."""
+    deadline = time.monotonic() + within
+    last: object = None
+    while True:
+        try:
+            result: T | None = check()
+        except AssertionError as exc:
+            result, last = None, exc
+        else:
+            last = result
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {within}s (last: {last!r})")
+        time.sleep(interval)
+
+
+def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError as err:
+        return 0, str(err)
+
+
+def get_json(sim: SimProcess, *args: str) -> dict[str, Any]:
+    return json.loads(sim.kubectl("get", *args, "-o", "json").stdout)  # type: ignore[no-any-return]
+
+
+def apply(sim: SimProcess, objects: Iterable[dict[str, Any]] | str, *flags: str) -> None:
+    text = objects if isinstance(objects, str) else yaml.safe_dump_all(list(objects))
+    sim.kubectl(
+        "apply", "--server-side", "--field-manager=deploy-test", *flags, "-f", "-", input=text
+    )
+
+
+class Controller:
+    """`jobset controller` as a child process, as a container runs it."""
+
+    def __init__(
+        self, kubeconfig: Path, *flags: str, log: Path, python_flags: tuple[str, ...] = ()
+    ) -> None:
+        self.health_port = free_port()
+        self.metrics_port = free_port()
+        self.log = log
+        self._out = log.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                *python_flags,
+                "-m",
+                "jobset.cli",
+                "controller",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--bind-address",
+                "127.0.0.1",
+                "--health-port",
+                str(self.health_port),
+                "--metrics-port",
+                str(self.metrics_port),
+                "--log-format",
+                "console",
+                *flags,
+            ],
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait_ready(self, within: float = 60.0) -> None:
+        def ready() -> bool:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"controller exited {self.proc.returncode}:\n{self.output()}")
+            return http_get(f"http://127.0.0.1:{self.health_port}/readyz")[0] == 200
+
+        eventually(ready, within=within, interval=0.2)
+
+    def output(self) -> str:
+        if not self._out.closed:
+            self._out.flush()
+        return self.log.read_text()
+
+    def stop(self, timeout: float = 40.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if not self._out.closed:
+            self._out.close()
+        return self.proc.returncode
