@@ -235,7 +235,12 @@ def test_target_is_up_and_runtime_metrics_move(ran: Stack) -> None:
     assert ran.value(f'sum(increase(workqueue_adds_total{{job="{JOB}"}}[5m]))') > 0
     assert ran.value(f'max_over_time(workqueue_depth{{job="{JOB}"}}[5m])') >= 0
     assert ran.value(f'sum(controller_runtime_reconcile_time_seconds_count{{job="{JOB}"}})') > 0
-    assert ran.value(f'controller_runtime_max_concurrent_reconciles{{job="{JOB}",controller="jobset"}}') == 5
+    assert (
+        ran.value(
+            f'controller_runtime_max_concurrent_reconciles{{job="{JOB}",controller="jobset"}}'
+        )
+        == 5
+    )
     codes = {
         r["metric"]["code"] for r in ran.query(f'rest_client_requests_total{{job="{JOB}"}} > 0')
     }
