@@ -200,10 +200,14 @@ async def test_watch_timeout_and_deleted(cli: Cli, sdk: JobSetClient) -> None:
     assert res.returncode == 4 and "timed out after 1s" in res.stdout
     assert time.monotonic() - t0 < 20
     proc = cli.start("watch", "lw")
-    await asyncio.sleep(1.5)
+    assert proc.stdout is not None
+    # Delete only once the watch is following the JobSet (its first progress line), so a
+    # slow start on a loaded machine cannot turn this into a NotFound.
+    first = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), timeout=60)
+    assert "Pending" in first
     await sdk.delete("lw")
-    out, _ = await asyncio.to_thread(proc.communicate, timeout=60)
-    assert proc.returncode == 5 and "JobSet lw was deleted" in out
+    rest, _ = await asyncio.to_thread(proc.communicate, timeout=60)
+    assert proc.returncode == 5 and "JobSet lw was deleted" in first + rest
 
 
 def test_delete(cli: Cli) -> None:
