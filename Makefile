@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: venv test lint typecheck unit demo bench crd clean prometheus
+.PHONY: venv test soak lint typecheck unit demo bench crd clean prometheus
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,12 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict tools
 
 test: lint typecheck prometheus
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -m "not soak"
+
+# The long reliability runs (50 JobSets under API faults, 60 SIGKILLs, a 30 s outage):
+# figures in docs/reliability.md.
+soak: $(STAMP)
+	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests/integration/reliability
 
 # Prometheus and promtool (Debian package `prometheus`) for tests/integration/deploy; needs root.
 prometheus:
@@ -38,8 +43,14 @@ unit: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m jobset.demo
 
+# Controller vs a minimal baseline client at 1k/4k/16k Jobs on `jobset sim` (< 10 min on 2 cores);
+# bench-large adds 64k Jobs and has no time budget. Results: benchmarks/RESULTS.md, docs/benchmarks.md.
+.PHONY: bench-large
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+bench-large: $(STAMP)
+	$(BIN)/python -m benchmarks.run --large
 
 # Regenerate the JobSet CRD from tools/gen_crd.py (a test checks the committed file matches).
 crd: $(STAMP)

@@ -200,6 +200,10 @@ class Client:
         self.retry = retry or RetryPolicy()
         self.host = urlsplit(api.configuration.host).netloc
         self.log = get_logger("client", host=self.host)
+        # Reachability of the API server, for readiness: when the current run of failed
+        # attempts (connection errors, 5xx) began, None after any answer below 500.
+        self.failing_since: float | None = None
+        self.last_failure = ""
 
     # ------------------------------------------------------------------ construction
 
@@ -273,6 +277,7 @@ class Client:
                 )
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 self._observe(method, verb, "<error>", t0)
+                self._unreachable(repr(exc))
                 if not idempotent or attempt >= self.retry.max_retries:
                     raise
                 delay = self.retry.backoff(attempt)
@@ -281,6 +286,10 @@ class Client:
                 await asyncio.sleep(delay)
                 continue
             self._observe(method, verb, str(resp.status), t0)
+            if resp.status >= 500:
+                self._unreachable(f"{resp.status} {resp.reason or ''}".strip())
+            else:
+                self.failing_since = None
             if resp.status < 400:
                 return resp
             raw = await resp.read()
@@ -306,6 +315,11 @@ class Client:
                 await asyncio.sleep(delay)
                 continue
             raise self._error(resp.status, resp.reason or "", raw, retry_after)
+
+    def _unreachable(self, why: str) -> None:
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
+        self.last_failure = why
 
     def _observe(self, method: str, verb: str, code: str, t0: float) -> None:
         if self.metrics is None:

@@ -6,7 +6,8 @@ Start: metrics and probe servers → informers → wait until every cache has sy
 every replica, so a follower that becomes leader can reconcile at once; only the leader
 runs controllers, so a follower does no writes.
 
-Readiness (`/readyz`): every informer synced and, with leader election, this replica is
+Readiness (`/readyz`): every informer synced, the API server reachable (not every request
+failing for 5 s) and, with leader election, this replica is
 either leading or standing by behind a leader it has just observed (it reached the API
 server and read the Lease). Liveness (`/healthz`): the informers' list/watch loops are
 running.
@@ -65,6 +66,7 @@ class Manager:
         self.probes.readiness["shutdown"] = lambda: CheckResult(
             not self._shutting_down, "shutting down" if self._shutting_down else ""
         )
+        self.probes.readiness["apiserver"] = self._apiserver_check
         if options.leader_elect:
             self.probes.readiness["leader-election"] = self._leader_check
 
@@ -132,6 +134,20 @@ class Manager:
         rec = EventRecorder(self.client, component)
         self.recorders.append(rec)
         return rec
+
+    # Every request failing (connection errors, 5xx) for this long makes the replica unready.
+    API_UNREACHABLE_AFTER = 5.0
+
+    def _apiserver_check(self) -> CheckResult:
+        since = self.client.failing_since
+        if since is None:
+            return CheckResult(True)
+        failing = time.monotonic() - since
+        if failing < self.API_UNREACHABLE_AFTER:
+            return CheckResult(True)
+        return CheckResult(
+            False, f"API server unreachable for {failing:.0f}s ({self.client.last_failure})"
+        )
 
     def add_readiness_check(self, name: str, check: Check) -> None:
         self.probes.readiness[name] = check

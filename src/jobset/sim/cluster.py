@@ -105,7 +105,7 @@ class SimCluster:
         self._start_components()
         ssl_ctx = None
         if opts.tls:
-            ca_cert, ca_key = certs.make_ca("jobset-sim-ca")
+            ca_cert, ca_key = self._identity_ca()
             cert, key = certs.make_serving_cert(ca_cert, ca_key, ["localhost", opts.host])
             ssl_ctx = certs.server_ssl_context(cert, key)
             self.ca_pem = ca_cert
@@ -121,6 +121,33 @@ class SimCluster:
         self.url = f"{scheme}://{opts.host}:{self.port}"
         if opts.kubeconfig:
             certs.write_kubeconfig(opts.kubeconfig, self.url, self.ca_pem, self.token)
+
+    def _identity_ca(self) -> tuple[bytes, bytes]:
+        """The CA (and, with `--data-dir`, the admin token) of this cluster.
+
+        With a data directory they are kept in `DIR/pki/` and reused on restart, as a real
+        API server keeps its CA and credentials: clients that loaded the kubeconfig before a
+        restart reconnect by themselves.
+        """
+        if not self.options.data_dir:
+            return certs.make_ca("jobset-sim-ca")
+        pki = Path(self.options.data_dir) / "pki"
+        pki.mkdir(parents=True, exist_ok=True, mode=0o700)
+        crt, key, tok = pki / "ca.crt", pki / "ca.key", pki / "token"
+        if crt.exists() and key.exists():
+            ca = (crt.read_bytes(), key.read_bytes())
+        else:
+            ca = certs.make_ca("jobset-sim-ca")
+            for path, data in ((key, ca[1]), (crt, ca[0])):
+                path.touch(mode=0o600)
+                path.write_bytes(data)
+        if self.options.token is None:
+            if tok.exists() and tok.read_text().strip():
+                self.token = self.http.token = tok.read_text().strip()
+            else:
+                tok.touch(mode=0o600)
+                tok.write_text(self.token)
+        return ca
 
     def _start_components(self) -> None:
         level = self.options.sim_level

@@ -293,6 +293,19 @@ class FaultPlan:
         """Count a fault the server carried out itself (e.g. `compaction`)."""
         self._counts[kind] = self._counts.get(kind, 0) + n
 
+    def outage_active(
+        self, verb: str, group: str, resource: str, namespace: str, now: float
+    ) -> bool:
+        """Whether an outage window covers such a request now (the server ends open watches
+        when one starts: a real API server that goes away drops its streams too)."""
+        if not self.outages or self._armed_at is None:
+            return False
+        elapsed = now - self._armed_at
+        return any(
+            o.active(elapsed) and o.match.matches(verb, group, resource, namespace)
+            for o in self.outages
+        )
+
     def decide(
         self,
         verb: str,

@@ -78,6 +78,9 @@ class ApiHttpServer:
         # called with (verb, group, resource, namespace); returns None or a decision.
         self.faults: Any = None
         self.requests: dict[tuple[str, str], int] = {}
+        # Per client (the user agent's product: "kubectl", "jobset-controller", ...), verb and
+        # resource[/subresource]; served read-only at /debug/requests for benchmarks.
+        self.requests_by_agent: dict[tuple[str, str, str], int] = {}
         self.open_watches = 0
         self.ready = True
 
@@ -124,6 +127,8 @@ class ApiHttpServer:
         if path == "/version":
             return json_response(discovery.version_info(__version__))
         self._authenticate(request)
+        if path == "/debug/requests" and request.method == "GET":
+            return json_response(self._request_counts())
         parts = [p for p in path.split("/") if p]
         if not parts:
             return json_response(
@@ -161,6 +166,19 @@ class ApiHttpServer:
                 )
             return await self._resource(request, parts[1], parts[2], parts[3:])
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _request_counts(self) -> dict[str, Any]:
+        """Resource requests served so far, by verb and resource, and also by client."""
+        return {
+            "requests": [
+                {"verb": verb, "resource": res, "count": n}
+                for (verb, res), n in sorted(self.requests.items())
+            ],
+            "byUserAgent": [
+                {"userAgent": agent, "verb": verb, "resource": res, "count": n}
+                for (agent, verb, res), n in sorted(self.requests_by_agent.items())
+            ],
+        }
 
     async def _openapi(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
         if parts[1:] == ["v2"]:
@@ -258,6 +276,9 @@ class ApiHttpServer:
         )
         verb = _verb(method, t, is_watch)
         self.requests[(verb, t.rt.plural)] = self.requests.get((verb, t.rt.plural), 0) + 1
+        agent = (request.headers.get("User-Agent") or "").split("/", 1)[0].strip()
+        akey = (agent, verb, f"{t.rt.plural}/{t.subresource}" if t.subresource else t.rt.plural)
+        self.requests_by_agent[akey] = self.requests_by_agent.get(akey, 0) + 1
         decision = None
         if self.faults is not None:
             decision = self.faults.decide(
@@ -545,6 +566,13 @@ class ApiHttpServer:
                 wait = deadline - now
                 if bookmarks:
                     wait = min(wait, max(0.0, next_bookmark - now))
+                outages = self.faults is not None and bool(self.faults.outages)
+                if outages:
+                    wait = min(wait, 0.5)
+                    if self.faults.outage_active(
+                        "watch", t.rt.group, t.rt.plural, t.namespace or "", now
+                    ):
+                        break  # the server "went away": the stream ends with it
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(watcher.wakeup.wait(), timeout=wait)
                 watcher.wakeup.clear()

@@ -1,0 +1,67 @@
+"""`/debug/requests`: the requests the simulated API server served, by verb and resource and
+per client (user agent), read-only and behind the same bearer token as the API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from jobset.runtime.client import CONFIGMAPS, Client
+from jobset.sim.cluster import SimCluster, SimOptions
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[SimCluster]:
+    sim = SimCluster(
+        SimOptions(kubeconfig=str(tmp_path / "kc"), sim_level="none", tls=False, port=0)
+    )
+    await sim.start()
+    yield sim
+    await sim.stop()
+
+
+async def _get(cluster: SimCluster, token: str | None) -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{cluster.url}/debug/requests", headers=headers) as resp,
+    ):
+        return resp.status, await resp.json(content_type=None)
+
+
+async def test_counts_by_verb_resource_and_user_agent(cluster: SimCluster) -> None:
+    async with await Client.connect(
+        cluster.kubeconfig, qps=0, burst=0, user_agent="bench-client/1.0 (test)"
+    ) as client:
+        for i in range(3):
+            await client.create(CONFIGMAPS, {"metadata": {"name": f"c{i}"}}, "default")
+        await client.list(CONFIGMAPS, "default")
+        await client.get(CONFIGMAPS, "c0", "default")
+
+    status, body = await _get(cluster, cluster.token)
+    assert status == 200
+    totals = {(r["verb"], r["resource"]): r["count"] for r in body["requests"]}
+    assert totals[("create", "configmaps")] == 3
+    mine = {
+        (r["verb"], r["resource"]): r["count"]
+        for r in body["byUserAgent"]
+        if r["userAgent"] == "bench-client"
+    }
+    assert mine == {
+        ("create", "configmaps"): 3,
+        ("list", "configmaps"): 1,
+        ("get", "configmaps"): 1,
+    }
+
+
+async def test_requires_the_token_and_counts_nothing_itself(cluster: SimCluster) -> None:
+    status, _ = await _get(cluster, None)
+    assert status == 401
+    status, body = await _get(cluster, cluster.token)
+    assert status == 200
+    status, again = await _get(cluster, cluster.token)
+    assert again == body  # reading the counters is not a counted request
