@@ -37,7 +37,7 @@ __all__ = [
     "error_line",
 ]
 
-# Exit codes (documented in `jobset watch --help` and docs/usercli.md).
+# Exit codes (documented in `jobset watch --help` and docs/cli.md).
 EXIT_OK: Final = 0  # success; for watch / submit --wait: the JobSet Completed
 EXIT_ERROR: Final = 1  # API error (NotFound...), invalid manifest, cannot connect
 # 2 is argparse's usage error.

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 
+from jobset.controllers.features import parse_feature_gates
 from jobset.runtime.client import ApiError
 from jobset.sdk.models import JobSet, load_all
 from jobset.sdk.validation import ValidationError, check
@@ -45,10 +47,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="then follow each JobSet as `jobset watch` does (exit 0 Completed, 3 Failed)",
     )
     p.add_argument("--timeout", type=float, default=None, help="with --wait: give up after SECONDS")
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        help="validate as a controller with these gates would (e.g. RestartJob=true)",
+    )
     p.set_defaults(user_command=run)
 
 
-def load_and_check(text: str, namespace: str | None) -> tuple[list[JobSet], list[str]]:
+def load_and_check(
+    text: str, namespace: str | None, features: Mapping[str, bool] | None = None
+) -> tuple[list[JobSet], list[str]]:
     """The JobSets of `text` and one error line per invalid one (empty when all are valid)."""
     jobsets = load_all(text)
     errors: list[str] = []
@@ -64,7 +73,7 @@ def load_and_check(text: str, namespace: str | None) -> tuple[list[JobSet], list
             )
             continue
         try:
-            check(js)
+            check(js, features=features)
         except ValidationError as err:
             errors.append(f"Error: {err}")
     return jobsets, errors
@@ -83,7 +92,12 @@ def _read(path: str) -> str:
 
 async def run(args: argparse.Namespace) -> int:
     out = Out()
-    jobsets, errors = load_and_check(_read(args.file), args.namespace)
+    try:
+        features = parse_feature_gates(args.feature_gates)
+    except ValueError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    jobsets, errors = load_and_check(_read(args.file), args.namespace, features)
     if errors:
         for line in errors:
             print(line, file=sys.stderr)
