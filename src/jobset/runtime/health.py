@@ -4,17 +4,39 @@ Probes answer like kube-apiserver's and controller-runtime's: 200 with `ok` when
 check passes, 500 otherwise, and with `?verbose` (or on failure) one line per check,
 `[+]name ok` / `[-]name failed: reason`, so a person running curl sees *why* a replica is not
 ready. `/readyz/<check>` runs one check.
+
+Slow and idle clients: aiohttp has no header-read timeout, and its keep-alive timeout (the
+only timer on a connection that has not finished sending a request) defaults to an hour, so
+a slowloris client could hold a connection for an hour with one byte a second. Every server
+here (and the webhook server) closes a connection that has not sent complete headers within
+`HEADER_TIMEOUT` of connecting or of its previous response, and bodies are capped
+(`client_max_size`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["Check", "CheckResult", "HttpServer", "Probes", "metrics_app", "probes_app"]
+__all__ = [
+    "HEADER_TIMEOUT",
+    "Check",
+    "CheckResult",
+    "HttpServer",
+    "Probes",
+    "metrics_app",
+    "probes_app",
+]
+
+# Seconds a connection may take to send a request's headers, counted from the connection (or
+# its previous response); also how long an idle keep-alive connection is kept.
+HEADER_TIMEOUT: Final = 10.0
+# The probe and metrics endpoints take no body.
+MAX_BODY_BYTES: Final = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -74,7 +96,7 @@ def _probe_handler(checks: dict[str, Check], probe: str) -> Handler:
 
 
 def probes_app(probes: Probes) -> web.Application:
-    app = web.Application()
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     for probe, checks in (("healthz", probes.liveness), ("readyz", probes.readiness)):
         handler = _probe_handler(checks, probe)
         app.router.add_get(f"/{probe}", handler)
@@ -90,7 +112,7 @@ def metrics_app(registry: CollectorRegistry) -> web.Application:
         resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return resp
 
-    app = web.Application()
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_get("/metrics", metrics)
     return app
 
@@ -105,7 +127,9 @@ class HttpServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(
+            self.app, access_log=None, handle_signals=False, keepalive_timeout=HEADER_TIMEOUT
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()

@@ -1,5 +1,11 @@
 """The HTTP face of the simulated API server: routing, auth, content types, watch streams.
 
+Authentication: the admin bearer token (a member of `system:masters`, allowed everything),
+or a token from a ServiceAccount's TokenRequest (`serviceaccounts/<name>/token`), which
+authenticates as `system:serviceaccount:<ns>:<name>`. Every request is then authorized by
+RBAC (`rbac.py`) against the Roles, ClusterRoles and bindings in the store; a denial is
+kube-apiserver's 403 Forbidden Status.
+
 It decodes requests, calls `ApiCore`, and encodes the answers the way kube-apiserver
 does (objects, lists, `Status` errors, Tables, watch event streams), so that kubectl,
 Helm and kubernetes_asyncio talk to it unchanged.
@@ -19,7 +25,7 @@ import yaml
 from aiohttp import web
 
 from jobset import __version__
-from jobset.sim import discovery, openapi, protobuf, tables
+from jobset.sim import discovery, openapi, protobuf, rbac, tables
 from jobset.sim.apicore import APPLY_PATCH, ApiCore, Request
 from jobset.sim.clock import now_rfc3339
 from jobset.sim.errors import ApiError, bad_request
@@ -31,6 +37,7 @@ JSON = "application/json"
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 LogSource = Callable[[dict[str, Any], str], str]
+_USER: web.RequestKey[rbac.UserInfo | None] = web.RequestKey("user", rbac.UserInfo)
 
 
 @dataclass
@@ -83,6 +90,8 @@ class ApiHttpServer:
         self.requests_by_agent: dict[tuple[str, str, str], int] = {}
         self.open_watches = 0
         self.ready = True
+        # ServiceAccount tokens issued by TokenRequest: token -> (namespace, name).
+        self.sa_tokens: dict[str, tuple[str, str]] = {}
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
@@ -111,12 +120,44 @@ class ApiHttpServer:
                 ApiError(500, "InternalError", f"Internal error occurred: {exc}")
             )
 
-    def _authenticate(self, request: web.Request) -> None:
+    def _authenticate(self, request: web.Request) -> rbac.UserInfo | None:
+        """The requesting user; None when the server runs without authentication."""
         if self.token is None:
-            return
+            return None
         header = request.headers.get("Authorization", "")
-        if header != f"Bearer {self.token}":
-            raise ApiError(401, "Unauthorized", "Unauthorized")
+        token = header[7:] if header.startswith("Bearer ") else ""
+        if token and token == self.token:
+            return rbac.UserInfo("admin", (rbac.MASTERS, rbac.AUTHENTICATED))
+        account = self.sa_tokens.get(token)
+        if account is not None:
+            return rbac.service_account_user(*account)
+        raise ApiError(401, "Unauthorized", "Unauthorized")
+
+    def _policy(self) -> rbac.Policy:
+        def objects(plural: str) -> list[dict[str, Any]]:
+            rt = self.core.registry.get("rbac.authorization.k8s.io", "v1", plural)
+            assert rt is not None
+            return list(self.core.store.resource(rt.key).objects.values())
+
+        return rbac.Policy.of(
+            objects("roles"),
+            objects("clusterroles"),
+            objects("rolebindings"),
+            objects("clusterrolebindings"),
+        )
+
+    def _authorize(self, user: rbac.UserInfo | None, attrs: rbac.Attributes) -> None:
+        if user is None or rbac.MASTERS in user.groups:
+            return
+        if not rbac.authorize(self._policy(), attrs):
+            raise ApiError(
+                403,
+                "Forbidden",
+                rbac.forbidden_message(attrs),
+                group=attrs.api_group,
+                kind=attrs.resource,
+                name=attrs.name,
+            )
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -126,10 +167,19 @@ class ApiHttpServer:
             return web.Response(text="ok", content_type="text/plain")
         if path == "/version":
             return json_response(discovery.version_info(__version__))
-        self._authenticate(request)
+        user = self._authenticate(request)
+        request[_USER] = user
+        parts = [p for p in path.split("/") if p]
+        is_resource = (parts[:1] == ["api"] and len(parts) >= 3) or (
+            parts[:1] == ["apis"] and len(parts) >= 4
+        )
+        if not is_resource:
+            attrs = rbac.Attributes(
+                user or rbac.UserInfo(""), request.method.lower(), False, path=path
+            )
+            self._authorize(user, attrs)
         if path == "/debug/requests" and request.method == "GET":
             return json_response(self._request_counts())
-        parts = [p for p in path.split("/") if p]
         if not parts:
             return json_response(
                 {"paths": ["/api", "/apis", "/healthz", "/openapi/v2", "/openapi/v3", "/version"]}
@@ -275,6 +325,9 @@ class ApiHttpServer:
             t.watch_path or _bool(q.get("watch")) if ("watch" in q or t.watch_path) else False
         )
         verb = _verb(method, t, is_watch)
+        user = request.get(_USER)
+        if user is not None:
+            self._authorize(user, _attributes(user, verb, t, q.get("fieldSelector", "")))
         self.requests[(verb, t.rt.plural)] = self.requests.get((verb, t.rt.plural), 0) + 1
         agent = (request.headers.get("User-Agent") or "").split("/", 1)[0].strip()
         akey = (agent, verb, f"{t.rt.plural}/{t.subresource}" if t.subresource else t.rt.plural)
@@ -319,7 +372,10 @@ class ApiHttpServer:
                     {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
                 )
             if t.subresource == "token":
-                return json_response(_token_request(body), 201)
+                self.core.get(rt, ns, t.name)  # 404 for a ServiceAccount that does not exist
+                answer = _token_request(body)
+                self.sa_tokens[answer["status"]["token"]] = (ns, t.name)
+                return json_response(answer, 201)
             obj = await self.core.create(rt, ns, body, req)
             return self._object(request, rt, obj, 201, req)
         if verb == "update":
@@ -621,6 +677,22 @@ def _verb(method: str, t: Target, is_watch: bool) -> str:
     if method == "DELETE":
         return "delete" if t.name else "deletecollection"
     raise ApiError(405, "MethodNotAllowed", f"method {method} is not allowed")
+
+
+def _attributes(user: rbac.UserInfo, verb: str, t: Target, field_selector: str) -> rbac.Attributes:
+    """The request's RBAC attributes, as kube-apiserver's RequestInfo resolves them."""
+    name, namespace = t.name, t.namespace or ""
+    if t.rt.group == "" and t.rt.plural == "namespaces" and name:
+        namespace = name  # a namespace's own object is inside that namespace
+    if not name and verb in ("list", "watch"):
+        # A list/watch limited to one name by field selector is a request for that name.
+        for term in field_selector.split(","):
+            key, sep, value = term.partition("==") if "==" in term else term.partition("=")
+            if sep and key.strip() == "metadata.name" and not key.endswith("!"):
+                name = value.strip()
+    return rbac.Attributes(
+        user, verb, True, t.rt.group, t.rt.plural, t.subresource, name, namespace
+    )
 
 
 def _user_agent_manager(request: web.Request) -> str:

@@ -2,6 +2,7 @@
 
 What the API server needs from it, and what this module guarantees:
 
+- TLS 1.2 or 1.3 only, TLS 1.2 with forward-secret AEAD suites only (`TLS12_CIPHERS`).
 - TLS with a certificate the webhook configuration's `caBundle` vouches for. The
   certificate can change while serving (rotation, or cert-manager renewing the mounted
   files): `ServingCert.update` reloads the one `SSLContext` in place; OpenSSL copies the
@@ -11,6 +12,8 @@ What the API server needs from it, and what this module guarantees:
   that is too large, not JSON, not an AdmissionReview, or that makes a handler fail, gets a
   denial with a code and a reason - never a traceback, never a 500 the API server would
   turn into "failed calling webhook".
+- No connection held by a slow client: headers must arrive within `HEADER_TIMEOUT` of the
+  connection (or of the previous response), a body within `timeout`.
 - An answer within `timeout` seconds (the configuration's `timeoutSeconds` is 10; a handler
   stuck on a slow API call is cut off earlier with a clear message instead of the API
   server's "context deadline exceeded").
@@ -35,7 +38,7 @@ from typing import Final
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from jobset.runtime.health import CheckResult
+from jobset.runtime.health import HEADER_TIMEOUT, CheckResult
 from jobset.runtime.logging import get_logger
 from jobset.webhooks import certs
 from jobset.webhooks.review import (
@@ -52,6 +55,10 @@ __all__ = ["DEFAULT_TIMEOUT", "Handler", "ServingCert", "WebhookMetrics", "Webho
 
 Handler = Callable[[AdmissionRequest], Awaitable[AdmissionResponse]]
 DEFAULT_TIMEOUT: Final = 8.0  # under the configurations' timeoutSeconds of 10
+# TLS 1.2 suites: forward-secret AEAD only (Mozilla "intermediate"; every Go client, so
+# kube-apiserver, offers them). No CBC, no SHA-1 MAC, no RC4/3DES, no static-RSA exchange.
+# TLS 1.3 suites are all AEAD and not affected by this setting.
+TLS12_CIPHERS: Final = "ECDHE+AESGCM:ECDHE+CHACHA20"
 
 
 class ServingCert:
@@ -64,6 +71,7 @@ class ServingCert:
     def __init__(self) -> None:
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.context.set_ciphers(TLS12_CIPHERS)
         self._dir = Path(tempfile.mkdtemp(prefix="jobset-webhook-certs-"))
         os.chmod(self._dir, 0o700)
         self.cert_pem: bytes | None = None
@@ -172,7 +180,10 @@ class WebhookServer:
         app = web.Application(client_max_size=MAX_REQUEST_BYTES + 1)
         for path in self.handlers:
             app.router.add_post(path, self._serve)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # keepalive_timeout is aiohttp's only timer on a connection still sending its headers.
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, keepalive_timeout=HEADER_TIMEOUT
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.cert.context)
         await site.start()

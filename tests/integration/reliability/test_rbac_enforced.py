@@ -1,0 +1,223 @@
+"""The controller runs under exactly config/rbac, enforced by the simulated cluster.
+
+`jobset sim --sim-level pods` authorizes every request of a ServiceAccount token with RBAC
+(src/jobset/sim/rbac.py). A real `jobset controller` gets a token for the
+`jobset-controller-manager` ServiceAccount (TokenRequest, as the kubelet mounts one) with
+config/rbac applied as kustomize renders it, and the webhooks installed as in
+tests/integration/deploy/test_rbac.py. Then:
+
+- everything works: the certificate Secret is created and the caBundle injected (readyz), a
+  JobSet is admitted and runs to completion, exclusive placement puts each Job's pods in a
+  node pool of its own, and the controller never meets a 403;
+- without one rule it needs (creating Jobs), the API server answers 403 with
+  kube-apiserver's message, and a new JobSet is stuck without Jobs until the rule is back.
+
+The other half of least privilege - no rule the controller never uses - is proven by
+tests/integration/deploy/test_rbac.py (`test_every_rule_is_used`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset.api import constants as c
+from jobset.sim.process import SimProcess, start_sim
+from jobset.webhooks import manifests
+from tests.integration.deploy.helpers import (
+    CONFIG,
+    CRD_FILE,
+    Controller,
+    apply,
+    eventually,
+    free_port,
+    get_json,
+    kustomize,
+)
+
+pytestmark = pytest.mark.timeout(400)
+NAMESPACE = "jobset-system"
+ACCOUNT = "jobset-controller-manager"
+USER = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
+NS = "team-a"
+POOL = "cloud.google.com/gke-nodepool"
+MANAGER_ROLE = "jobset-manager-role"
+
+
+def jobset(name: str, exclusive: bool = False, replicas: int = 2) -> dict[str, Any]:
+    env = [{"name": "SIM_DURATION", "value": "2"}, {"name": "SIM_EXIT_CODE", "value": "0"}]
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if exclusive:
+        meta["annotations"] = {c.EXCLUSIVE_KEY: POOL}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": meta,
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": replicas,
+                    "template": {
+                        "spec": {
+                            "parallelism": 2,
+                            "completions": 2,
+                            "backoffLimit": 0,
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "containers": [
+                                        {"name": "main", "image": "busybox", "env": env}
+                                    ],
+                                }
+                            },
+                        }
+                    },
+                }
+            ]
+        },
+    }
+
+
+def request_token(sim: SimProcess) -> str:
+    """A TokenRequest for the ServiceAccount, in JSON (kubectl create token sends protobuf,
+    which the simulated cluster does not decode for this kind)."""
+    config = yaml.safe_load(Path(sim.kubeconfig).read_text())
+    cluster = config["clusters"][0]["cluster"]
+    ctx = ssl.create_default_context(
+        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+    )
+    req = urllib.request.Request(
+        f"{cluster['server']}/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{ACCOUNT}/token",
+        data=json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                         "spec": {"expirationSeconds": 3600}}).encode(),
+        headers={"Authorization": f"Bearer {config['users'][0]['user']['token']}",
+                 "Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+        return str(json.loads(resp.read())["status"]["token"])
+
+
+def completed(sim: SimProcess, name: str) -> bool:
+    js = get_json(sim, "jobset", name, "-n", NS)
+    return any(
+        x.get("type") == "Completed" and x.get("status") == "True"
+        for x in (js.get("status") or {}).get("conditions") or []
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimProcess, Controller]]:
+    tmp = tmp_path_factory.mktemp("rbac-enforced")
+    sim = start_sim(tmp, "--sim-level", "pods", "--nodes", f"pools=4x2,label={POOL}")
+    controller: Controller | None = None
+    try:
+        for ns in (NAMESPACE, NS):
+            sim.kubectl("create", "namespace", ns)
+        sim.kubectl("create", "-f", str(CRD_FILE))
+        sim.kubectl("wait", "--for=condition=Established", "crd/jobsets.jobset.x-k8s.io")
+        apply(sim, kustomize(CONFIG / "rbac"))
+        port = free_port()
+        apply(sim, manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"))
+        token = request_token(sim)
+        assert token and token not in Path(sim.kubeconfig).read_text()
+        config = yaml.safe_load(Path(sim.kubeconfig).read_text())
+        for user in config["users"]:
+            user["user"] = {"token": token}
+        kubeconfig = tmp / "controller.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(config))
+        controller = Controller(
+            kubeconfig,
+            "--leader-elect",
+            "--leader-election-namespace",
+            NAMESPACE,
+            "--webhook-port",
+            str(port),
+            log=tmp / "controller.log",
+        )
+        controller.wait_ready(within=120)  # the Secret created, the caBundle injected
+        yield sim, controller
+    finally:
+        if controller is not None:
+            controller.stop()
+        sim.stop()
+
+
+def test_the_token_is_the_service_account_and_is_held_to_its_rules(
+    cluster: tuple[SimProcess, Controller], tmp_path: Path
+) -> None:
+    sim, _ = cluster
+    token = request_token(sim)
+    as_sa = ("--token", token)
+    # Allowed by config/rbac: list Jobs everywhere; not allowed: Secrets outside its Role.
+    assert sim.kubectl("get", "jobs", "-A", *as_sa).returncode == 0
+    denied = sim.kubectl("get", "secrets", "-n", NS, *as_sa, check=False)
+    assert denied.returncode != 0
+    assert (
+        f'secrets is forbidden: User "{USER}" cannot list resource "secrets" in API group "" '
+        f'in the namespace "{NS}"'
+    ) in denied.stderr
+    bad = sim.kubectl("get", "jobs", "-A", "--token", "not-a-token", check=False)
+    assert bad.returncode != 0 and "Unauthorized" in bad.stderr
+
+
+def test_everything_works_under_exactly_config_rbac(
+    cluster: tuple[SimProcess, Controller],
+) -> None:
+    sim, controller = cluster
+    apply(sim, [jobset("plain"), jobset("excl", exclusive=True)])  # through the webhooks
+    eventually(lambda: completed(sim, "plain"), within=120, interval=0.5)
+
+    def placed() -> bool:
+        pods = get_json(sim, "pods", "-n", NS, "-l", f"{c.JOBSET_NAME_KEY}=excl")["items"]
+        if len(pods) != 4 or not all(p["spec"].get("nodeName") for p in pods):
+            return False
+        pools: dict[str, set[str]] = {}
+        for p in pods:
+            node = get_json(sim, "node", p["spec"]["nodeName"])
+            labels = p["metadata"]["labels"]
+            job = labels.get(c.JOB_KEY) or labels["job-name"]
+            pools.setdefault(job, set()).add(node["metadata"]["labels"][POOL])
+        assert all(len(v) == 1 for v in pools.values()), pools  # one pool per Job
+        assert len(set().union(*pools.values())) == len(pools), pools  # no pool shared
+        return True
+
+    eventually(placed, within=120, interval=0.5)
+    eventually(lambda: completed(sim, "excl"), within=120, interval=0.5)
+    log = controller.output()
+    assert "forbidden" not in log.lower() and " 403" not in log, log[-4000:]
+
+
+def test_without_a_needed_rule_the_controller_is_refused_and_stuck(
+    cluster: tuple[SimProcess, Controller],
+) -> None:
+    sim, controller = cluster
+    role = get_json(sim, "clusterrole", MANAGER_ROLE)
+    original = [dict(r) for r in role["rules"]]
+    role["rules"] = [r for r in original if r.get("resources") != ["jobs"]]
+    assert len(role["rules"]) == len(original) - 1
+    for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+        role["metadata"].pop(k, None)
+    sim.kubectl("replace", "-f", "-", input=json.dumps(role))
+    try:
+        apply(sim, [jobset("denied", replicas=1)])
+        needle = (
+            f'jobs.batch is forbidden: User "{USER}" cannot create resource "jobs" '
+            f'in API group "batch" in the namespace "{NS}"'
+        )
+        eventually(lambda: needle in controller.output(), within=60, interval=0.5)
+        jobs = get_json(sim, "jobs", "-n", NS, "-l", f"{c.JOBSET_NAME_KEY}=denied")["items"]
+        assert jobs == [] and not completed(sim, "denied")
+    finally:
+        role["rules"] = original
+        sim.kubectl("replace", "-f", "-", input=json.dumps(role))
+    # The rule back, the same controller gets on with it (it was RBAC, nothing else).
+    eventually(lambda: completed(sim, "denied"), within=180, interval=0.5)
