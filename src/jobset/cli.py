@@ -165,6 +165,13 @@ def _add_jobset_components(
     )
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Reject bad flag values before anything is started (raises ValueError)."""
+    from jobset.controllers.features import parse_feature_gates
+
+    parse_feature_gates(args.feature_gates)
+
+
 async def _run_manager(manager: Any, webhooks: Any) -> int:
     """Run the manager; bring the webhook server up alongside it.
 
@@ -200,6 +207,7 @@ async def _run_controller(args: argparse.Namespace) -> int:
     from jobset.runtime.logging import configure_logging
 
     configure_logging(args.log_format, args.log_level)
+    _check_flags(args)
     manager = await Manager.create(ManagerOptions.from_args(args))
     webhooks = _add_jobset_components(manager, args, args.webhook_port)
     return await _run_manager(manager, webhooks)
@@ -214,6 +222,7 @@ async def _run_dev(args: argparse.Namespace) -> int:
     from jobset.webhooks import install_webhooks
 
     configure_logging(args.log_format, args.log_level)
+    _check_flags(args)
     cluster = SimCluster(
         SimOptions(
             port=args.port,
