@@ -1,0 +1,245 @@
+"""`make bench`: the JobSet controller against a minimal baseline, side by side, at scale.
+
+For every size (default 1k, 4k, 16k child Jobs; `--large` adds 64k) and every scenario
+(`benchmarks/scenarios.py`: wide, many, restart-recreate with steady, restart-blocking),
+two phases run one after the other on identical fresh `jobset sim --sim-level jobs`
+processes: the baseline (`benchmarks/baseline.py`: only the API calls the scenario needs,
+same client, QPS, burst and parallelism) and the controller (`jobset controller`). Which
+side goes first alternates from size to size. The headline is the ratio baseline time /
+controller time (1.0: as fast as the minimum; > 1: faster); absolute seconds are printed
+but mean nothing across runs on a shared machine.
+
+`--budget` (seconds, default 570) keeps `make bench` under 10 minutes: before each step the
+time it will take is predicted from the same scenario at the previous size (scaled by the
+number of Jobs); a step that would overrun the budget is skipped and listed as skipped.
+
+Writes `benchmarks/results/scale.json` (`scale_large.json` with `--large`), PNG plots and
+`benchmarks/RESULTS.md` (see `benchmarks/report.py`, which can also redo them from JSON).
+
+    .venv/bin/python -m benchmarks.run [--sizes 1000,4000,16000] [--large] [--budget 570]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from benchmarks import report
+from benchmarks.harness import Options, machine, phase
+from benchmarks.scenarios import RUNNERS, SCENARIOS
+from jobset.runtime.logging import configure_logging
+
+RESULTS = Path(__file__).parent / "results"
+SIDES = ("baseline", "controller")
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+async def run_side(
+    side: str, scenario: str, n: int, opts: Options, status: Any
+) -> tuple[dict[str, Any], float]:
+    t = time.monotonic()
+    load = _load()
+    async with phase(side, opts) as p:
+        result = await RUNNERS[scenario](p, n, status)
+        result["idle_rss_mib"] = round(p.extra["idle_rss_bytes"] / 2**20, 1)
+    result["load_1m"] = [load, _load()]
+    return result, time.monotonic() - t
+
+
+def _command(argv: list[str] | None) -> str:
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        return "make bench"
+    if args == ["--large"]:
+        return "make bench-large"
+    return "python -m benchmarks.run " + " ".join(args)
+
+
+def predict(durations: dict[tuple[str, int], float], scenario: str, n: int) -> float | None:
+    """Seconds the step (both sides) will take: a line through the two largest smaller
+    sizes measured (fixed start-up costs do not scale), else proportional to one."""
+    known = sorted((m, d) for (s, m), d in durations.items() if s == scenario and m < n)
+    if not known:
+        return None
+    if len(known) == 1:
+        m, d = known[0]
+        return d * n / m * 1.1
+    (m1, d1), (m2, d2) = known[-2:]
+    slope = max(0.0, (d2 - d1) / (m2 - m1))
+    return (d2 + slope * (n - m2)) * 1.15
+
+
+def run_placement(console: Console, out: Path) -> dict[str, Any] | None:
+    cmd = [sys.executable, "-m", "benchmarks.placement", "--domains", "64", "--pods", "8"]
+    cmd += ["--out", str(out)]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1]
+    )
+    if proc.returncode != 0:
+        console.print(f"[red]placement benchmark failed[/red]\n{proc.stdout[-2000:]}")
+        return None
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sizes", default="1000,4000,16000", help="child Jobs per scenario")
+    p.add_argument("--large", action="store_true", help="also 64000 Jobs, no budget")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--budget", type=float, default=570.0, help="seconds (0: none)")
+    p.add_argument("--placement", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument("--qps", type=float, default=500.0)
+    p.add_argument("--burst", type=int, default=500)
+    p.add_argument("--concurrency", type=int, default=5, help="controller reconcile workers")
+    p.add_argument("--parallelism", type=int, default=50, help="API calls at once per JobSet")
+    p.add_argument("--time-scale", type=float, default=1.0)
+    p.add_argument("--timeout", type=float, default=900.0, help="per wait, seconds")
+    p.add_argument("--out", default=None, help="JSON file (default results/scale[_large].json)")
+    p.add_argument("--no-report", action="store_true", help="no plots, no RESULTS.md")
+    args = p.parse_args(argv)
+
+    sizes = sorted({int(s) for s in args.sizes.split(",") if s})
+    if args.large:
+        sizes = sorted({*sizes, 64000})
+        args.budget = 0
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    for s in scenarios:
+        if s not in RUNNERS:
+            p.error(f"unknown scenario {s!r} (known: {', '.join(RUNNERS)})")
+    out = (
+        Path(args.out)
+        if args.out
+        else RESULTS / ("scale_large.json" if args.large else "scale.json")
+    )
+    opts = Options(
+        qps=args.qps,
+        burst=args.burst,
+        concurrency=args.concurrency,
+        parallelism=args.parallelism,
+        time_scale=args.time_scale,
+        timeout=args.timeout,
+    )
+    configure_logging("console", "WARNING")  # the harness's own informers stay quiet
+    console = Console()
+    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+        console = Console(width=170)
+    console.print(
+        f"[bold]jobset bench[/bold]: sizes {sizes}, scenarios {scenarios}, "
+        f"budget {args.budget or 'none'} s, {machine()}"
+    )
+    started = datetime.now(UTC)
+    t_start = time.monotonic()
+    runs: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    durations: dict[tuple[str, int], float] = {}
+    weight = {n: n for n in sizes}
+    total = sum(weight[n] * 2 for n in sizes for _ in scenarios)
+
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        task = progress.add_task("starting", total=total)
+        for i, n in enumerate(sizes):
+            order = SIDES if i % 2 == 0 else SIDES[::-1]
+            for scenario in scenarios:
+                elapsed = time.monotonic() - t_start
+                guess = predict(durations, scenario, n)
+                if args.budget and guess is not None and elapsed + guess > args.budget:
+                    skipped.append(
+                        {
+                            "scenario": scenario,
+                            "jobs": n,
+                            "reason": f"budget: predicted {guess:.0f}s at {elapsed:.0f}s "
+                            f"of {args.budget:.0f}s",
+                        }
+                    )
+                    progress.console.print(
+                        f"[yellow]skip[/yellow] {scenario} {n}: predicted {guess:.0f}s, "
+                        f"{args.budget - elapsed:.0f}s left"
+                    )
+                    progress.advance(task, weight[n] * 2)
+                    continue
+                entry: dict[str, Any] = {"scenario": scenario, "jobs": n, "order": list(order)}
+                step_t = 0.0
+                for side in order:
+                    label = f"{scenario} {n // 1000}k {side}"
+
+                    def status(msg: str, label: str = label) -> None:
+                        progress.update(task, description=f"{label}: {msg}")
+
+                    status("starting")
+                    try:
+                        result, took = asyncio.run(run_side(side, scenario, n, opts, status))
+                    except Exception as exc:
+                        progress.console.print(f"[red]{label} failed:[/red] {exc!r}")
+                        result, took = {"error": repr(exc)}, 0.0
+                    entry[side] = result
+                    step_t += took
+                    progress.advance(task, weight[n])
+                durations[(scenario, n)] = step_t
+                entry["step_seconds"] = round(step_t, 1)
+                entry["ratio"] = report.ratios(entry)
+                runs.append(entry)
+                progress.console.print(report.one_line(entry))
+
+    data: dict[str, Any] = {
+        "benchmark": "scale",
+        "machine": machine(),
+        "started": started.isoformat(timespec="seconds"),
+        "wall_seconds": 0.0,
+        "command": _command(argv),
+        "options": {
+            "sizes": sizes,
+            "scenarios": scenarios,
+            "budget_seconds": args.budget,
+            "qps": opts.qps,
+            "burst": opts.burst,
+            "concurrency": opts.concurrency,
+            "parallelism": opts.parallelism,
+            "time_scale": opts.time_scale,
+            "sim_level": "jobs",
+        },
+        "runs": runs,
+        "skipped": skipped,
+    }
+    elapsed = time.monotonic() - t_start
+    want_placement = args.placement == "yes" or (
+        args.placement == "auto" and (not args.budget or elapsed + 90 < args.budget)
+    )
+    if want_placement:
+        console.print("placement: 4 strategies on 64 domains ...")
+        data["placement"] = run_placement(console, RESULTS / "placement_64.json")
+    data["goals"] = report.goals(data)
+    data["wall_seconds"] = round(time.monotonic() - t_start, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
+    console.print(report.table(data))
+    console.print(report.goals_table(data))
+    console.print(f"wrote {out} ({data['wall_seconds']:.0f}s)")
+    if not args.no_report:
+        for path in report.write_all(RESULTS):
+            console.print(f"wrote {path}")
+    return 0 if all("error" not in r.get(s, {}) for r in runs for s in SIDES) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The scale benchmark harness runs end to end at a tiny size and writes what it promises.
+
+A smoke test, not a performance test: it asserts the shape of the results (every field the
+report, the plots and RESULTS.md read), never a number's value.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import report
+
+ROOT = Path(__file__).resolve().parents[3]
+SIDE_FIELDS = {
+    "seconds",
+    "jobs_per_second",
+    "cpu_seconds",
+    "sim_cpu_seconds",
+    "rss_start_mib",
+    "rss_peak_mib",
+    "rss_end_mib",
+    "idle_rss_mib",
+    "requests",
+    "writes",
+    "load_1m",
+}
+STEADY_FIELDS = {
+    "seconds",
+    "cpu_seconds",
+    "rss_synced_mib",
+    "rss_bytes_per_job",
+    "requests",
+    "writes",
+}
+
+
+@pytest.mark.timeout(90)
+def test_restart_scenario_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--sizes",
+            "12",
+            "--scenarios",
+            "restart-recreate",
+            "--placement",
+            "no",
+            "--no-report",
+            "--timeout",
+            "60",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=80,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert {"machine", "options", "runs", "skipped", "goals", "wall_seconds"} <= data.keys()
+    (run,) = data["runs"]
+    assert run["scenario"] == "restart-recreate" and run["jobs"] == 12
+    for side in ("baseline", "controller"):
+        result = run[side]
+        assert SIDE_FIELDS <= result.keys(), result
+        assert {"all_deleted", "all_recreated"} <= result["seconds"].keys()
+        assert STEADY_FIELDS <= result["steady"].keys()
+        # The API work both sides did, as the simulated server counted it.
+        assert result["requests"]["create jobs"] == 12
+        assert result["requests"]["delete jobs"] == 12
+    assert run["baseline"]["steady"]["writes"] == 0
+    assert {"all_recreated", "steady_synced"} <= run["ratio"].keys()
+    assert [g["goal"] for g in data["goals"]]
+
+    # The report's pieces accept it: table, goals, plots.
+    assert report.table(data).row_count >= 2
+    written = report.plots(data, tmp_path, "t")
+    assert {p.name for p in written} == {
+        "t_throughput.png",
+        "t_cpu_per_job.png",
+        "t_rss.png",
+        "t_ratio.png",
+    }
