@@ -37,10 +37,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +44,7 @@ from typing import Any, Final
 
 import yaml
 
-from jobset.sim.process import SimProcess
+from jobset.sim.process import SimProcess, start_command
 
 __all__ = [
     "EXAMPLES_DIR",
@@ -437,32 +433,5 @@ def _exclusive_problems(label: str, seen: Observed) -> list[str]:
 def start_dev(tmp: Path, *extra: str, timeout: float = 60) -> SimProcess:
     """Start `jobset dev --kubeconfig tmp/kubeconfig EXTRA...` and wait for its `ready` line.
     Quiet unless told otherwise (`--log-level WARNING` unless EXTRA sets one)."""
-    kubeconfig = tmp / "kubeconfig"
-    cmd = [sys.executable, "-m", "jobset.cli", "dev", "--kubeconfig", str(kubeconfig)]
-    if "--log-level" not in extra:
-        cmd += ["--log-level", "WARNING"]
-    cmd += list(extra)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    output: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            if proc.poll() is not None:
-                break
-            continue
-        output.append(line)
-        if "jobset dev ready" in line:
-            url = line.split("ready:")[1].split()[0] if "ready:" in line else ""
-
-            def drain() -> None:
-                assert proc.stdout is not None
-                for rest in proc.stdout:
-                    output.append(rest)
-
-            threading.Thread(target=drain, daemon=True).start()
-            return SimProcess(proc, kubeconfig, url, output)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError(f"jobset dev {shlex.join(extra)} did not become ready:\n" + "".join(output))
+    quiet = () if "--log-level" in extra else ("--log-level", "WARNING")
+    return start_command(tmp, "dev", *quiet, *extra, timeout=timeout)

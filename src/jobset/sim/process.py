@@ -55,23 +55,15 @@ class SimProcess:
         return self.proc.returncode
 
 
-def start_sim(tmp: Path, *extra: str, port: int = 0, timeout: float = 60) -> SimProcess:
-    """Start `jobset sim` and wait for its `ready` line."""
+def start_command(tmp: Path, subcommand: str, *args: str, timeout: float = 60) -> SimProcess:
+    """Start `jobset SUBCOMMAND --kubeconfig tmp/kubeconfig ARGS...` (`sim` or `dev`) and wait
+    for its `jobset SUBCOMMAND ready: URL` line; its output keeps being collected."""
     kubeconfig = tmp / "kubeconfig"
-    cmd = [
-        sys.executable,
-        "-m",
-        "jobset.cli",
-        "sim",
-        "--port",
-        str(port),
-        "--kubeconfig",
-        str(kubeconfig),
-        *extra,
-    ]
+    cmd = [sys.executable, "-m", "jobset.cli", subcommand, "--kubeconfig", str(kubeconfig), *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     output: list[str] = []
+    marker = f"jobset {subcommand} ready"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -80,7 +72,7 @@ def start_sim(tmp: Path, *extra: str, port: int = 0, timeout: float = 60) -> Sim
                 break
             continue
         output.append(line)
-        if "ready" in line:
+        if marker in line:
             url = line.split("ready:")[1].split()[0] if "ready:" in line else ""
 
             def drain() -> None:
@@ -91,4 +83,12 @@ def start_sim(tmp: Path, *extra: str, port: int = 0, timeout: float = 60) -> Sim
             threading.Thread(target=drain, daemon=True).start()
             return SimProcess(proc, kubeconfig, url, output)
     proc.kill()
-    raise RuntimeError("jobset sim did not become ready:\n" + "".join(output))
+    proc.wait()
+    raise RuntimeError(
+        f"jobset {subcommand} {' '.join(args)} did not become ready:\n" + "".join(output)
+    )
+
+
+def start_sim(tmp: Path, *extra: str, port: int = 0, timeout: float = 60) -> SimProcess:
+    """Start `jobset sim` and wait for its `ready` line."""
+    return start_command(tmp, "sim", "--port", str(port), *extra, timeout=timeout)
