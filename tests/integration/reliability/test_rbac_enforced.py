@@ -1,9 +1,11 @@
-"""The controller runs under exactly config/rbac, enforced by the simulated cluster.
+"""The controller runs under exactly config/rbac - and under exactly the Helm chart's
+rendered RBAC - enforced by the simulated cluster.
 
 `jobset sim --sim-level pods` authorizes every request of a ServiceAccount token with RBAC
 (src/jobset/sim/rbac.py). A real `jobset controller` gets a token for the
 `jobset-controller-manager` ServiceAccount (TokenRequest, as the kubelet mounts one) with
-config/rbac applied as kustomize renders it, and the webhooks installed as in
+the RBAC objects applied as kustomize renders config/rbac or as Helm's engine renders
+charts/jobset (the module runs once for each), and the webhooks installed as in
 tests/integration/deploy/test_rbac.py. Then:
 
 - everything works: the certificate Secret is created and the caBundle injected (readyz), a
@@ -32,6 +34,7 @@ import yaml
 from jobset.api import constants as c
 from jobset.sim.process import SimProcess, start_sim
 from jobset.webhooks import manifests
+from tests.integration.deploy import chart
 from tests.integration.deploy.helpers import (
     CONFIG,
     CRD_FILE,
@@ -50,6 +53,19 @@ USER = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
 NS = "team-a"
 POOL = "cloud.google.com/gke-nodepool"
 MANAGER_ROLE = "jobset-manager-role"
+RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+
+def rbac_objects(source: str) -> list[dict[str, Any]]:
+    """The ServiceAccount, roles and bindings an install gives the controller."""
+    if source == "kustomize":
+        objs = kustomize(CONFIG / "rbac")
+    else:  # the chart with default values, release "jobset" (the names match config/)
+        objs = chart.objects(namespace=NAMESPACE)
+    picked = [o for o in objs if o["kind"] in RBAC_KINDS]
+    assert any(o["kind"] == "ServiceAccount" and o["metadata"]["name"] == ACCOUNT for o in picked)
+    assert any(o["metadata"]["name"] == MANAGER_ROLE for o in picked)
+    return picked
 
 
 def jobset(name: str, exclusive: bool = False, replicas: int = 2) -> dict[str, Any]:
@@ -114,9 +130,11 @@ def completed(sim: SimProcess, name: str) -> bool:
     )
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimProcess, Controller]]:
-    tmp = tmp_path_factory.mktemp("rbac-enforced")
+@pytest.fixture(scope="module", params=["kustomize", "helm"])
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[SimProcess, Controller]]:
+    tmp = tmp_path_factory.mktemp(f"rbac-enforced-{request.param}")
     sim = start_sim(tmp, "--sim-level", "pods", "--nodes", f"pools=4x2,label={POOL}")
     controller: Controller | None = None
     try:
@@ -124,7 +142,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimProce
             sim.kubectl("create", "namespace", ns)
         sim.kubectl("create", "-f", str(CRD_FILE))
         sim.kubectl("wait", "--for=condition=Established", "crd/jobsets.jobset.x-k8s.io")
-        apply(sim, kustomize(CONFIG / "rbac"))
+        apply(sim, rbac_objects(request.param))
         port = free_port()
         apply(sim, manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"))
         token = request_token(sim)
@@ -169,7 +187,7 @@ def test_the_token_is_the_service_account_and_is_held_to_its_rules(
     assert bad.returncode != 0 and "Unauthorized" in bad.stderr
 
 
-def test_everything_works_under_exactly_config_rbac(
+def test_everything_works_under_exactly_the_installed_rbac(
     cluster: tuple[SimProcess, Controller],
 ) -> None:
     sim, controller = cluster
