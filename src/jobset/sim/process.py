@@ -55,15 +55,18 @@ class SimProcess:
         return self.proc.returncode
 
 
-def start_command(tmp: Path, subcommand: str, *args: str, timeout: float = 60) -> SimProcess:
-    """Start `jobset SUBCOMMAND --kubeconfig tmp/kubeconfig ARGS...` (`sim` or `dev`) and wait
-    for its `jobset SUBCOMMAND ready: URL` line; its output keeps being collected."""
-    kubeconfig = tmp / "kubeconfig"
-    cmd = [sys.executable, "-m", "jobset.cli", subcommand, "--kubeconfig", str(kubeconfig), *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def spawn_until_ready(
+    cmd: list[str], marker: str, *, timeout: float = 60, cwd: Path | None = None
+) -> tuple[subprocess.Popen[str], list[str], str]:
+    """Start `cmd` and read its output until a line holds `marker`; return the process, the
+    output list (a thread keeps appending what follows) and the marker line. Kills the
+    process and raises RuntimeError, with what it printed, when it exits or `timeout` passes
+    first."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd
+    )
     assert proc.stdout is not None
     output: list[str] = []
-    marker = f"jobset {subcommand} ready"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -73,7 +76,6 @@ def start_command(tmp: Path, subcommand: str, *args: str, timeout: float = 60) -
             continue
         output.append(line)
         if marker in line:
-            url = line.split("ready:")[1].split()[0] if "ready:" in line else ""
 
             def drain() -> None:
                 assert proc.stdout is not None
@@ -81,12 +83,20 @@ def start_command(tmp: Path, subcommand: str, *args: str, timeout: float = 60) -
                     output.append(rest)
 
             threading.Thread(target=drain, daemon=True).start()
-            return SimProcess(proc, kubeconfig, url, output)
+            return proc, output, line
     proc.kill()
     proc.wait()
-    raise RuntimeError(
-        f"jobset {subcommand} {' '.join(args)} did not become ready:\n" + "".join(output)
-    )
+    raise RuntimeError(f"{' '.join(cmd)} did not become ready:\n" + "".join(output))
+
+
+def start_command(tmp: Path, subcommand: str, *args: str, timeout: float = 60) -> SimProcess:
+    """Start `jobset SUBCOMMAND --kubeconfig tmp/kubeconfig ARGS...` (`sim` or `dev`) and wait
+    for its `jobset SUBCOMMAND ready: URL` line; its output keeps being collected."""
+    kubeconfig = tmp / "kubeconfig"
+    cmd = [sys.executable, "-m", "jobset.cli", subcommand, "--kubeconfig", str(kubeconfig), *args]
+    proc, output, line = spawn_until_ready(cmd, f"jobset {subcommand} ready", timeout=timeout)
+    url = line.split("ready:")[1].split()[0] if "ready:" in line else ""
+    return SimProcess(proc, kubeconfig, url, output)
 
 
 def start_sim(tmp: Path, *extra: str, port: int = 0, timeout: float = 60) -> SimProcess:

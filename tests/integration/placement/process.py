@@ -5,12 +5,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobset.sim.process import SimProcess
+from jobset.sim.process import SimProcess, spawn_until_ready
 
 
 def free_port() -> int:
@@ -55,27 +53,5 @@ def start_harness(sim: SimProcess, *flags: str, timeout: float = 90) -> HarnessP
         *flags,
     ]
     root = Path(__file__).resolve().parents[3]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=root
-    )
-    assert proc.stdout is not None
-    output: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            if proc.poll() is not None:
-                break
-            continue
-        output.append(line)
-        if "harness ready" in line:
-
-            def drain() -> None:
-                assert proc.stdout is not None
-                for rest in proc.stdout:
-                    output.append(rest)
-
-            threading.Thread(target=drain, daemon=True).start()
-            return HarnessProcess(proc, webhook_port, health_port, output)
-    proc.kill()
-    raise RuntimeError("harness did not become ready:\n" + "".join(output))
+    proc, output, _ = spawn_until_ready(cmd, "harness ready", timeout=timeout, cwd=root)
+    return HarnessProcess(proc, webhook_port, health_port, output)
