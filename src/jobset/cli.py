@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_jobset_flags(dev)
     dev.add_argument("--concurrency", type=int, default=5, help="reconcile workers")
     dev.add_argument("--metrics-port", type=int, default=-1, help="Prometheus /metrics (-1: off)")
+    _add_metrics_security_flags(dev)
     dev.add_argument("--health-port", type=int, default=-1, help="/healthz, /readyz (-1: off)")
     dev.add_argument("--log-format", choices=("json", "console"), default="console")
     dev.add_argument("--log-level", default="INFO")
@@ -100,6 +101,12 @@ def _add_jobset_flags(p: argparse.ArgumentParser) -> None:
         help="label jobset_* counters with each JobSet's name (unbounded cardinality; "
         "off: the jobset_name label is empty, see docs/metrics.md)",
     )
+
+
+def _add_metrics_security_flags(p: argparse.ArgumentParser) -> None:
+    from jobset.runtime.options import add_metrics_security_flags
+
+    add_metrics_security_flags(p)
 
 
 def _add_controller_flags(p: argparse.ArgumentParser) -> None:
@@ -223,6 +230,17 @@ async def _run_dev(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_format, args.log_level)
     _check_flags(args)
+    options = ManagerOptions(
+        kubeconfig=args.kubeconfig,
+        concurrency=args.concurrency,
+        metrics_port=None if args.metrics_port < 0 else args.metrics_port,
+        metrics_secure=args.metrics_secure,
+        metrics_cert_dir=args.metrics_cert_dir or None,
+        health_port=None if args.health_port < 0 else args.health_port,
+        log_format=args.log_format,
+        log_level=args.log_level,
+    )
+    options.validate()
     cluster = SimCluster(
         SimOptions(
             port=args.port,
@@ -238,14 +256,6 @@ async def _run_dev(args: argparse.Namespace) -> int:
     )
     await cluster.start()
     try:
-        options = ManagerOptions(
-            kubeconfig=args.kubeconfig,
-            concurrency=args.concurrency,
-            metrics_port=None if args.metrics_port < 0 else args.metrics_port,
-            health_port=None if args.health_port < 0 else args.health_port,
-            log_format=args.log_format,
-            log_level=args.log_level,
-        )
         manager = await Manager.create(options)
         await apply_crds(manager.client)
         port = args.webhook_port or _free_port()

@@ -11,6 +11,11 @@ Service, Secret and configurations by these names (src/jobset/webhooks/manifests
 {{- define "jobset.leaseName" -}}jobset-controller-leader{{- end -}}
 {{- define "jobset.certificate" -}}jobset-serving-cert{{- end -}}
 {{- define "jobset.certDir" -}}/tmp/k8s-webhook-server/serving-certs{{- end -}}
+{{- define "jobset.metricsCertDir" -}}/tmp/k8s-metrics-server/metrics-certs{{- end -}}
+{{/* The metrics Service's port name: Istio and others read the protocol from its prefix. */}}
+{{- define "jobset.metricsPortName" -}}
+{{- if .Values.metrics.secure -}}https-metrics{{- else -}}http-metrics{{- end -}}
+{{- end -}}
 
 {{- define "jobset.internalCerts" -}}
 {{- if eq .Values.certificate.mode "internal" -}}true{{- end -}}
@@ -76,6 +81,14 @@ control-plane: controller-manager
 {{- end }}
 {{- if $c.perJobSetMetrics }}
 - --per-jobset-metrics
+{{- end }}
+{{- if .Values.metrics.secure }}
+- --metrics-secure
+{{- with .Values.metrics.certSecret }}
+- --metrics-cert-dir={{ include "jobset.metricsCertDir" $ }}
+{{- end }}
+{{- else if .Values.metrics.certSecret }}
+{{- fail "metrics.certSecret is only used with metrics.secure=true" }}
 {{- end }}
 {{- if not (include "jobset.internalCerts" .) }}
 - --cert-management=files

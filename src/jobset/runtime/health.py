@@ -5,6 +5,18 @@ check passes, 500 otherwise, and with `?verbose` (or on failure) one line per ch
 `[+]name ok` / `[-]name failed: reason`, so a person running curl sees *why* a replica is not
 ready. `/readyz/<check>` runs one check.
 
+Nothing else is served: the metrics server answers `/metrics` and the probe server
+`/healthz`, `/healthz/<check>`, `/readyz`, `/readyz/<check>` and `/livez`, all GET only
+(405 for another method, 404 for another path; no HEAD, no index, no profiler).
+
+Secure metrics (`--metrics-secure`): the metrics server speaks TLS (`jobset.tls` settings)
+and every request must carry a bearer token that the API server authenticates and
+authorizes for the path (`authn.py`, controller-runtime's
+`filters.WithAuthenticationAndAuthorization`): 401 without a valid token, 403 without RBAC
+for it. As upstream, the check runs before routing, so without credentials even an unknown
+path is 401. The probe server stays plain HTTP without authentication: the kubelet's probes
+send no token, and upstream leaves them open too.
+
 Slow and idle clients: aiohttp has no header-read timeout, and its keep-alive timeout (the
 only timer on a connection that has not finished sending a request) defaults to an hour, so
 a slowloris client could hold a connection for an hour with one byte a second. Every server
@@ -15,12 +27,16 @@ here (and the webhook server) closes a connection that has not sent complete hea
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+if TYPE_CHECKING:
+    from jobset.runtime.authn import DelegatingAuth
 
 __all__ = [
     "HEADER_TIMEOUT",
@@ -99,31 +115,55 @@ def probes_app(probes: Probes) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     for probe, checks in (("healthz", probes.liveness), ("readyz", probes.readiness)):
         handler = _probe_handler(checks, probe)
-        app.router.add_get(f"/{probe}", handler)
-        app.router.add_get(f"/{probe}/{{check}}", handler)
-    app.router.add_get("/livez", _probe_handler(probes.liveness, "livez"))
+        app.router.add_get(f"/{probe}", handler, allow_head=False)
+        app.router.add_get(f"/{probe}/{{check}}", handler, allow_head=False)
+    app.router.add_get("/livez", _probe_handler(probes.liveness, "livez"), allow_head=False)
     return app
 
 
-def metrics_app(registry: CollectorRegistry) -> web.Application:
+def _auth_middleware(auth: DelegatingAuth) -> Callable[..., Awaitable[web.StreamResponse]]:
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        decision = await auth.check(request.headers, request.method, request.path)
+        if not decision.ok:
+            return web.Response(
+                status=decision.status, text=decision.message + "\n", content_type="text/plain"
+            )
+        return await handler(request)
+
+    return check
+
+
+def metrics_app(registry: CollectorRegistry, auth: DelegatingAuth | None = None) -> web.Application:
+    """`GET /metrics` in Prometheus' text format; with `auth`, only for callers it allows."""
+
     async def metrics(_: web.Request) -> web.Response:
         body = generate_latest(registry)
         resp = web.Response(body=body)
         resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return resp
 
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
-    app.router.add_get("/metrics", metrics)
+    middlewares = [_auth_middleware(auth)] if auth is not None else []
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
+    app.router.add_get("/metrics", metrics, allow_head=False)
     return app
 
 
 class HttpServer:
-    """One aiohttp app on host:port (port 0: any free port; `port` tells which)."""
+    """One aiohttp app on host:port (port 0: any free port; `port` tells which), over TLS
+    when given an `ssl_context` (see `jobset.tls.server_context`)."""
 
-    def __init__(self, app: web.Application, host: str, port: int) -> None:
+    def __init__(
+        self,
+        app: web.Application,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.ssl_context = ssl_context
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
@@ -131,7 +171,7 @@ class HttpServer:
             self.app, access_log=None, handle_signals=False, keepalive_timeout=HEADER_TIMEOUT
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []

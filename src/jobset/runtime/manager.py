@@ -1,7 +1,8 @@
 """The manager: owns the client, shared informers, controllers, leader election, probes,
 metrics, and the order things start and stop in (controller-runtime's `manager.Manager`).
 
-Start: metrics and probe servers → informers → wait until every cache has synced →
+Start: metrics (plain, or with `--metrics-secure` HTTPS behind TokenReview +
+SubjectAccessReview, see `health.py`) and probe servers → informers → wait until every cache has synced →
 (with leader election) campaign → controllers and event recorders. Caches are filled on
 every replica, so a follower that becomes leader can reconcile at once; only the leader
 runs controllers, so a follower does no writes.
@@ -24,11 +25,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import ssl
 import time
 from collections.abc import Hashable, Mapping
+from pathlib import Path
 
+from jobset import tls
 from jobset.metrics import RuntimeMetrics, new_registry
+from jobset.runtime.authn import DelegatingAuth
 from jobset.runtime.cache import IndexFunc, Transform
+from jobset.runtime.certfiles import CertFiles
 from jobset.runtime.client import Client, Resource
 from jobset.runtime.controller import Controller, Reconciler
 from jobset.runtime.events import EventRecorder
@@ -55,6 +61,9 @@ class Manager:
         self.probes = Probes()
         self.elector: LeaderElector | None = None
         self.servers: dict[str, HttpServer] = {}
+        self.metrics_auth: DelegatingAuth | None = None
+        self.metrics_cert: tls.ServingCert | None = None
+        self._metrics_cert_files: CertFiles | None = None
         self._stop = asyncio.Event()
         self._lost = False
         self._shutting_down = False
@@ -270,19 +279,58 @@ class Manager:
             self._lost = True
             self.stop()
 
+    # Names the in-memory certificate of the secure metrics server is valid for (nobody can
+    # verify it against a CA anyway; Prometheus is configured to skip verification).
+    SELF_SIGNED_HOSTS = ("localhost", "127.0.0.1")
+
+    async def _metrics_tls(self) -> ssl.SSLContext:
+        """The secure metrics server's certificate: from --metrics-cert-dir, reloaded when it
+        changes, or self-signed in memory (controller-runtime's behaviour without CertDir)."""
+        serving = tls.ServingCert()
+        cert_dir = self.options.metrics_cert_dir
+        if cert_dir:
+            files = CertFiles(Path(cert_dir), serving)
+            try:
+                await files.start()
+            except (OSError, ValueError, ssl.SSLError) as exc:
+                raise ValueError(
+                    f"--metrics-cert-dir {cert_dir}: cannot load tls.crt/tls.key: {exc}"
+                ) from exc
+            self._metrics_cert_files = files
+        else:
+            _, cert, key = tls.self_signed(list(self.SELF_SIGNED_HOSTS))
+            serving.update(cert, key)
+        self.metrics_cert = serving
+        return serving.context
+
     async def _start_servers(self) -> None:
         opts = self.options
         if opts.metrics_port is not None:
-            self.servers["metrics"] = HttpServer(
-                metrics_app(self.metrics.registry), opts.bind_address, opts.metrics_port
-            )
+            if opts.metrics_secure:
+                self.metrics_auth = DelegatingAuth(self.client)
+                self.servers["metrics"] = HttpServer(
+                    metrics_app(self.metrics.registry, self.metrics_auth),
+                    opts.bind_address,
+                    opts.metrics_port,
+                    ssl_context=await self._metrics_tls(),
+                )
+            else:
+                self.servers["metrics"] = HttpServer(
+                    metrics_app(self.metrics.registry), opts.bind_address, opts.metrics_port
+                )
         if opts.health_port is not None:
             self.servers["health"] = HttpServer(
                 probes_app(self.probes), opts.bind_address, opts.health_port
             )
         for name, server in self.servers.items():
             await server.start()
-            self.log.info("serving", server=name, address=server.host, port=server.port)
+            self.log.info(
+                "serving",
+                server=name,
+                address=server.host,
+                port=server.port,
+                tls=server.ssl_context is not None,
+            )
 
     async def _shutdown(self, elector_task: asyncio.Task[object] | None) -> None:
         self._shutting_down = True
@@ -302,6 +350,8 @@ class Manager:
             await inf.stop()
         for server in self.servers.values():
             await server.stop()
+        if self._metrics_cert_files is not None:
+            await self._metrics_cert_files.stop()
         await self.client.close()
         self.log.info(
             "stopped",

@@ -4,6 +4,12 @@ The flags are part of `jobset controller`'s contract (docs/design.md): `--kubeco
 `--namespace`, `--leader-elect`, `--metrics-port`, `--health-port`, `--concurrency`,
 `--qps`, `--burst`, `--log-format`; the leader-election timings keep client-go's defaults
 and names. `add_runtime_flags()` lets the CLI (and test fixtures) declare them once.
+
+`--metrics-secure` (off by default, so the contract's plain-HTTP `/metrics` is unchanged)
+serves metrics over TLS to callers the API server authenticates and authorizes
+(`health.py`, `authn.py`); `--metrics-cert-dir` holds its `tls.crt`/`tls.key` (mounted by
+cert-manager, reloaded when they change), and without it a self-signed certificate is made
+in memory at start, as controller-runtime does.
 """
 
 from __future__ import annotations
@@ -15,7 +21,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ManagerOptions", "add_runtime_flags", "default_identity", "default_namespace"]
+__all__ = [
+    "ManagerOptions",
+    "add_metrics_security_flags",
+    "add_runtime_flags",
+    "default_identity",
+    "default_namespace",
+]
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -44,6 +56,8 @@ class ManagerOptions:
     concurrency: int = 5
     bind_address: str = "0.0.0.0"
     metrics_port: int | None = 8080  # None: no metrics server; 0: any free port
+    metrics_secure: bool = False  # HTTPS + TokenReview/SubjectAccessReview on /metrics
+    metrics_cert_dir: str | None = None  # tls.crt/tls.key; None: self-signed in memory
     health_port: int | None = 8081
     leader_elect: bool = False
     leader_election_id: str = "jobset-controller-leader"
@@ -57,12 +71,19 @@ class ManagerOptions:
     log_format: str = "json"
     log_level: str = "INFO"
 
+    def validate(self) -> None:
+        """Reject contradictory settings (ValueError naming the flag)."""
+        if self.metrics_cert_dir and not self.metrics_secure:
+            raise ValueError("--metrics-cert-dir is only used with --metrics-secure")
+        if self.metrics_secure and self.metrics_port is None:
+            raise ValueError("--metrics-secure needs a metrics server (--metrics-port is -1)")
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ManagerOptions:
         def port(value: int) -> int | None:
             return None if value < 0 else value
 
-        return cls(
+        options = cls(
             kubeconfig=args.kubeconfig,
             namespace=args.namespace or None,
             qps=args.qps,
@@ -70,6 +91,8 @@ class ManagerOptions:
             concurrency=args.concurrency,
             bind_address=args.bind_address,
             metrics_port=port(args.metrics_port),
+            metrics_secure=args.metrics_secure,
+            metrics_cert_dir=args.metrics_cert_dir or None,
             health_port=port(args.health_port),
             leader_elect=args.leader_elect,
             leader_election_id=args.leader_election_id,
@@ -82,6 +105,24 @@ class ManagerOptions:
             log_format=args.log_format,
             log_level=args.log_level,
         )
+        options.validate()
+        return options
+
+
+def add_metrics_security_flags(parser: argparse.ArgumentParser) -> None:
+    """`--metrics-secure` and `--metrics-cert-dir` (shared by `controller` and `dev`)."""
+    parser.add_argument(
+        "--metrics-secure",
+        action="store_true",
+        help="serve /metrics over HTTPS to callers whose bearer token the API server "
+        "authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview)",
+    )
+    parser.add_argument(
+        "--metrics-cert-dir",
+        default="",
+        help="directory of tls.crt/tls.key for --metrics-secure, reloaded when they change "
+        "(default: a self-signed certificate made at start)",
+    )
 
 
 def add_runtime_flags(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +135,7 @@ def add_runtime_flags(parser: argparse.ArgumentParser) -> None:
     add("--concurrency", type=int, default=d.concurrency, help="reconcile workers per controller")
     add("--bind-address", default=d.bind_address, help="address of the metrics/health servers")
     add("--metrics-port", type=int, default=d.metrics_port, help="Prometheus /metrics (-1: off)")
+    add_metrics_security_flags(parser)
     add("--health-port", type=int, default=d.health_port, help="/healthz and /readyz (-1: off)")
     add("--leader-elect", action="store_true", help="run leader election (HA replicas)")
     add("--leader-election-id", default=d.leader_election_id, help="name of the Lease")

@@ -1,7 +1,8 @@
 """Decoding of Kubernetes protobuf request bodies for the few types typed clients send.
 
 client-go's typed clients (kubectl's `create namespace|configmap|secret|serviceaccount`
-generators, Helm's release storage in Secrets, every typed `Delete`) encode request
+generators, `kubectl create role|clusterrole|rolebinding|clusterrolebinding|token`,
+`kubectl auth can-i`, Helm's release storage in Secrets, every typed `Delete`) encode request
 bodies as `application/vnd.kubernetes.protobuf` and never fall back to JSON. The sim
 answers in JSON (clients accept that), but must read these bodies. No maintained Python
 package carries the generated Kubernetes protobuf types, so the handful of messages
@@ -67,6 +68,77 @@ PRECONDITIONS: dict[int, Field] = {
     2: ("resourceVersion", "string", None, False),
 }
 
+# authentication.k8s.io/v1 and authorization.k8s.io/v1: `kubectl create token`,
+# `kubectl auth can-i`, and typed clients doing delegated authentication/authorization.
+BOUND_OBJECT_REFERENCE: dict[int, Field] = {
+    1: ("kind", "string", None, False),
+    2: ("apiVersion", "string", None, False),
+    3: ("name", "string", None, False),
+    4: ("uid", "string", None, False),
+}
+TOKEN_REQUEST_SPEC: dict[int, Field] = {
+    1: ("audiences", "string", None, True),
+    3: ("boundObjectRef", "msg", BOUND_OBJECT_REFERENCE, False),
+    4: ("expirationSeconds", "int", None, False),
+}
+TOKEN_REVIEW_SPEC: dict[int, Field] = {
+    1: ("token", "string", None, False),
+    2: ("audiences", "string", None, True),
+}
+RESOURCE_ATTRIBUTES: dict[int, Field] = {
+    1: ("namespace", "string", None, False),
+    2: ("verb", "string", None, False),
+    3: ("group", "string", None, False),
+    4: ("version", "string", None, False),
+    5: ("resource", "string", None, False),
+    6: ("subresource", "string", None, False),
+    7: ("name", "string", None, False),
+}
+NON_RESOURCE_ATTRIBUTES: dict[int, Field] = {
+    1: ("path", "string", None, False),
+    2: ("verb", "string", None, False),
+}
+SUBJECT_ACCESS_REVIEW_SPEC: dict[int, Field] = {
+    1: ("resourceAttributes", "msg", RESOURCE_ATTRIBUTES, False),
+    2: ("nonResourceAttributes", "msg", NON_RESOURCE_ATTRIBUTES, False),
+    3: ("user", "string", None, False),
+    4: ("groups", "string", None, True),
+    6: ("uid", "string", None, False),
+}
+SELF_SUBJECT_ACCESS_REVIEW_SPEC: dict[int, Field] = {
+    1: ("resourceAttributes", "msg", RESOURCE_ATTRIBUTES, False),
+    2: ("nonResourceAttributes", "msg", NON_RESOURCE_ATTRIBUTES, False),
+}
+
+# rbac.authorization.k8s.io/v1: `kubectl create role|clusterrole|rolebinding|clusterrolebinding`.
+POLICY_RULE: dict[int, Field] = {
+    1: ("verbs", "string", None, True),
+    2: ("apiGroups", "string", None, True),
+    3: ("resources", "string", None, True),
+    4: ("resourceNames", "string", None, True),
+    5: ("nonResourceURLs", "string", None, True),
+}
+SUBJECT: dict[int, Field] = {
+    1: ("kind", "string", None, False),
+    2: ("apiGroup", "string", None, False),
+    3: ("name", "string", None, False),
+    4: ("namespace", "string", None, False),
+}
+ROLE_REF: dict[int, Field] = {
+    1: ("apiGroup", "string", None, False),
+    2: ("kind", "string", None, False),
+    3: ("name", "string", None, False),
+}
+ROLE: dict[int, Field] = {
+    1: ("metadata", "msg", OBJECT_META, False),
+    2: ("rules", "msg", POLICY_RULE, True),
+}
+BINDING: dict[int, Field] = {
+    1: ("metadata", "msg", OBJECT_META, False),
+    2: ("subjects", "msg", SUBJECT, True),
+    3: ("roleRef", "msg", ROLE_REF, False),
+}
+
 TYPES: dict[str, dict[int, Field]] = {
     "Namespace": {
         1: ("metadata", "msg", OBJECT_META, False),
@@ -90,6 +162,27 @@ TYPES: dict[str, dict[int, Field]] = {
         2: ("secrets", "msg", OBJECT_REFERENCE, True),
         3: ("imagePullSecrets", "msg", LOCAL_OBJECT_REFERENCE, True),
         4: ("automountServiceAccountToken", "bool", None, False),
+    },
+    "Role": ROLE,
+    "ClusterRole": ROLE,
+    "RoleBinding": BINDING,
+    "ClusterRoleBinding": BINDING,
+    "TokenRequest": {
+        1: ("metadata", "msg", OBJECT_META, False),
+        2: ("spec", "msg", TOKEN_REQUEST_SPEC, False),
+    },
+    "TokenReview": {
+        1: ("metadata", "msg", OBJECT_META, False),
+        2: ("spec", "msg", TOKEN_REVIEW_SPEC, False),
+    },
+    "SelfSubjectReview": {1: ("metadata", "msg", OBJECT_META, False)},
+    "SubjectAccessReview": {
+        1: ("metadata", "msg", OBJECT_META, False),
+        2: ("spec", "msg", SUBJECT_ACCESS_REVIEW_SPEC, False),
+    },
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "msg", OBJECT_META, False),
+        2: ("spec", "msg", SELF_SUBJECT_ACCESS_REVIEW_SPEC, False),
     },
     "DeleteOptions": {
         1: ("gracePeriodSeconds", "int", None, False),

@@ -38,6 +38,7 @@ __all__ = [
     "Policy",
     "UserInfo",
     "authorize",
+    "decide",
     "forbidden_message",
     "rule_allows",
     "service_account_user",
@@ -185,24 +186,51 @@ def _rules(policy: Policy, ref: Object, binding_ns: str) -> list[Object]:
 
 def authorize(policy: Policy, a: Attributes) -> bool:
     """True when RBAC (or the superuser group, or the bootstrap policy) allows `a`."""
+    return decide(policy, a)[0]
+
+
+def _describe_subject(subject: Object, binding_ns: str) -> str:
+    kind, name = subject.get("kind", ""), subject.get("name", "")
+    if kind == "ServiceAccount":
+        return f'{kind} "{name}/{subject.get("namespace") or binding_ns}"'
+    return f'{kind} "{name}"'
+
+
+def decide(policy: Policy, a: Attributes) -> tuple[bool, str]:
+    """Whether `a` is allowed, and why: the `reason` of a SubjectAccessReview, worded as
+    upstream's RBAC authorizer words it (`RBAC: allowed by ClusterRoleBinding "b" of
+    ClusterRole "r" to ServiceAccount "name/ns"`). A request no rule allows gets no reason,
+    as RBAC has "no opinion" then."""
     if MASTERS in a.user.groups:
-        return True
+        return True, f'allowed by the "{MASTERS}" group'
     if AUTHENTICATED in a.user.groups and any(rule_allows(r, a) for r in BOOTSTRAP):
-        return True
+        return True, "RBAC: allowed by the bootstrap policy for authenticated users"
     for crb in policy.cluster_role_bindings:
-        if any(_subject_matches(s, a.user, "") for s in crb.get("subjects") or ()):
-            if any(rule_allows(r, a) for r in _rules(policy, crb.get("roleRef") or {}, "")):
-                return True
+        ref = crb.get("roleRef") or {}
+        for subject in crb.get("subjects") or ():
+            if not _subject_matches(subject, a.user, ""):
+                continue
+            if any(rule_allows(r, a) for r in _rules(policy, ref, "")):
+                return True, (
+                    f'RBAC: allowed by ClusterRoleBinding "{crb["metadata"]["name"]}" of '
+                    f'{ref.get("kind")} "{ref.get("name")}" to {_describe_subject(subject, "")}'
+                )
     if not a.resource_request or not a.namespace:
-        return False
+        return False, ""
     for rb in policy.role_bindings:
         ns = rb["metadata"].get("namespace", "")
         if ns != a.namespace:
             continue
-        if any(_subject_matches(s, a.user, ns) for s in rb.get("subjects") or ()):
-            if any(rule_allows(r, a) for r in _rules(policy, rb.get("roleRef") or {}, ns)):
-                return True
-    return False
+        ref = rb.get("roleRef") or {}
+        for subject in rb.get("subjects") or ():
+            if not _subject_matches(subject, a.user, ns):
+                continue
+            if any(rule_allows(r, a) for r in _rules(policy, ref, ns)):
+                return True, (
+                    f'RBAC: allowed by RoleBinding "{rb["metadata"]["name"]}/{ns}" of '
+                    f'{ref.get("kind")} "{ref.get("name")}" to {_describe_subject(subject, ns)}'
+                )
+    return False, ""
 
 
 def forbidden_message(a: Attributes) -> str:

@@ -2,9 +2,12 @@
 
 Authentication: the admin bearer token (a member of `system:masters`, allowed everything),
 or a token from a ServiceAccount's TokenRequest (`serviceaccounts/<name>/token`), which
-authenticates as `system:serviceaccount:<ns>:<name>`. Every request is then authorized by
-RBAC (`rbac.py`) against the Roles, ClusterRoles and bindings in the store; a denial is
-kube-apiserver's 403 Forbidden Status.
+authenticates as `system:serviceaccount:<ns>:<name>` until it expires, as long as that
+ServiceAccount (the same object, by uid) exists and the token was issued for the API
+server's audiences. Every request is then authorized by RBAC (`rbac.py`) against the Roles,
+ClusterRoles and bindings in the store; a denial is kube-apiserver's 403 Forbidden Status.
+Other components can ask the same questions through TokenReview and SubjectAccessReview
+(`reviews.py`).
 
 It decodes requests, calls `ApiCore`, and encodes the answers the way kube-apiserver
 does (objects, lists, `Status` errors, Tables, watch event streams), so that kubectl,
@@ -25,7 +28,7 @@ import yaml
 from aiohttp import web
 
 from jobset import __version__
-from jobset.sim import discovery, openapi, protobuf, rbac, tables
+from jobset.sim import discovery, openapi, protobuf, rbac, reviews, tables
 from jobset.sim.apicore import APPLY_PATCH, ApiCore, Request
 from jobset.sim.clock import now_rfc3339
 from jobset.sim.errors import ApiError, bad_request
@@ -90,8 +93,8 @@ class ApiHttpServer:
         self.requests_by_agent: dict[tuple[str, str, str], int] = {}
         self.open_watches = 0
         self.ready = True
-        # ServiceAccount tokens issued by TokenRequest: token -> (namespace, name).
-        self.sa_tokens: dict[str, tuple[str, str]] = {}
+        # ServiceAccount tokens issued by TokenRequest.
+        self.sa_tokens: dict[str, IssuedToken] = {}
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
@@ -126,12 +129,30 @@ class ApiHttpServer:
             return None
         header = request.headers.get("Authorization", "")
         token = header[7:] if header.startswith("Bearer ") else ""
-        if token and token == self.token:
-            return rbac.UserInfo("admin", (rbac.MASTERS, rbac.AUTHENTICATED))
-        account = self.sa_tokens.get(token)
-        if account is not None:
-            return rbac.service_account_user(*account)
-        raise ApiError(401, "Unauthorized", "Unauthorized")
+        who = self.identity(token) if token else None
+        if who is None or not set(who.audiences) & set(reviews.API_AUDIENCES):
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        return who.user
+
+    def identity(self, token: str) -> reviews.Identity | None:
+        """Who `token` authenticates as (None: nobody): the admin, or the ServiceAccount of a
+        TokenRequest's token that has not expired and whose ServiceAccount still exists."""
+        if self.token is not None and token == self.token:
+            return reviews.Identity(rbac.UserInfo("admin", (rbac.MASTERS, rbac.AUTHENTICATED)))
+        issued = self.sa_tokens.get(token)
+        if issued is None:
+            return None
+        if time.time() >= issued.expires:
+            del self.sa_tokens[token]
+            return None
+        rt = self.core.registry.get("", "v1", "serviceaccounts")
+        assert rt is not None
+        account = self.core.try_get(rt, issued.namespace, issued.name)
+        if account is None or account["metadata"].get("uid") != issued.uid:
+            return None
+        return reviews.Identity(
+            rbac.service_account_user(issued.namespace, issued.name), issued.uid, issued.audiences
+        )
 
     def _policy(self) -> rbac.Policy:
         def objects(plural: str) -> list[dict[str, Any]]:
@@ -347,10 +368,10 @@ class ApiHttpServer:
         rt = t.rt
         ns = t.namespace or ""
         req = self._request_options(request)
-        if rt.plural == "selfsubjectaccessreviews":
-            body = await self._body(request) or {}
-            body["status"] = {"allowed": True, "reason": "the simulated cluster allows everything"}
-            return json_response(body, 201)
+        if rt.group in (reviews.AUTHN_GROUP, reviews.AUTHZ_GROUP) and (
+            rt.plural in reviews.REVIEW_RESOURCES
+        ):
+            return json_response(await self._review(request, t, verb, user), 201)
         if verb == "watch":
             return await self._watch(request, t, decision)
         if verb == "list":
@@ -372,9 +393,16 @@ class ApiHttpServer:
                     {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
                 )
             if t.subresource == "token":
-                self.core.get(rt, ns, t.name)  # 404 for a ServiceAccount that does not exist
+                # 404 for a ServiceAccount that does not exist
+                account = self.core.get(rt, ns, t.name)
                 answer = _token_request(body)
-                self.sa_tokens[answer["status"]["token"]] = (ns, t.name)
+                self.sa_tokens[answer["status"]["token"]] = IssuedToken(
+                    ns,
+                    t.name,
+                    str(account["metadata"].get("uid", "")),
+                    tuple(answer["spec"]["audiences"]),
+                    time.time() + int(answer["spec"]["expirationSeconds"]),
+                )
                 return json_response(answer, 201)
             obj = await self.core.create(rt, ns, body, req)
             return self._object(request, rt, obj, 201, req)
@@ -421,6 +449,22 @@ class ApiHttpServer:
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
         )
+
+    async def _review(
+        self, request: web.Request, t: Target, verb: str, user: rbac.UserInfo | None
+    ) -> dict[str, Any]:
+        """A review (TokenReview, SubjectAccessReview, ... see reviews.py): answered, not
+        stored."""
+        if verb != "create" or t.name or t.subresource:
+            raise reviews.method_not_allowed()
+        body = await self._body(request)
+        if t.rt.plural == "tokenreviews":
+            return reviews.token_review(body, self.identity)
+        if t.rt.plural == "selfsubjectreviews":
+            return reviews.self_subject_review(body, user)
+        if t.rt.plural == "subjectaccessreviews":
+            return reviews.subject_access_review(body, self._policy())
+        return reviews.self_subject_access_review(body, user, self._policy())
 
     def _object(
         self,
@@ -720,10 +764,23 @@ def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class IssuedToken:
+    """A ServiceAccount token from a TokenRequest: whose, for which audiences, until when."""
+
+    namespace: str
+    name: str
+    uid: str  # of the ServiceAccount: a new one of the same name does not inherit its tokens
+    audiences: tuple[str, ...]
+    expires: float  # epoch seconds
+
+
 def _token_request(body: Any) -> dict[str, Any]:
     import secrets
 
-    spec = (body or {}).get("spec") or {}
+    spec = dict((body or {}).get("spec") or {})
+    spec["audiences"] = list(spec.get("audiences") or reviews.API_AUDIENCES)
+    spec["expirationSeconds"] = int(spec.get("expirationSeconds") or 3600)
     return {
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
@@ -731,8 +788,6 @@ def _token_request(body: Any) -> dict[str, Any]:
         "spec": spec,
         "status": {
             "token": secrets.token_urlsafe(32),
-            "expirationTimestamp": now_rfc3339(
-                time.time() + int(spec.get("expirationSeconds", 3600))
-            ),
+            "expirationTimestamp": now_rfc3339(time.time() + spec["expirationSeconds"]),
         },
     }

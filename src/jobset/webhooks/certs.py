@@ -7,22 +7,25 @@ from open-policy-agent's cert-controller; this module is the pure part of our eq
 (the Secret and the injection live in `certcontroller.py`): make a CA, sign a serving
 certificate, and decide whether stored material is still good enough to serve.
 
-Keys are EC P-256 (generated in a millisecond; Go's crypto/x509 and OpenSSL accept them).
-Validity and the rotation look-ahead are parameters so tests can watch a rotation happen
-in seconds; the defaults are upstream's (10 years, rotate 90 days before expiry).
+The certificate generation itself lives in `jobset.tls`, shared with the simulated API
+server and the metrics server. Validity and the rotation look-ahead are parameters so tests
+can watch a rotation happen in seconds; the defaults are upstream's (10 years, rotate 90 days
+before expiry).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from jobset import tls
+from jobset.tls import load_key as _load_key
+from jobset.tls import not_after
+from jobset.tls import spki as _spki
 
 __all__ = [
     "CA_CERT_KEY",
@@ -49,75 +52,16 @@ DEFAULT_LOOKAHEAD: Final = dt.timedelta(days=90)
 CA_NAME: Final = "jobset-ca"
 CA_ORGANIZATION: Final = "jobset"
 
-# Back-date certificates so a peer whose clock lags a little does not see them as future.
-_CLOCK_SKEW: Final = dt.timedelta(minutes=5)
-
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def _load_key(pem: bytes) -> ec.EllipticCurvePrivateKey:
-    key = serialization.load_pem_private_key(pem, password=None)
-    if not isinstance(key, ec.EllipticCurvePrivateKey):
-        raise ValueError("expected an EC private key")
-    return key
-
-
-def _spki(public_key: Any) -> bytes:
-    """A public key's canonical bytes, to tell whether a key belongs to a certificate."""
-    der: bytes = public_key.public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return der
 
 
 def make_ca(
     validity: dt.timedelta = DEFAULT_VALIDITY, *, now: dt.datetime | None = None
 ) -> tuple[bytes, bytes]:
     """A self-signed CA (certificate PEM, key PEM) named like upstream's (`jobset-ca`)."""
-    now = now or _now()
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name(
-        [
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, CA_ORGANIZATION),
-            x509.NameAttribute(NameOID.COMMON_NAME, CA_NAME),
-        ]
-    )
-    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _CLOCK_SKEW)
-        .not_valid_after(now + validity)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(ski, critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    return tls.make_ca(CA_NAME, validity, organization=CA_ORGANIZATION, now=now)
 
 
 def issue_serving_cert(
@@ -128,53 +72,11 @@ def issue_serving_cert(
     *,
     now: dt.datetime | None = None,
 ) -> tuple[bytes, bytes]:
-    """A serving certificate for `dns_names` signed by the CA (certificate PEM, key PEM).
-
-    The certificate never outlives its CA: a chain whose CA expired first is useless.
-    """
+    """A serving certificate for `dns_names` signed by the CA (certificate PEM, key PEM);
+    it never outlives its CA."""
     if not dns_names:
         raise ValueError("a serving certificate needs at least one DNS name")
-    now = now or _now()
-    ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
-    ca_key = _load_key(ca_key_pem)
-    key = ec.generate_private_key(ec.SECP256R1())
-    expiry = min(now + validity, ca_cert.not_valid_after_utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0])]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _CLOCK_SKEW)
-        .not_valid_after(expiry)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names]), False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
-
-
-def not_after(cert_pem: bytes) -> dt.datetime:
-    """Expiry of the first certificate in `cert_pem`."""
-    return x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc
+    return tls.issue_serving_cert(ca_cert_pem, ca_key_pem, dns_names, validity, now=now)
 
 
 @dataclass(frozen=True)

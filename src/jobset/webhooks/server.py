@@ -2,7 +2,8 @@
 
 What the API server needs from it, and what this module guarantees:
 
-- TLS 1.2 or 1.3 only, TLS 1.2 with forward-secret AEAD suites only (`TLS12_CIPHERS`).
+- TLS 1.2 or 1.3 only, TLS 1.2 with forward-secret AEAD suites only (`jobset.tls`, the
+  settings every HTTPS server of the project shares).
 - TLS with a certificate the webhook configuration's `caBundle` vouches for. The
   certificate can change while serving (rotation, or cert-manager renewing the mounted
   files): `ServingCert.update` reloads the one `SSLContext` in place; OpenSSL copies the
@@ -26,21 +27,17 @@ What the API server needs from it, and what this module guarantees:
 from __future__ import annotations
 
 import asyncio
-import os
-import ssl
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from jobset import tls
 from jobset.runtime.health import HEADER_TIMEOUT, CheckResult
 from jobset.runtime.logging import get_logger
-from jobset.webhooks import certs
 from jobset.webhooks.review import (
     ADMISSION_API_VERSION,
     MAX_REQUEST_BYTES,
@@ -55,56 +52,16 @@ __all__ = ["DEFAULT_TIMEOUT", "Handler", "ServingCert", "WebhookMetrics", "Webho
 
 Handler = Callable[[AdmissionRequest], Awaitable[AdmissionResponse]]
 DEFAULT_TIMEOUT: Final = 8.0  # under the configurations' timeoutSeconds of 10
-# TLS 1.2 suites: forward-secret AEAD only (Mozilla "intermediate"; every Go client, so
-# kube-apiserver, offers them). No CBC, no SHA-1 MAC, no RC4/3DES, no static-RSA exchange.
-# TLS 1.3 suites are all AEAD and not affected by this setting.
-TLS12_CIPHERS: Final = "ECDHE+AESGCM:ECDHE+CHACHA20"
 
 
-class ServingCert:
-    """The certificate the server presents, replaceable while serving.
-
-    `ssl.SSLContext.load_cert_chain` only reads files, so the PEMs are written to a private
-    directory (mode 0700, removed by `close`) before each load.
-    """
-
-    def __init__(self) -> None:
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
-        self.context.set_ciphers(TLS12_CIPHERS)
-        self._dir = Path(tempfile.mkdtemp(prefix="jobset-webhook-certs-"))
-        os.chmod(self._dir, 0o700)
-        self.cert_pem: bytes | None = None
-        self.not_after: float = 0.0
-        self.loaded_at: float = 0.0
-
-    def update(self, cert_pem: bytes, key_pem: bytes) -> bool:
-        """Serve this certificate from the next handshake on; False if it is the current one."""
-        if cert_pem == self.cert_pem:
-            return False
-        cert_file, key_file = self._dir / "tls.crt", self._dir / "tls.key"
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(key_pem)
-        cert_file.write_bytes(cert_pem)
-        self.context.load_cert_chain(cert_file, key_file)
-        self.cert_pem = cert_pem
-        self.not_after = certs.not_after(cert_pem).timestamp()
-        self.loaded_at = time.time()
-        return True
+class ServingCert(tls.ServingCert):
+    """The certificate the server presents, replaceable while serving (`jobset.tls`'s
+    `ServingCert`, with the readiness check the manager's `/readyz` runs)."""
 
     def check(self) -> CheckResult:
         """Ready when a certificate is loaded and not expired."""
-        if self.cert_pem is None:
-            return CheckResult(False, "no serving certificate yet")
-        if time.time() >= self.not_after:
-            return CheckResult(False, "serving certificate expired")
-        return CheckResult(True)
-
-    def close(self) -> None:
-        for name in ("tls.crt", "tls.key"):
-            (self._dir / name).unlink(missing_ok=True)
-        self._dir.rmdir()
+        problem = self.problem()
+        return CheckResult(problem is None, problem or "")
 
 
 @dataclass

@@ -16,8 +16,6 @@ them in a Secret managed by `CertRotator`; `files` serves `tls.crt`/`tls.key` fr
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +23,9 @@ from typing import Any, Literal
 
 from jobset.api import constants as c
 from jobset.placement.caches import PlacementCaches, node_informer, pod_informer
+from jobset.runtime.certfiles import CertFiles
 from jobset.runtime.client import NAMESPACES, ApiError, Client, Resource
 from jobset.runtime.health import CheckResult
-from jobset.runtime.logging import get_logger
 from jobset.runtime.manager import Manager
 from jobset.webhooks import manifests
 from jobset.webhooks.certcontroller import (
@@ -56,41 +54,6 @@ class WebhookOptions:
     features: Mapping[str, bool] = field(default_factory=dict)
 
 
-class _FileCerts:
-    """Serve `tls.crt`/`tls.key` from a directory, reloading when they change (cert-manager
-    renews by rewriting the mounted Secret's files)."""
-
-    def __init__(self, directory: Path, serving: ServingCert, interval: float = 10.0) -> None:
-        self.directory = directory
-        self.serving = serving
-        self.interval = interval
-        self._task: asyncio.Task[None] | None = None
-
-    def load(self) -> None:
-        cert = (self.directory / "tls.crt").read_bytes()
-        key = (self.directory / "tls.key").read_bytes()
-        self.serving.update(cert, key)
-
-    async def start(self) -> None:
-        self.load()
-        self._task = asyncio.create_task(self._watch(), name="webhook cert files")
-
-    async def _watch(self) -> None:
-        log = get_logger("webhook-certs", dir=str(self.directory))
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                self.load()
-            except (OSError, ValueError) as exc:  # half-written files: next round
-                log.warning("cannot reload certificate files", error=repr(exc))
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-
 class Webhooks:
     """The webhook server and its certificate source, started and stopped together."""
 
@@ -99,7 +62,7 @@ class Webhooks:
         server: WebhookServer,
         serving: ServingCert,
         rotator: CertRotator | None,
-        files: _FileCerts | None,
+        files: CertFiles | None,
     ) -> None:
         self.server = server
         self.serving = serving
@@ -153,7 +116,7 @@ def setup_webhooks(manager: Manager, options: WebhookOptions | None = None) -> W
         else None
     )
     files = (
-        _FileCerts(Path(options.cert_dir), serving) if options.cert_management == "files" else None
+        CertFiles(Path(options.cert_dir), serving) if options.cert_management == "files" else None
     )
     webhooks = Webhooks(server, serving, rotator, files)
     manager.add_readiness_check("webhook", webhooks.check)

@@ -1,0 +1,254 @@
+"""Delegated authentication and authorization of HTTP callers, for the secure metrics endpoint.
+
+What controller-runtime's `filters.WithAuthenticationAndAuthorization` (and kube-rbac-proxy
+before it) does for a Go controller's `/metrics`, asking the API server rather than
+keeping any credentials of its own:
+
+1. the caller's bearer token is reviewed with an `authentication.k8s.io/v1` TokenReview:
+   no token, a malformed `Authorization` header, or a token the API server does not accept
+   → 401;
+2. the user it names is checked with an `authorization.k8s.io/v1` SubjectAccessReview for
+   the request's non-resource URL (its path) and verb (the lower-cased HTTP method, `get`
+   for a scrape), which RBAC grants through `nonResourceURLs` (the `metrics-reader`
+   ClusterRole) → 403 when not allowed;
+3. only then is the handler run.
+
+A review that fails (API server unreachable, the controller's own RBAC missing `create` on
+tokenreviews / subjectaccessreviews) answers 401 for authentication and 500 for
+authorization, as upstream does, and is not cached.
+
+Decisions are cached, as upstream's delegating authenticator and authorizer cache them, so
+that Prometheus scraping every 15 s does not cost two API calls per scrape: token reviews
+for `AUTHN_TTL` (1 minute, controller-runtime's `CacheTTL`), allowed decisions for
+`ALLOW_TTL` (5 minutes) and denied ones for `DENY_TTL` (30 s). A revoked token or binding
+therefore keeps working for at most that long - the same trade-off every Kubernetes
+component makes. The caches hold at most `max_entries` entries each (least recently used
+evicted first), so a flood of random tokens cannot grow memory; tokens are kept as SHA-256
+digests, never in clear.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Generic, TypeVar
+
+from jobset.runtime.client import ApiError, Client, Resource
+from jobset.runtime.logging import get_logger
+
+__all__ = [
+    "ALLOW_TTL",
+    "AUTHN_TTL",
+    "DENY_TTL",
+    "AuthDecision",
+    "DelegatingAuth",
+    "TTLCache",
+    "User",
+    "bearer_token",
+]
+
+TOKEN_REVIEWS: Final = Resource(
+    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False
+)
+SUBJECT_ACCESS_REVIEWS: Final = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
+AUTHN_TTL: Final = 60.0
+ALLOW_TTL: Final = 300.0
+DENY_TTL: Final = 30.0
+REVIEW_TIMEOUT: Final = 10.0  # controller-runtime's TokenAccessReviewTimeout
+MAX_ENTRIES: Final = 1024
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class TTLCache(Generic[K, V]):
+    """A bounded map whose entries expire `ttl` seconds after they were put (each entry has
+    its own ttl); least recently used entries are evicted beyond `max_entries`."""
+
+    def __init__(
+        self, max_entries: int = MAX_ENTRIES, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be at least 1, not {max_entries}")
+        self.max_entries = max_entries
+        self.clock = clock
+        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        expires, value = entry
+        if self.clock() >= expires:
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V, ttl: float) -> None:
+        if ttl <= 0:
+            return
+        self._entries[key] = (self.clock() + ttl, value)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, parsed as kube-apiserver's
+    bearer-token authenticator parses it (None: no usable token).
+
+    The scheme is case-insensitive; the header is trimmed; scheme and token are separated by
+    exactly one space, so an empty token (`Bearer `, or two spaces) is no token; anything
+    after a second space is ignored.
+    """
+    value = (header or "").strip()
+    if not value:
+        return None
+    parts = value.split(" ", 2)
+    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+        return None
+    return parts[1]
+
+
+@dataclass(frozen=True)
+class User:
+    """Who a token belongs to, as the TokenReview answered."""
+
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class AuthDecision:
+    """The outcome for one request: `status` 200 means go ahead; otherwise answer it."""
+
+    status: int
+    message: str = ""
+    user: User | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
+
+class DelegatingAuth:
+    """TokenReview + SubjectAccessReview through `client`, with the caches described above."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        authn_ttl: float = AUTHN_TTL,
+        allow_ttl: float = ALLOW_TTL,
+        deny_ttl: float = DENY_TTL,
+        max_entries: int = MAX_ENTRIES,
+        timeout: float = REVIEW_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.authn_ttl = authn_ttl
+        self.allow_ttl = allow_ttl
+        self.deny_ttl = deny_ttl
+        self.timeout = timeout
+        # sha256(token) -> (the user,) or (None,) for a token the API server rejected.
+        self._tokens: TTLCache[bytes, tuple[User | None]] = TTLCache(max_entries, clock)
+        self._decisions: TTLCache[tuple[User, str, str], bool] = TTLCache(max_entries, clock)
+        self.log = get_logger("metrics-auth")
+
+    async def authenticate(self, token: str) -> User | None:
+        """The user `token` authenticates as (None: rejected). API failures raise."""
+        key = hashlib.sha256(token.encode()).digest()
+        cached = self._tokens.get(key)
+        if cached is not None:
+            return cached[0]
+        review = await self.client.request(
+            "POST",
+            TOKEN_REVIEWS.path(),
+            body={
+                "apiVersion": TOKEN_REVIEWS.api_version,
+                "kind": TOKEN_REVIEWS.kind,
+                "spec": {"token": token},
+            },
+            request_timeout=self.timeout,
+        )
+        user = _reviewed_user(review)
+        self._tokens.put(key, (user,), self.authn_ttl)
+        return user
+
+    async def authorize(self, user: User, verb: str, path: str) -> bool:
+        """Whether RBAC lets `user` `verb` the non-resource URL `path`. API failures raise."""
+        key = (user, verb, path)
+        cached = self._decisions.get(key)
+        if cached is not None:
+            return cached
+        spec: dict[str, Any] = {
+            "user": user.name,
+            "groups": list(user.groups),
+            "nonResourceAttributes": {"path": path, "verb": verb},
+        }
+        if user.uid:
+            spec["uid"] = user.uid
+        if user.extra:
+            spec["extra"] = {k: list(v) for k, v in user.extra}
+        review = await self.client.request(
+            "POST",
+            SUBJECT_ACCESS_REVIEWS.path(),
+            body={
+                "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
+                "kind": SUBJECT_ACCESS_REVIEWS.kind,
+                "spec": spec,
+            },
+            request_timeout=self.timeout,
+        )
+        status = (review or {}).get("status") or {}
+        allowed = bool(status.get("allowed")) and not status.get("denied")
+        self._decisions.put(key, allowed, self.allow_ttl if allowed else self.deny_ttl)
+        return allowed
+
+    async def check(self, headers: Mapping[str, str], method: str, path: str) -> AuthDecision:
+        """Authenticate and authorize one HTTP request (see the module docstring)."""
+        token = bearer_token(headers.get("Authorization"))
+        if token is None:
+            return AuthDecision(401, "Unauthorized")
+        try:
+            user = await self.authenticate(token)
+        except (ApiError, OSError, TimeoutError) as exc:
+            self.log.error("authentication failed", error=repr(exc))
+            return AuthDecision(401, "Authentication failed")
+        if user is None:
+            return AuthDecision(401, "Unauthorized")
+        verb = method.lower()
+        try:
+            allowed = await self.authorize(user, verb, path)
+        except (ApiError, OSError, TimeoutError) as exc:
+            self.log.error("authorization failed", user=user.name, error=repr(exc))
+            return AuthDecision(500, f"Authorization for user {user.name} failed", user)
+        if not allowed:
+            self.log.debug("authorization denied", user=user.name, verb=verb, path=path)
+            return AuthDecision(403, f"Authorization denied for user {user.name}", user)
+        return AuthDecision(200, "", user)
+
+
+def _reviewed_user(review: Any) -> User | None:
+    status = (review or {}).get("status") or {}
+    if not status.get("authenticated"):
+        return None
+    info = status.get("user") or {}
+    extra = info.get("extra") or {}
+    return User(
+        str(info.get("username") or ""),
+        str(info.get("uid") or ""),
+        tuple(str(g) for g in info.get("groups") or ()),
+        tuple(sorted((str(k), tuple(str(x) for x in v or ())) for k, v in extra.items())),
+    )

@@ -1,0 +1,69 @@
+"""Serve a certificate from files that something else renews (cert-manager, a mounted Secret).
+
+controller-runtime's `certwatcher` reloads `tls.crt`/`tls.key` when they change so a renewed
+certificate is served without a restart; this polls the two files every `interval` seconds
+and hands changed contents to a `jobset.tls.ServingCert`, which swaps the certificate for
+new handshakes. Polling rather than inotify: a Secret volume is updated by replacing a
+symlink, which is easy to miss with file watches and costs nothing to poll.
+
+The webhook server (`--cert-management=files`) and the secure metrics server
+(`--metrics-cert-dir`) both use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from pathlib import Path
+
+from jobset.runtime.logging import get_logger
+from jobset.tls import ServingCert
+
+__all__ = ["CertFiles"]
+
+
+class CertFiles:
+    """`cert_name`/`key_name` in `directory`, kept loaded into `serving`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        serving: ServingCert,
+        interval: float = 10.0,
+        *,
+        cert_name: str = "tls.crt",
+        key_name: str = "tls.key",
+    ) -> None:
+        self.directory = directory
+        self.serving = serving
+        self.interval = interval
+        self.cert_file = directory / cert_name
+        self.key_file = directory / key_name
+        self._task: asyncio.Task[None] | None = None
+
+    def load(self) -> None:
+        """Load the files now (OSError, ValueError or ssl.SSLError when they are unusable)."""
+        self.serving.update(self.cert_file.read_bytes(), self.key_file.read_bytes())
+
+    async def start(self) -> None:
+        """Load once (errors propagate: a server must not start without its certificate),
+        then keep reloading in the background."""
+        self.load()
+        self._task = asyncio.create_task(self._watch(), name=f"cert files {self.directory}")
+
+    async def _watch(self) -> None:
+        log = get_logger("cert-files", dir=str(self.directory))
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                self.load()
+            except (OSError, ValueError, ssl.SSLError) as exc:  # half-written files: next round
+                log.warning("cannot reload certificate files", error=repr(exc))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
