@@ -1,17 +1,24 @@
-"""Bytes per cached Job in the runtime's informer cache, with and without a transform.
+"""Bytes per cached Job in the runtime's informer cache, by transform.
 
-Starts `jobset sim --sim-level none`, creates `--count` Jobs shaped like a JobSet's children
-(two containers with env, resources, volume mounts; owned by one owner object; created
-through the API so the server adds managedFields, defaults and labels), then, for each
-variant, runs a fresh measuring process (so the two do not share a heap) that lists and
-watches the Jobs with one `Informer` and reports:
+Starts `jobset sim --sim-level jobs` with the JobSet CRD, creates one JobSet of `--count`
+running Jobs (`sleep infinity`) - its children exactly as the controller builds them
+(`construct_job`: the 12 JobSet keys as labels and annotations on the Job and its pod
+template, a controller ownerReference, the pod spec of the scale benchmarks), created
+through the API so the server adds managedFields, defaults, selector labels and, once the
+simulated Job controller ran them, a status - then, for each variant, runs a fresh
+measuring process (so variants do not share a heap) that lists and watches the Jobs with
+one `Informer` indexed by controller owner UID, as the controller's is, and reports:
 
 - `deep_bytes_per_job`: bytes of the Python objects the cache holds (`deep_sizeof` over the
-  store, shared objects such as orjson-cached dict keys counted once) - the figure the
-  transform is about;
+  store, shared objects - orjson-cached dict keys, values the transform shares - counted
+  once);
 - `rss_bytes_per_job`: growth of the process's resident memory from before the informer
-  started until after it synced, divided by the count (includes allocator slack and the
-  transient list pages; noisier).
+  started until after it synced, divided by the count (includes the store's indexes,
+  allocator slack and what parsing the list pages left behind; noisier).
+
+Variants: `full` (no transform), `slim_job` (the runtime's generic `slim_job`: drops the
+pod spec and managedFields) and `jobset_controller` (the JobSet controller's `slim_job`:
+only what reconciles read, shared where Jobs agree).
 
     .venv/bin/python -m benchmarks.cache_memory --count 50000
 
@@ -35,80 +42,53 @@ from typing import Any
 import psutil
 
 RESULTS = Path(__file__).parent / "results"
-NAMESPACE = "bench"
+VARIANTS = ("full", "slim_job", "jobset_controller")
 
 
-def job(i: int, owner_uid: str) -> dict[str, Any]:
-    container = {
-        "name": "worker",
-        "image": "python:3.11",
-        "command": ["bash", "-c", "python train.py --epochs 100 && exit 0"],
-        "env": [{"name": f"ENV_{k}", "value": f"value-{k}"} for k in range(8)],
-        "resources": {"limits": {"cpu": "2", "memory": "4Gi"}},
-        "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-    }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": f"js-{i // 4:05d}-workers-{i % 4}",
-            "namespace": NAMESPACE,
-            "labels": {
-                "jobset.sigs.k8s.io/jobset-name": f"js-{i // 4:05d}",
-                "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "name": "owner",
-                    "uid": owner_uid,
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {
-            "parallelism": 4,
-            "completions": 4,
-            "completionMode": "Indexed",
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"labels": {"app": "train"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "subdomain": f"js-{i // 4:05d}",
-                    "containers": [container, {**container, "name": "sidecar"}],
-                    "volumes": [{"name": "data", "emptyDir": {}}],
-                },
-            },
-        },
-    }
-
-
-async def populate(kubeconfig: str, count: int, concurrency: int) -> float:
-    from jobset.runtime.client import CONFIGMAPS, JOBS, NAMESPACES, Client
+async def populate(kubeconfig: str, count: int, concurrency: int) -> tuple[float, float]:
+    """Create the JobSet and its `count` running Jobs; (seconds to create, to all running)."""
+    from benchmarks.workload import JOBSETS, NAMESPACE, RUN_FOREVER, jobset
+    from jobset.api.defaulting import default_jobset
+    from jobset.controllers.crd import apply_crds
+    from jobset.controllers.jobs import construct_job
+    from jobset.runtime.client import JOBS, NAMESPACES, Client
 
     client = await Client.connect(kubeconfig, qps=0, burst=0, pool_size=concurrency + 4)
     try:
+        await apply_crds(client)
         await client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
-        owner = await client.create(
-            CONFIGMAPS, {"metadata": {"name": "owner", "namespace": NAMESPACE}}
-        )
-        uid = owner["metadata"]["uid"]
+        js = default_jobset(await client.create(JOBSETS, jobset("mem", count, command=RUN_FOREVER)))
+        rjob = js["spec"]["replicatedJobs"][0]
         next_index = iter(range(count))
         t0 = time.perf_counter()
 
         async def worker() -> None:
             for i in next_index:
-                await client.create(JOBS, job(i, uid))
+                await client.create(JOBS, construct_job(js, rjob, i))
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return time.perf_counter() - t0
+        created = time.perf_counter() - t0
+        while True:  # until the simulated Job controller has given every Job its status
+            running, token = 0, ""
+            while True:
+                page = await client.list(JOBS, NAMESPACE, limit=5000, continue_token=token)
+                running += sum(
+                    1 for j in page["items"] if (j.get("status") or {}).get("ready") == 1
+                )
+                token = page["metadata"].get("continue") or ""
+                if not token:
+                    break
+            if running >= count:
+                return created, time.perf_counter() - t0
+            await asyncio.sleep(5)
     finally:
         await client.close()
 
 
 async def measure(kubeconfig: str, variant: str) -> dict[str, Any]:
+    from benchmarks.workload import NAMESPACE
+    from jobset.controllers import jobset_controller
+    from jobset.runtime import transforms
     from jobset.runtime.cache import (
         BY_CONTROLLER_UID,
         deep_sizeof,
@@ -116,15 +96,19 @@ async def measure(kubeconfig: str, variant: str) -> dict[str, Any]:
     )
     from jobset.runtime.client import JOBS, Client
     from jobset.runtime.informer import Informer
-    from jobset.runtime.transforms import slim_job
 
+    transform = {
+        "full": None,
+        "slim_job": transforms.slim_job,
+        "jobset_controller": jobset_controller.slim_job,
+    }[variant]
     proc = psutil.Process()
     client = await Client.connect(kubeconfig, qps=0, burst=0)
     informer = Informer(
         client,
         JOBS,
         namespace=NAMESPACE,
-        transform=slim_job if variant == "slim_job" else None,
+        transform=transform,
         indexers={BY_CONTROLLER_UID: index_by_controller_uid},
     )
     gc.collect()
@@ -158,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=50_000)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--measure", choices=("full", "slim_job"), help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     parser.add_argument("--output", default=str(RESULTS / "cache_memory.json"))
     args = parser.parse_args(argv)
@@ -169,13 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     from jobset.sim.process import start_sim
 
     tmp = Path(tempfile.mkdtemp(prefix="cache-memory-"))
-    sim = start_sim(tmp, "--sim-level", "none")
+    sim = start_sim(tmp, "--sim-level", "jobs")
     try:
         print(f"creating {args.count} Jobs ...", flush=True)
-        create_seconds = asyncio.run(populate(str(sim.kubeconfig), args.count, args.concurrency))
-        print(f"created in {create_seconds:.0f}s", flush=True)
+        create_seconds, running_seconds = asyncio.run(
+            populate(str(sim.kubeconfig), args.count, args.concurrency)
+        )
+        print(
+            f"created in {create_seconds:.0f}s, all running at {running_seconds:.0f}s", flush=True
+        )
         variants = {}
-        for variant in ("full", "slim_job"):
+        for variant in VARIANTS:
             out = subprocess.run(
                 [
                     sys.executable,
@@ -194,18 +182,19 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(variants[variant]), flush=True)
     finally:
         sim.stop()
-    full, slim = variants["full"], variants["slim_job"]
+    full = variants["full"]
     report = {
         "scenario": "cache_memory",
         "count": args.count,
         "create_seconds": round(create_seconds, 1),
         "variants": variants,
-        "deep_bytes_ratio_full_over_slim": round(
-            full["deep_bytes_per_job"] / max(1, slim["deep_bytes_per_job"]), 2
-        ),
-        "rss_bytes_ratio_full_over_slim": round(
-            full["rss_bytes_per_job"] / max(1, slim["rss_bytes_per_job"]), 2
-        ),
+        **{
+            f"{what}_bytes_ratio_full_over_{v}": round(
+                full[f"{what}_bytes_per_job"] / max(1, variants[v][f"{what}_bytes_per_job"]), 2
+            )
+            for v in VARIANTS[1:]
+            for what in ("deep", "rss")
+        },
         "machine": f"{platform.machine()}, {psutil.cpu_count()} cpu, "
         f"{round(psutil.virtual_memory().total / 2**30)} GiB, Python {platform.python_version()}",
     }

@@ -58,10 +58,22 @@ class StatusUpdate:
     now: datetime
     changed: bool = False
     events: list[Event] = field(default_factory=list)
+    # The status as read (not changed by the planner): what `only_counts_changed` compares to.
+    original: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, js: dict[str, Any], now: datetime) -> StatusUpdate:
-        return cls(copy.deepcopy(js.get("status") or {}), now)
+        original = js.get("status") or {}
+        return cls(copy.deepcopy(original), now, original=original)
+
+    def only_counts_changed(self) -> bool:
+        """Changed, but only in the Job counts of `replicatedJobsStatus` (ready, active,
+        succeeded, failed, suspended): no condition, counter, per-Job restart or event."""
+        return (
+            self.changed
+            and not self.events
+            and _without_counts(self.status) == _without_counts(self.original)
+        )
 
     # ------------------------------------------------------------------ scalar fields
 
@@ -204,3 +216,18 @@ class StatusUpdate:
             c.IN_ORDER_STARTUP_POLICY_COMPLETED_MESSAGE,
             NORMAL,
         )
+
+
+_COUNTS: Final = frozenset({"ready", "active", "succeeded", "failed", "suspended"})
+
+
+def _without_counts(status: dict[str, Any]) -> dict[str, Any]:
+    """The status with the Job counts taken out (an entry holding nothing else vanishes)."""
+    out = {k: v for k, v in status.items() if k != "replicatedJobsStatus"}
+    rest: dict[str, dict[str, Any]] = {}
+    for rjs in status.get("replicatedJobsStatus") or ():
+        kept = {k: v for k, v in rjs.items() if k not in _COUNTS and k != "name"}
+        if kept:
+            rest[str(rjs.get("name") or "")] = kept
+    out["replicatedJobsStatus"] = rest
+    return out

@@ -11,13 +11,17 @@ Every read of a reconcile is served by the informer caches:
 - PVCs, when volumeClaimPolicies are used, are looked up by name among those labelled with
   a JobSet name (the PVCs this controller creates carry that label).
 
-`act` executes a plan in order, each group with bounded parallelism; AlreadyExists on
-create and NotFound on delete/patch are success (deterministic names make every action
-safe to repeat). Deletes carry the cached Job's UID as precondition, so a stale cache can
-never delete a Job recreated under the same name. The status is then written once, with
-the cached resourceVersion: a conflict means the cache was stale, and the key is requeued
-quietly - that optimistic check is also what keeps a restart from being counted twice.
-Events and the finished/restart metrics follow a successful status write only.
+`act` executes a plan in order, each group through a pool of `max_parallelism` workers
+(upstream's 50) that build Job bodies only as they send them, so a 50,000-Job restart holds
+50 bodies, not 50,000; AlreadyExists on create and NotFound on delete/patch are success
+(deterministic names make every action safe to repeat). Deletes carry the cached Job's UID
+as precondition, so a stale cache can never delete a Job recreated under the same name.
+The status is then written once, with the cached resourceVersion: a conflict means the
+cache was stale, and the key is requeued quietly - that optimistic check is also what keeps
+a restart from being counted twice. A pass that created Jobs and changed only Job counts
+does not write them (they predate those Jobs; the Jobs' events bring the pass that writes
+current ones): one status write fewer per JobSet. Events and the finished/restart metrics
+follow a successful status write only.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol, TypeVar
 
@@ -38,6 +42,7 @@ from jobset.api.validation import format_invalid_message, validate_create
 from jobset.controllers.classify import Children
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
 from jobset.metrics import JobSetMetrics, JobSetPhaseCollector
+from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
 from jobset.runtime import (
     BY_CONTROLLER_UID,
     ApiError,
@@ -51,6 +56,7 @@ from jobset.runtime import (
 )
 from jobset.runtime.client import JOBS, Object, Resource
 from jobset.runtime.logging import get_logger
+from jobset.runtime.transforms import Interner
 
 __all__ = [
     "JOBSETS",
@@ -69,20 +75,34 @@ PVCS: Final = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClai
 CONTROLLER_NAME: Final = "jobset"
 EVENT_COMPONENT: Final = "jobset-controller"
 
-_RESUME_POD_FIELDS: Final = ("nodeSelector", "tolerations", "schedulingGates")
-
 T = TypeVar("T")
 
 
 class ActionError(Exception):
-    """One or more writes of a pass failed; the pass is retried with backoff."""
+    """One or more writes of a pass failed; the pass is retried with backoff.
 
-    def __init__(self, errors: Sequence[ApiError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
+    Keeps the first `MAX_KEPT_ERRORS` failures (in the order they happened) and counts the
+    rest: when 50,000 creations fail alike (a quota, a webhook down), one message naming
+    50,000 errors helps nobody and holds them all in memory.
+    """
+
+    MAX_KEPT_ERRORS: Final = 10
+
+    def __init__(
+        self, errors: Sequence[ApiError], *, more: int = 0, only_conflicts: bool | None = None
+    ) -> None:
+        message = "; ".join(str(e) for e in errors)
+        if more:
+            message += f" (and {more} more)"
+        super().__init__(message)
         self.errors = list(errors)
+        self.more = more
+        self._only_conflicts = only_conflicts
 
     @property
     def only_conflicts(self) -> bool:
+        if self._only_conflicts is not None:
+            return self._only_conflicts
         return all(e.conflict for e in self.errors)
 
 
@@ -96,26 +116,174 @@ class JobPlacer(Protocol):
     def release(self, namespace: str, job_name: str) -> None: ...
 
 
+# What reconciles read of a cached Job, and nothing else (`slim_job`). Readers: classify
+# (labels below, status counts and conditions, spec parallelism/completions/suspend),
+# the failure policy (the Failed condition's reason, message and time; job-index), resume
+# (the pod template of a suspended Job, its startTime), act (uid, resourceVersion,
+# deletionTimestamp), the owner index and event mapping (the controller ownerReference),
+# and planned placement, which shares this cache (domain label, exclusive-topology and
+# priority annotations, creationTimestamp, the jobset-name label).
+_JOB_LABELS: Final = (
+    c.JOBSET_NAME_KEY,
+    c.REPLICATED_JOB_NAME_KEY,
+    c.RESTART_ATTEMPT_KEY,
+    c.JOB_RESTART_ATTEMPT_KEY,
+    DOMAIN_KEY,
+)
+_JOB_ANNOTATIONS: Final = (c.EXCLUSIVE_KEY, PRIORITY_ANNOTATION)
+_JOB_METADATA: Final = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
+_JOB_COUNTS: Final = ("active", "ready", "succeeded", "failed")
+_RESUME_POD_FIELDS: Final = ("nodeSelector", "tolerations", "schedulingGates")
+
+_interned = Interner()
+
+
+def _owner_references(refs: Any) -> Any:
+    """The ownerReferences list, one shared copy per distinct content (all children of a
+    JobSet carry the same one)."""
+    if not isinstance(refs, list) or not all(isinstance(ref, dict) for ref in refs):
+        return refs
+    items = [tuple(ref.items()) for ref in refs]
+    # Owner references hold strings and booleans only; a key of anything else (where
+    # `True == 1` could merge different values) is not worth the care.
+    if not all(isinstance(v, str | bool) for item in items for _, v in item):
+        return refs
+
+    def build() -> list[dict[str, Any]]:
+        return [
+            {k: _interned.str(v) if isinstance(v, str) else v for k, v in item} for item in items
+        ]
+
+    return _interned.shared(("ownerReferences", *items), build)
+
+
+def _complete(status: Any) -> dict[str, Any]:
+    return _interned.shared(("Complete", status), lambda: {"type": "Complete", "status": status})
+
+
+def _conditions(conds: Any) -> list[dict[str, Any]] | None:
+    """The Complete and Failed conditions (the only ones read): Complete as type and
+    status, Failed with reason, message and time too (the failure policy reads them)."""
+    if not isinstance(conds, list):
+        return None
+    out: list[dict[str, Any]] = []
+    for cond in conds:
+        if not isinstance(cond, dict):
+            continue
+        ctype = cond.get("type")
+        if ctype == "Complete":
+            out.append(_complete(cond.get("status")))
+        elif ctype == "Failed":
+            out.append(
+                {
+                    k: _interned.str(v) if isinstance(v, str) and k != "lastTransitionTime" else v
+                    for k, v in cond.items()
+                    if k in ("type", "status", "reason", "message", "lastTransitionTime")
+                }
+            )
+    return out
+
+
 def slim_job(job: Object) -> Object:
-    """Cache transform for Jobs: drop managedFields and all of the pod template but the
-    fields a resume merges into (see module docstring)."""
+    """Cache transform for Jobs: a new, small record of what reconciles read (see
+    `_JOB_LABELS` and friends above), with every part many Jobs have in common shared.
+
+    A child Job as stored is about 9 KB of Python objects once its pod spec and
+    managedFields are gone (its 12 JobSet keys appear four times: labels and annotations,
+    on the Job and on its pod template); this record is a few hundred bytes plus what is
+    unique to the Job (name, uid, resourceVersion, creation time, index label). The pod
+    template is kept only while the Job is suspended, for the resume merge. A record is a
+    dict shaped like the Job (same paths), so every reader works on it unchanged; like
+    every cached object it is shared and must not be modified.
+    """
     meta = job.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
+    if not isinstance(meta, dict):
+        return job
+    out_meta: dict[str, Any] = {"name": meta.get("name")}
+    ns = meta.get("namespace")
+    if isinstance(ns, str):
+        out_meta["namespace"] = _interned.str(ns)
+    for key in _JOB_METADATA:
+        if key in meta:
+            out_meta[key] = meta[key]
+    labels = meta.get("labels")
+    if isinstance(labels, dict):
+        kept = {k: _interned.str(labels[k]) for k in _JOB_LABELS if k in labels}
+        index = labels.get(c.JOB_INDEX_KEY)
+        if index is not None:
+            kept[c.JOB_INDEX_KEY] = index  # unique per Job: not worth a table entry
+        out_meta["labels"] = kept
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        kept = {k: _interned.str(annotations[k]) for k in _JOB_ANNOTATIONS if k in annotations}
+        if kept:
+            out_meta["annotations"] = kept
+    if "ownerReferences" in meta:
+        out_meta["ownerReferences"] = _owner_references(meta["ownerReferences"])
+    out: Object = {
+        "apiVersion": _interned.str(str(job.get("apiVersion") or "batch/v1")),
+        "kind": _interned.str(str(job.get("kind") or "Job")),
+        "metadata": out_meta,
+    }
     spec = job.get("spec")
-    if isinstance(spec, dict) and isinstance(spec.get("template"), dict):
-        template = spec["template"]
-        tmeta = template.get("metadata") or {}
-        tspec = template.get("spec") or {}
-        slim: dict[str, Any] = {}
-        kept_meta = {k: tmeta[k] for k in ("labels", "annotations") if k in tmeta}
-        if kept_meta:
-            slim["metadata"] = kept_meta
-        kept_spec = {k: tspec[k] for k in _RESUME_POD_FIELDS if k in tspec}
-        if kept_spec:
-            slim["spec"] = kept_spec
-        spec["template"] = slim
-    return job
+    suspended = False
+    if isinstance(spec, dict):
+        fields = {k: spec[k] for k in ("parallelism", "completions", "suspend") if k in spec}
+        suspended = bool(spec.get("suspend"))
+        if suspended:
+            fields["template"] = _resume_template(spec.get("template"))
+            out["spec"] = fields
+        else:
+            out["spec"] = _shared_flat("spec", fields)
+    status = job.get("status")
+    if isinstance(status, dict):
+        out["status"] = _status(status, suspended)
+    return out
+
+
+def _resume_template(template: Any) -> dict[str, Any]:
+    """The pod-template fields a resume merges into (see module docstring)."""
+    if not isinstance(template, dict):
+        return {}
+    tmeta = template.get("metadata") or {}
+    tspec = template.get("spec") or {}
+    slim: dict[str, Any] = {}
+    kept_meta = {k: tmeta[k] for k in ("labels", "annotations") if k in tmeta}
+    if kept_meta:
+        slim["metadata"] = kept_meta
+    kept_spec = {k: tspec[k] for k in _RESUME_POD_FIELDS if k in tspec}
+    if kept_spec:
+        slim["spec"] = kept_spec
+    return slim
+
+
+def _status(status: dict[str, Any], suspended: bool) -> dict[str, Any]:
+    """Counts and the read conditions; shared between Jobs unless it holds something of
+    one Job's own (a Failed condition's time, the startTime of a suspended Job)."""
+    out = {k: status[k] for k in _JOB_COUNTS if status.get(k) is not None}
+    conds = _conditions(status.get("conditions"))
+    if conds is not None:
+        out["conditions"] = conds
+    if suspended and status.get("startTime"):
+        out["startTime"] = status["startTime"]  # read by resume only
+        return out
+    if conds is None:
+        return _shared_flat("status", out)
+    if any(cond["type"] == "Failed" for cond in conds):
+        return out
+    return _shared_flat("status", out, tuple(cond["status"] for cond in conds))
+
+
+def _shared_flat(
+    kind: str, fields: dict[str, Any], conditions: tuple[Any, ...] | None = None
+) -> dict[str, Any]:
+    """`fields` - scalars, and a `conditions` list of shared Complete conditions with these
+    statuses (None: no list) - or the shared dict equal to it. A key keeps each value's
+    type: `True == 1` in Python, not in JSON."""
+    scalars = [(k, type(v), v) for k, v in fields.items() if k != "conditions"]
+    if not all(isinstance(v, int | str | float | None) for _, _, v in scalars):
+        return fields
+    return _interned.shared((kind, conditions, *scalars), lambda: fields)
 
 
 def jobset_phase(js: Mapping[str, Any]) -> str:
@@ -160,12 +328,17 @@ class JobSetController:
         clock: Callable[[], datetime] = _now,
         max_parallelism: int = c.MAX_PARALLELISM,
         resync_period: float | None = None,
+        counts_interval: float = 1.0,
     ) -> None:
         self.client = manager.client
         self.placer: JobPlacer | None = None
         self.features: dict[str, bool] = dict(features or {})
         self.clock = clock
         self.max_parallelism = max_parallelism
+        # A change of Job counts alone is written at most this often per JobSet (seconds);
+        # conditions, restarts and terminal states are written at once.
+        self.counts_interval = counts_interval
+        self._last_status_write: dict[str, float] = {}
         # resync_period: every JobSet is reconciled again this often even without events
         # (controller-runtime's SyncPeriod); a converged JobSet then costs no writes.
         self.jobsets = manager.informer(
@@ -232,15 +405,33 @@ class JobSetController:
                 restarts=p.status.get("restarts", 0),
             )
         try:
-            await self._act(js, p)
+            created = await self._act(js, p)
         except ActionError as err:
             if err.only_conflicts:
                 self.log.debug("write conflict, requeueing", error=str(err))
                 return Result(requeue=True)
             raise
-        if p.status_changed:
+        requeue_after = p.requeue_after or 0.0
+        write = p.status_changed
+        if write and p.only_counts_changed:
+            if created:
+                # Counts taken before these Jobs existed are stale already; the Jobs' watch
+                # events bring the pass that writes current ones (one write fewer per JobSet).
+                write = False
+            else:
+                last = self._last_status_write.get(key)
+                wait = 0.0 if last is None else last + self.counts_interval - time.monotonic()
+                if wait > 0:
+                    # Counts that change with every Job event are coalesced: a pass takes a
+                    # few milliseconds, so writing each change wrote status hundreds of times
+                    # over a 1,000-Job JobSet's life. Decisions never read the stored counts
+                    # (plan recomputes them from the Jobs): only their freshness waits.
+                    write = False
+                    requeue_after = min(wait, requeue_after) if requeue_after else wait
+        if write:
             try:
                 await self.client.update_status(JOBSETS, {**js, "status": p.status})
+                self._last_status_write[key] = time.monotonic()
             except ApiError as err:
                 if err.conflict:
                     self.log.debug("status conflict, requeueing")
@@ -252,7 +443,7 @@ class JobSetController:
                 self.recorder.event(js, ev.type, ev.reason, ev.message)
             self._count_outcome(js, p)
         self._observe_latencies(js, key, uid, p)
-        return Result(requeue_after=p.requeue_after or 0.0)
+        return Result(requeue_after=requeue_after)
 
     # ------------------------------------------------------------------ observe helpers
 
@@ -287,6 +478,7 @@ class JobSetController:
     def _forget(self, key: str) -> None:
         """The JobSet is gone: drop what was remembered about it."""
         self._validation.pop(key, None)
+        self._last_status_write.pop(key, None)
         self._observed_created.pop(key, None)
         self._observed_ready.pop(key, None)
 
@@ -319,10 +511,12 @@ class JobSetController:
 
     # ------------------------------------------------------------------ act
 
-    async def _act(self, js: Mapping[str, Any], p: Plan) -> None:
+    async def _act(self, js: Mapping[str, Any], p: Plan) -> int:
+        """Execute the plan's writes in order; returns how many Jobs were created anew."""
         ns = str(js["metadata"].get("namespace") or "")
+        created = 0
         if p.delete_jobs:
-            await self._parallel(p.delete_jobs, self._delete_job)
+            await self._parallel(p.delete_jobs, self._delete_job, len(p.delete_jobs))
         if p.delete_jobset:
             await self._delete_jobset(js)
         if p.create_service is not None:
@@ -335,41 +529,80 @@ class JobSetController:
                 raise
         if p.create_pvcs:
             try:
-                await self._parallel(p.create_pvcs, lambda pvc: self._create(PVCS, pvc))
+                await self._parallel(
+                    p.create_pvcs, lambda pvc: self._create(PVCS, pvc), len(p.create_pvcs)
+                )
             except ActionError as err:
                 self.recorder.event(dict(js), "Warning", c.PVC_CREATION_FAILED_REASON, str(err))
                 raise
         if p.scale_jobs:
-            await self._parallel(p.scale_jobs, lambda item: self._patch_job(item[0], item[1], ns))
+            await self._parallel(
+                p.scale_jobs, lambda item: self._patch_job(item[0], item[1], ns), len(p.scale_jobs)
+            )
         if p.create_jobs:
+
+            async def create(job: Mapping[str, Any]) -> None:
+                nonlocal created
+                if await self._create_job(job):
+                    created += 1
+
             try:
-                await self._parallel(p.create_jobs, self._create_job)
+                await self._parallel(p.create_jobs, create, len(p.create_jobs))
             except ActionError as err:
                 self.recorder.event(dict(js), "Warning", c.JOB_CREATION_FAILED_REASON, str(err))
                 raise
         if p.suspend_jobs:
             await self._parallel(
-                p.suspend_jobs, lambda job: self._patch_job(job, {"spec": {"suspend": True}}, ns)
+                p.suspend_jobs,
+                lambda job: self._patch_job(job, {"spec": {"suspend": True}}, ns),
+                len(p.suspend_jobs),
             )
         if p.resume_jobs:
-            await self._parallel(p.resume_jobs, self._resume_job)
+            await self._parallel(p.resume_jobs, self._resume_job, len(p.resume_jobs))
+        return created
 
-    async def _parallel(self, items: Sequence[T], fn: Callable[[T], Awaitable[None]]) -> None:
-        """Run `fn` over `items`, at most `max_parallelism` at once; join the failures."""
-        sem = asyncio.Semaphore(self.max_parallelism)
+    async def _parallel(
+        self, items: Iterable[T], fn: Callable[[T], Awaitable[object]], count: int
+    ) -> None:
+        """Run `fn` over `items` in order, at most `max_parallelism` at once; join failures.
 
-        async def one(item: T) -> ApiError | None:
-            async with sem:
+        A pool of workers takes items from one shared iterator, so an item - a Job body
+        built on demand by `PendingJobs` - exists only while a worker sends it: peak memory
+        is O(parallelism), not O(items) (a gather over 50,000 coroutines held all bodies).
+        Every item is tried; `ApiError`s are collected into one `ActionError`. Any other
+        exception stops the pool: the other workers are cancelled and it propagates.
+        Order matters for crash safety only through determinism: names are fixed, so a
+        pass cut anywhere is completed by the next one without duplicates.
+        """
+        it = iter(items)
+        errors: list[ApiError] = []
+        more = 0
+        only_conflicts = True
+
+        async def worker() -> None:
+            nonlocal more, only_conflicts
+            for item in it:
                 try:
                     await fn(item)
                 except ApiError as err:
-                    return err
-                return None
+                    only_conflicts = only_conflicts and err.conflict
+                    if len(errors) < ActionError.MAX_KEPT_ERRORS:
+                        errors.append(err)
+                    else:
+                        more += 1
 
-        results = await asyncio.gather(*(one(i) for i in items))
-        errors = [r for r in results if r is not None]
+        workers = [
+            asyncio.ensure_future(worker()) for _ in range(max(1, min(self.max_parallelism, count)))
+        ]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
         if errors:
-            raise ActionError(errors)
+            raise ActionError(errors, more=more, only_conflicts=only_conflicts)
 
     async def _create(self, res: Resource, obj: Mapping[str, Any]) -> None:
         try:
@@ -384,7 +617,9 @@ class JobSetController:
         self.placer = placer
         placer.wake = lambda ns, name: self.controller.queue.add(Request(ns, name))
 
-    async def _create_job(self, job: Mapping[str, Any]) -> None:
+    async def _create_job(self, job: Mapping[str, Any]) -> bool:
+        """Create one child Job; True when the server created it (not when it existed
+        already, nor when placement held it back)."""
         meta = job["metadata"]
         placer = self.placer
         if placer is not None:
@@ -393,12 +628,12 @@ class JobSetController:
             js = self.jobsets.store.get_by_name(ns, owner)
             job = dict(job)
             if js is None or not placer.place(js, job):
-                return  # no free domain yet: the planner wakes this JobSet when one frees up
+                return False  # no free domain yet: the planner wakes this JobSet later
         try:
             await self.client.create(JOBS, job)
         except ApiError as err:
             if err.already_exists:
-                return
+                return False
             if placer is not None:
                 placer.release(str(meta.get("namespace") or ""), str(meta["name"]))
             raise ApiError(
@@ -408,6 +643,7 @@ class JobSetController:
                 err.body,
             ) from err
         self.log.debug("created job", job=job["metadata"]["name"])
+        return True
 
     async def _delete_job(self, job: Mapping[str, Any]) -> None:
         meta = job["metadata"]

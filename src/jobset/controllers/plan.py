@@ -5,7 +5,10 @@ the whole lifecycle is a function of its inputs (JobSet, owned Jobs, whether the
 Service and PVCs exist, the time, the feature gates) and is tested without any server. The
 controller executes a plan in field order - deletions, Service, PVCs, scaling, creations,
 suspend/resume - stops at the first failure, and writes `status` (once, only when
-`status_changed`) after all actions succeeded, then emits `events`.
+`status_changed`) after all actions succeeded, then emits `events`. A pass that created
+Jobs and changed nothing but Job counts (`only_counts_changed`) leaves the write to the
+pass those Jobs' events bring: its counts predate the Jobs it just created. `create_jobs`
+is lazy (`PendingJobs`): each body is built when the controller sends it.
 
 The pass, in upstream's order:
 
@@ -41,7 +44,7 @@ from jobset.controllers.classify import (
     statuses_equal,
 )
 from jobset.controllers.conditions import Event, StatusUpdate
-from jobset.controllers.jobs import jobs_to_create, resume_patch
+from jobset.controllers.jobs import PendingJobs, missing_indices, resume_patch
 from jobset.controllers.network import headless_service, wants_headless_service
 from jobset.controllers.restart_policy import FailureOutcome, execute_failure_policy
 from jobset.controllers.success_policy import success_policy_met
@@ -95,13 +98,16 @@ class Plan:
     create_service: dict[str, Any] | None = None
     create_pvcs: list[dict[str, Any]] = field(default_factory=list)
     scale_jobs: list[tuple[Job, dict[str, Any]]] = field(default_factory=list)
-    create_jobs: list[Job] = field(default_factory=list)
+    # Built one at a time when read (see `PendingJobs`): a sequence of Job bodies.
+    create_jobs: PendingJobs = field(default_factory=PendingJobs)
     suspend_jobs: list[Job] = field(default_factory=list)
     resume_jobs: list[Resume] = field(default_factory=list)
     delete_jobset: bool = False
     requeue_after: float | None = None
     status: dict[str, Any] = field(default_factory=dict)
     status_changed: bool = False
+    # The status change is only Job counts in replicatedJobsStatus (see `StatusUpdate`).
+    only_counts_changed: bool = False
     events: list[Event] = field(default_factory=list)
     children: Children = field(default_factory=Children)
     failure: FailureOutcome | None = None
@@ -205,6 +211,7 @@ def plan(inp: PlanInput) -> Plan:
 def _finish(out: Plan, update: StatusUpdate) -> Plan:
     out.status = update.status
     out.status_changed = update.changed
+    out.only_counts_changed = update.only_counts_changed()
     out.events = update.events
     return out
 
@@ -221,15 +228,14 @@ def _plan_creation(
     suspended = is_suspended(js)
     ordered = startup.in_order(js) and not suspended
     existing = children.names()
+    out.create_jobs = PendingJobs(js, restart_job=restart_job)
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         if not startup.dependencies_reached(js, rjob, statuses):
             continue
         status = startup.find_status(statuses, str(rjob.get("name")))
         if ordered and startup.all_replicas_started(rjob, status):
             continue
-        out.create_jobs.extend(
-            jobs_to_create(js, rjob, children, restart_job=restart_job, existing=existing)
-        )
+        out.create_jobs.add(rjob, missing_indices(js, rjob, children, existing=existing))
         if ordered:
             update.set_startup_in_progress()
             return

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 from aiohttp import web
 
 from jobset import __version__
-from jobset.runtime.client import CONFIGMAPS, Client
+from jobset.runtime.client import CONFIGMAPS, NAMESPACES, Client, env_proxy_for
+from jobset.sim.process import SimProcess
 
 
 async def test_user_agent_and_client_side_rate_limit(tmp_path: Path) -> None:
@@ -58,3 +62,84 @@ async def test_user_agent_and_client_side_rate_limit(tmp_path: Path) -> None:
     assert seen[0][2] == "Bearer secret-token"
     # burst 2, then 20 qps: the 6th request cannot leave before (6 - 2) / 20 s = 0.2 s.
     assert seen[-1][0] - seen[0][0] >= 0.18
+
+
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
+
+
+async def test_no_env_lookups_per_request_without_a_proxy(
+    sim_none: SimProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without proxy variables the session does not consult the environment: requests go
+    over TLS with the bearer token and never through the thread pool (aiohttp's
+    `trust_env` costs two executor round trips per request: proxy lookup and netrc)."""
+    for var in _PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    client = await Client.connect(str(sim_none.kubeconfig))
+    loop = asyncio.get_running_loop()
+    calls: list[object] = []
+    original = loop.run_in_executor
+
+    def counting(executor: Any, func: Any, *args: Any) -> Any:
+        calls.append(func)
+        return original(executor, func, *args)
+
+    try:
+        assert client.api.configuration.host.startswith("https://")
+        assert client.api.rest_client.pool_manager.trust_env is False
+        ns = f"env-{uuid.uuid4().hex[:6]}"
+        await client.create(NAMESPACES, {"metadata": {"name": ns}})  # connection set up
+        monkeypatch.setattr(loop, "run_in_executor", counting)
+        for i in range(5):
+            await client.create(CONFIGMAPS, {"metadata": {"name": f"cm{i}", "namespace": ns}})
+        listed = await client.list(CONFIGMAPS, ns)
+    finally:
+        monkeypatch.undo()
+        await client.close()
+    assert len(listed["items"]) == 5  # the sim enforces tokens: the bearer token was sent
+    assert calls == []
+
+
+async def test_proxy_variables_keep_the_environment_aware_session(
+    sim_none: SimProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in _PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    client = await Client.connect(str(sim_none.kubeconfig))
+    try:
+        assert client.api.rest_client.pool_manager.trust_env is True
+    finally:
+        await client.close()
+    # NO_PROXY naming the API server's host: the proxy does not apply, no lookups needed.
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    client = await Client.connect(str(sim_none.kubeconfig))
+    try:
+        assert client.api.rest_client.pool_manager.trust_env is False
+    finally:
+        await client.close()
+
+
+def test_env_proxy_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in _PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    assert env_proxy_for("https://10.0.0.1:6443") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert env_proxy_for("https://10.0.0.1:6443") == "http://proxy.example:3128"
+    assert env_proxy_for("http://10.0.0.1:8080") is None  # only HTTP_PROXY covers http
+    monkeypatch.setenv("NO_PROXY", "10.0.0.1")
+    assert env_proxy_for("https://10.0.0.1:6443") is None
+
+
+def test_request_timeout_forms() -> None:
+    """The forms kubernetes_asyncio's `call_api` accepted still mean the same."""
+    import aiohttp
+
+    from jobset.runtime.client import _timeout
+
+    assert _timeout(60.0).total == 60.0
+    pair = _timeout((5, 30))
+    assert (pair.connect, pair.sock_connect, pair.sock_read, pair.total) == (5, 5, 30, None)
+    given = aiohttp.ClientTimeout(sock_read=7)
+    assert _timeout(given) is given
+    assert _timeout(None).total is None

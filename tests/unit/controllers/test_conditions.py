@@ -98,3 +98,22 @@ def test_completed_sets_terminal_state() -> None:
     u.set_completed()
     assert u.status["terminalState"] == "Completed"
     assert [c["type"] for c in u.status["conditions"]] == ["Completed"]
+
+
+def test_only_counts_changed() -> None:
+    counts = {"name": "w", "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+    js: dict[str, object] = {"status": {"restarts": 1}}
+    u = StatusUpdate.of(js, NOW)  # type: ignore[arg-type]
+    assert not u.only_counts_changed()  # nothing changed
+    u.status["replicatedJobsStatus"] = [dict(counts)]
+    u.changed = True
+    assert u.only_counts_changed()
+    u.status["replicatedJobsStatus"][0]["jobRestarts"] = [0, 1]  # a per-Job restart
+    assert not u.only_counts_changed()
+    u = StatusUpdate.of(js, NOW)  # type: ignore[arg-type]
+    u.status["replicatedJobsStatus"] = [dict(counts, ready=2)]
+    u.set_condition("StartupPolicyInProgress", True, "R", "m", NORMAL)
+    assert u.changed and not u.only_counts_changed()
+    u = StatusUpdate.of(js, NOW)  # type: ignore[arg-type]
+    u.set_field("restarts", 2)
+    assert not u.only_counts_changed()

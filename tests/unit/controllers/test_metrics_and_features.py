@@ -6,10 +6,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from jobset.controllers.features import parse_feature_gates
-from jobset.controllers.jobset_controller import jobset_phase, slim_job
+from jobset.controllers.jobset_controller import jobset_phase
 from jobset.metrics import JobSetMetrics, JobSetPhaseCollector
 
-from .helpers import child, jobset, rjob
+from .helpers import jobset, rjob
 
 
 def test_counters_drop_jobset_name_unless_asked() -> None:
@@ -57,20 +57,6 @@ def test_phase_gauge_counts_at_scrape_time() -> None:
 def test_jobset_phase(conditions: list[dict[str, str]], suspend: bool, phase: str) -> None:
     js = jobset(rjob("a"), suspend=suspend, status={"conditions": conditions})
     assert jobset_phase(js) == phase
-
-
-def test_slim_job_keeps_only_what_reconcile_reads() -> None:
-    js = jobset(rjob("a"))
-    job = child(js, "a", 0)
-    job["metadata"]["managedFields"] = [{"manager": "x"}]
-    job["spec"]["template"]["spec"]["tolerations"] = [{"key": "t"}]
-    slim = slim_job(job)
-    assert "managedFields" not in slim["metadata"]
-    assert set(slim["spec"]["template"]) == {"metadata", "spec"}
-    assert slim["spec"]["template"]["spec"] == {"tolerations": [{"key": "t"}]}
-    assert set(slim["spec"]["template"]["metadata"]) == {"labels", "annotations"}
-    assert slim["spec"]["parallelism"] == 1
-    assert slim["status"]["ready"] == 0
 
 
 def test_feature_gates() -> None:

@@ -1,0 +1,197 @@
+"""Executing a plan: a bounded pool that builds Job bodies lazily, its error semantics, and
+the status write a creating pass leaves to the next pass - against a fake client, with the
+caches filled by hand as the watches would fill them."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+from typing import Any
+
+import pytest
+
+from jobset.controllers import jobs as jobs_module
+from jobset.controllers.jobset_controller import ActionError, JobSetController, slim_job
+from jobset.metrics import RuntimeMetrics, new_registry
+from jobset.runtime import Manager, ManagerOptions, Request
+from jobset.runtime.cache import object_key
+from jobset.runtime.client import JOBS, ApiError, Object, Resource
+
+from .helpers import NS, jobset, rjob
+
+_uids = itertools.count(1)
+
+
+class FakeClient:
+    """Records writes; a created Job may be handed to the Job cache as a watch would."""
+
+    def __init__(self) -> None:
+        self.metrics = None
+        self.failing_since: float | None = None
+        self.created: list[str] = []
+        self.status_writes: list[dict[str, Any]] = []
+        self.fail: dict[str, Exception] = {}
+        self.exists: set[str] = set()
+        self.finished_creates = 0
+
+    async def create(self, res: Resource, obj: Object, namespace: str | None = None) -> Object:
+        await asyncio.sleep(0)  # a request: other workers run meanwhile
+        if res == JOBS:
+            name = str(obj["metadata"]["name"])
+            try:
+                if name in self.fail:
+                    raise self.fail[name]
+                if name in self.exists:
+                    raise ApiError(409, "AlreadyExists", f'jobs "{name}" already exists')
+                self.created.append(name)
+            finally:
+                self.finished_creates += 1
+        return copy.deepcopy(obj)
+
+    async def update_status(self, res: Resource, obj: Object) -> Object:
+        self.status_writes.append(copy.deepcopy(obj["status"]))
+        return obj
+
+
+def _controller(client: FakeClient, max_parallelism: int = 5) -> JobSetController:
+    options = ManagerOptions(metrics_port=None, health_port=None)
+    manager = Manager(client, options, RuntimeMetrics(new_registry(process_metrics=False)))  # type: ignore[arg-type]
+    return JobSetController(manager, max_parallelism=max_parallelism)
+
+
+def _observe_created(ctl: JobSetController, client: FakeClient, js: Object) -> None:
+    """What the Job watch would deliver: the created Jobs, as the server stored them."""
+    for name in client.created:
+        body = jobs_module.construct_job(
+            js, js["spec"]["replicatedJobs"][0], int(name.rsplit("-", 1)[1])
+        )
+        body["metadata"].update(uid=f"uid-{next(_uids)}", resourceVersion="1")
+        ctl.jobs.store.put(object_key(body), slim_job(body))
+
+
+async def test_bodies_are_built_as_they_are_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 300-Job creation holds at most `max_parallelism` bodies at a time (it built all
+    300 before the first request)."""
+    client = FakeClient()
+    ctl = _controller(client, max_parallelism=5)
+    built = 0
+    most_alive = 0
+    original = jobs_module.construct_job
+
+    def counting(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        nonlocal built, most_alive
+        built += 1
+        most_alive = max(most_alive, built - client.finished_creates)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(jobs_module, "construct_job", counting)
+    js = jobset(rjob("w", 300))
+    ctl.jobsets.store.put(object_key(js), js)
+    await ctl.reconcile(Request(NS, "js"))
+    assert sorted(client.created) == sorted(f"js-w-{i}" for i in range(300))
+    assert built == 300
+    assert most_alive <= 5
+
+
+async def test_a_creating_pass_leaves_the_counts_to_the_next_pass() -> None:
+    client = FakeClient()
+    ctl = _controller(client)
+    js = jobset(rjob("w", 3))
+    ctl.jobsets.store.put(object_key(js), js)
+    await ctl.reconcile(Request(NS, "js"))
+    assert len(client.created) == 3
+    assert client.status_writes == []  # zeros taken before the Jobs existed: not written
+    _observe_created(ctl, client, js)
+    await ctl.reconcile(Request(NS, "js"))
+    assert len(client.status_writes) == 1
+    (counts,) = client.status_writes[0]["replicatedJobsStatus"]
+    assert counts["name"] == "w" and counts["ready"] == 0 and counts["suspended"] == 0
+
+
+async def test_status_is_written_when_no_job_was_created_anew() -> None:
+    """All creations answered AlreadyExists (a stale cache): no Job event is sure to come,
+    so the pass writes its status itself."""
+    client = FakeClient()
+    client.exists = {f"js-w-{i}" for i in range(3)}
+    ctl = _controller(client)
+    js = jobset(rjob("w", 3))
+    ctl.jobsets.store.put(object_key(js), js)
+    await ctl.reconcile(Request(NS, "js"))
+    assert client.created == []
+    assert len(client.status_writes) == 1
+
+
+async def test_a_creating_pass_still_writes_condition_changes() -> None:
+    """InOrder startup sets a condition in the pass that creates the first Jobs: written."""
+    client = FakeClient()
+    ctl = _controller(client)
+    js = jobset(rjob("a", 2), rjob("b", 2), startupPolicy={"startupPolicyOrder": "InOrder"})
+    ctl.jobsets.store.put(object_key(js), js)
+    await ctl.reconcile(Request(NS, "js"))
+    assert sorted(client.created) == ["js-a-0", "js-a-1"]
+    assert len(client.status_writes) == 1
+    types = [cond["type"] for cond in client.status_writes[0]["conditions"]]
+    assert "StartupPolicyInProgress" in types
+
+
+async def test_api_errors_are_collected_after_trying_every_job() -> None:
+    client = FakeClient()
+    client.fail = {
+        f"js-w-{i}": ApiError(403, "Forbidden", f"quota exceeded {i}") for i in range(3, 40)
+    }
+    ctl = _controller(client)
+    js = jobset(rjob("w", 50))
+    ctl.jobsets.store.put(object_key(js), js)
+    with pytest.raises(ActionError) as info:
+        await ctl.reconcile(Request(NS, "js"))
+    assert len(client.created) == 13  # every other Job was still created
+    err = info.value
+    assert len(err.errors) == ActionError.MAX_KEPT_ERRORS and err.more == 37 - 10
+    assert "quota exceeded" in str(err) and "(and 27 more)" in str(err)
+    assert not err.only_conflicts
+    assert client.status_writes == []
+
+
+async def test_other_exceptions_stop_the_pool_and_propagate() -> None:
+    client = FakeClient()
+    client.fail = {"js-w-7": RuntimeError("boom")}
+    ctl = _controller(client, max_parallelism=4)
+    js = jobset(rjob("w", 200))
+    ctl.jobsets.store.put(object_key(js), js)
+    with pytest.raises(RuntimeError, match="boom"):
+        await ctl.reconcile(Request(NS, "js"))
+    await asyncio.sleep(0)
+    assert len(client.created) < 200  # the other workers were cancelled, not left running
+    created = len(client.created)
+    await asyncio.sleep(0.05)
+    assert len(client.created) == created
+
+
+async def test_count_changes_are_coalesced_conditions_are_not() -> None:
+    client = FakeClient()
+    ctl = _controller(client)
+    js = jobset(rjob("w", 2))
+    ctl.jobsets.store.put(object_key(js), js)
+    await ctl.reconcile(Request(NS, "js"))
+    _observe_created(ctl, client, js)
+    await ctl.reconcile(Request(NS, "js"))
+    assert len(client.status_writes) == 1  # the first counts: at once
+    js = {**js, "status": client.status_writes[-1]}
+    ctl.jobsets.store.put(object_key(js), js)
+    jobs = ctl.jobs.store.list()
+    ready = [{**j, "status": {"ready": 1, "active": 1}} for j in jobs]
+    for job in ready:
+        ctl.jobs.store.put(object_key(job), job)
+    result = await ctl.reconcile(Request(NS, "js"))
+    assert len(client.status_writes) == 1  # new counts within the interval: later
+    assert 0 < result.requeue_after <= ctl.counts_interval
+    done = [
+        {**j, "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}}
+        for j in jobs
+    ]
+    for job in done:
+        ctl.jobs.store.put(object_key(job), job)
+    await ctl.reconcile(Request(NS, "js"))
+    assert len(client.status_writes) == 2  # Completed: at once, with the counts
+    assert client.status_writes[-1]["terminalState"] == "Completed"
