@@ -15,9 +15,11 @@ running.
 
 Stop (SIGTERM/SIGINT, or `stop()`): controllers finish what they have within
 `graceful_shutdown_timeout`, the lease is released so a successor starts at once, events are
-flushed, informers and servers stop. Losing the lease stops the controllers and makes
-`run()` return 1: like controller-runtime the process should exit and be restarted, since
-its state can no longer be trusted to be the leader's.
+flushed, informers and servers stop. Losing the lease stops the controllers at once -
+reconciles in flight are cancelled, not drained: a replica that could not renew may be cut
+off, and a write it finished after its lease expired would act beside the new leader - and
+makes `run()` return 1: like controller-runtime the process should exit and be restarted,
+since its state can no longer be trusted to be the leader's.
 """
 
 from __future__ import annotations
@@ -337,8 +339,9 @@ class Manager:
         t0 = time.monotonic()
         deadline = self.options.graceful_shutdown_timeout
         self.log.info("stopping", lost_leadership=self._lost)
+        grace = 0.0 if self._lost else deadline  # see the module docstring
         results = await asyncio.gather(
-            *(c.stop(grace_period=deadline) for c in self.controllers), return_exceptions=True
+            *(c.stop(grace_period=grace) for c in self.controllers), return_exceptions=True
         )
         if elector_task is not None and self.elector is not None:
             self.elector.stop()  # releases the lease if we held it

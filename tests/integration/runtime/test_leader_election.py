@@ -231,6 +231,12 @@ def test_leader_that_cannot_renew_stops_and_follower_readyz_is_honest(tmp_path: 
         replicas.append(b)
         wait_for(lambda: b.get("/readyz")[0] == 200, 20, a, b)
 
+        # A reconcile that never ends is in flight on the leader: losing the lease must
+        # cancel it, not wait the 30 s graceful-shutdown timeout for it.
+        sim.kubectl("create", "configmap", "stuck", "-n", "le", "--from-literal=hang=true")
+        sim.kubectl("label", "configmap", "stuck", "-n", "le", "toy.example.com/parent=true")
+        wait_for(lambda: '"reconcile hangs"' in "".join(a.lines), 20, a)
+
         # Someone else takes the lease (an operator, or a partitioned leader's successor):
         # replica-a cannot renew, stops its controllers within the renew deadline and exits
         # non-zero; replica-b keeps standing by behind the new holder and says so.
@@ -244,6 +250,8 @@ def test_leader_that_cannot_renew_stops_and_follower_readyz_is_honest(tmp_path: 
         assert a.proc.wait(RENEW + RETRY + 10) == 1
         assert time.monotonic() - stolen_at <= RENEW + 2 * RETRY + 2
         assert any('"leader election lost"' in line for line in a.lines)
+        stopped = [json.loads(x) for x in a.lines if '"workers stopped"' in x]
+        assert stopped and stopped[0]["cancelled"] == 1, stopped
         _, body = wait_for(
             lambda: (
                 (r := b.get("/readyz?verbose"))[0] == 200 and "leader is intruder" in r[1] and r

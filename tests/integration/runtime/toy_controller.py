@@ -35,7 +35,7 @@ from jobset.runtime import (
 )
 from jobset.runtime.client import CONFIGMAPS, SECRETS
 from jobset.runtime.events import NORMAL
-from jobset.runtime.logging import configure_logging
+from jobset.runtime.logging import configure_logging, get_logger
 
 PARENT_LABEL = "toy.example.com/parent"
 VALUE = "toy.example.com/value"
@@ -61,6 +61,7 @@ class ToyController:
         self.controller.watch(self.parents, enqueue_object())
         self.controller.watch(self.children, enqueue_owner("ConfigMap", ""))
         self.reconciled: Counter[str] = Counter()
+        self.hanging = 0
 
     async def reconcile(self, req: Request) -> Result:
         self.reconciled[str(req)] += 1
@@ -69,6 +70,12 @@ class ToyController:
             return Result()  # children go with their owner (garbage collection)
         meta = parent["metadata"]
         data = parent.get("data") or {}
+        if data.get("hang") == "true":
+            # A reconcile that never finishes (a request stuck behind a partition): what
+            # losing the lease must cancel rather than wait for.
+            self.hanging += 1
+            get_logger("toy").warning("reconcile hangs", key=str(req))
+            await asyncio.Event().wait()
         replicas = int(data.get("replicas", "0"))
         value = data.get("value", "")
         want = {f"{req.name}-{i}" for i in range(replicas)}
