@@ -40,12 +40,14 @@ from jobset.api.defaulting import default_jobset
 from jobset.api.types import headless_service_name, is_suspended, iter_job_names
 from jobset.api.validation import format_invalid_message, validate_create
 from jobset.controllers.classify import Children
+from jobset.controllers.expectations import Awaited
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
 from jobset.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
 from jobset.runtime import (
     BY_CONTROLLER_UID,
     ApiError,
+    FuncHandler,
     Manager,
     Request,
     Result,
@@ -355,6 +357,17 @@ class JobSetController:
         self.controller = manager.controller(CONTROLLER_NAME, self.reconcile)
         self.controller.watch(self.jobsets, enqueue_object())
         self.controller.watch(self.jobs, enqueue_owner(c.KIND, c.GROUP))
+        # Jobs created (names) and deleted (uids) whose writes the cache does not show yet
+        # (see `expectations.py`).
+        self.awaited = Awaited()
+        self.awaited_deletes = Awaited()
+        self.jobs.add_event_handler(
+            FuncHandler(
+                add=self._job_observed,
+                update=lambda _, new: self._job_observed(new),
+                delete=lambda job: self._job_observed(job, gone=True),
+            )
+        )
         self.controller.watch(self.services, enqueue_owner(c.KIND, c.GROUP))
         registry = manager.metrics.registry
         self.metrics = JobSetMetrics(registry, per_jobset_names=per_jobset_metrics)
@@ -389,6 +402,8 @@ class JobSetController:
                 existing_pvcs=self._existing_pvcs(js),
                 features=self.features,
                 invalid_message=self._invalid_message(key, js),
+                awaited_jobs=self.awaited.pending(key),
+                deleted_jobs=self.awaited_deletes.pending(key),
             )
         )
         if p.skip is not None:
@@ -443,7 +458,21 @@ class JobSetController:
                 self.recorder.event(js, ev.type, ev.reason, ev.message)
             self._count_outcome(js, p)
         self._observe_latencies(js, key, uid, p)
+        for expiry in (self.awaited.next_expiry(key), self.awaited_deletes.next_expiry(key)):
+            if expiry is not None:
+                # A write never seen must not wait for an unrelated event to be made again.
+                requeue_after = min(requeue_after, expiry) if requeue_after else expiry
         return Result(requeue_after=requeue_after)
+
+    def _job_observed(self, job: Mapping[str, Any], gone: bool = False) -> None:
+        meta = job.get("metadata") or {}
+        owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
+        if not owner:
+            return
+        key = f"{meta.get('namespace') or ''}/{owner}"
+        self.awaited.observed(key, str(meta.get("name")))
+        if gone or meta.get("deletionTimestamp"):
+            self.awaited_deletes.observed(key, str(meta.get("uid")))
 
     # ------------------------------------------------------------------ observe helpers
 
@@ -479,6 +508,8 @@ class JobSetController:
         """The JobSet is gone: drop what was remembered about it."""
         self._validation.pop(key, None)
         self._last_status_write.pop(key, None)
+        self.awaited.forget(key)
+        self.awaited_deletes.forget(key)
         self._observed_created.pop(key, None)
         self._observed_ready.pop(key, None)
 
@@ -630,7 +661,7 @@ class JobSetController:
             if js is None or not placer.place(js, job):
                 return False  # no free domain yet: the planner wakes this JobSet later
         try:
-            await self.client.create(JOBS, job)
+            made = await self.client.create(JOBS, job)
         except ApiError as err:
             if err.already_exists:
                 return False
@@ -642,6 +673,13 @@ class JobSetController:
                 f'job "{job["metadata"]["name"]}" creation failed with error: {err.message}',
                 err.body,
             ) from err
+        owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
+        ns, name = str(meta.get("namespace") or ""), str(meta["name"])
+        cached = self.jobs.store.get_by_name(ns, name)
+        uid = ((made or {}).get("metadata") or {}).get("uid")
+        # The watch may have delivered the new Job before this response: then it is seen.
+        if owner and not (cached is not None and cached["metadata"].get("uid") == uid):
+            self.awaited.expect(f"{ns}/{owner}", name)
         self.log.debug("created job", job=job["metadata"]["name"])
         return True
 
@@ -660,6 +698,17 @@ class JobSetController:
             # meant is gone and another one carries its name: not ours to delete.
             if not (err.not_found or err.status == 409):
                 raise
+        owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
+        ns, uid = str(meta.get("namespace") or ""), str(meta.get("uid"))
+        cached = self.jobs.store.get_by_name(ns, str(meta["name"]))
+        if (
+            owner
+            and cached is not None
+            and cached["metadata"].get("uid") == uid
+            and not cached["metadata"].get("deletionTimestamp")
+        ):
+            # The cache does not show the deletion yet: the next pass must not repeat it.
+            self.awaited_deletes.expect(f"{ns}/{owner}", uid)
         self.log.debug(
             "deleted job",
             job=meta["name"],

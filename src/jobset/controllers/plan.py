@@ -78,6 +78,11 @@ class PlanInput:
     # Validation errors of the JobSet, formatted; None when valid (the caller validates,
     # and may cache the result per generation).
     invalid_message: str | None = None
+    # Names of Jobs created by an earlier pass and not in the cache yet: they exist, so
+    # they are not created again; uids of Jobs deleted by an earlier pass whose deletion the
+    # cache does not show yet: they are not deleted again (see `expectations.py`).
+    awaited_jobs: frozenset[str] = frozenset()
+    deleted_jobs: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -130,8 +135,13 @@ class Plan:
         )
 
 
-def _not_deleting(jobs: Iterable[Job]) -> list[Job]:
-    return [j for j in jobs if not (j.get("metadata") or {}).get("deletionTimestamp")]
+def _not_deleting(jobs: Iterable[Job], deleted: frozenset[str] = frozenset()) -> list[Job]:
+    out = []
+    for job in jobs:
+        meta = job.get("metadata") or {}
+        if not meta.get("deletionTimestamp") and meta.get("uid") not in deleted:
+            out.append(job)
+    return out
 
 
 def plan(inp: PlanInput) -> Plan:
@@ -166,13 +176,13 @@ def plan(inp: PlanInput) -> Plan:
         return _finish(out, update)
 
     if was_finished:
-        out.delete_jobs = _not_deleting(children.active)
+        out.delete_jobs = _not_deleting(children.active, inp.deleted_jobs)
         ttl = ttl_decision(js, inp.now)
         out.delete_jobset = ttl.delete
         out.requeue_after = ttl.requeue_after
         return _finish(out, update)
 
-    out.delete_jobs = _not_deleting(children.previous)
+    out.delete_jobs = _not_deleting(children.previous, inp.deleted_jobs)
     suspended = is_suspended(js)
     out.all_ready = all_jobs_ready(js, statuses)
     if not suspended and out.all_ready:
@@ -199,7 +209,7 @@ def plan(inp: PlanInput) -> Plan:
     if feature_enabled(inp.features, c.FEATURE_ELASTIC_JOBSET):
         out.scale_jobs = _scaling(js, children.active)
 
-    _plan_creation(js, children, statuses, update, out, restart_job)
+    _plan_creation(js, children, statuses, update, out, restart_job, inp.awaited_jobs)
     if suspended:
         out.suspend_jobs = [j for j in children.active if not (j.get("spec") or {}).get("suspend")]
         update.set_suspended()
@@ -223,11 +233,12 @@ def _plan_creation(
     update: StatusUpdate,
     out: Plan,
     restart_job: bool,
+    awaited: frozenset[str] = frozenset(),
 ) -> None:
     """Missing Jobs, ReplicatedJob by ReplicatedJob (upstream `reconcileReplicatedJobs`)."""
     suspended = is_suspended(js)
     ordered = startup.in_order(js) and not suspended
-    existing = children.names()
+    existing = children.names() | awaited
     out.create_jobs = PendingJobs(js, restart_job=restart_job)
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         if not startup.dependencies_reached(js, rjob, statuses):

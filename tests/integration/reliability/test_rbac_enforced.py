@@ -68,8 +68,13 @@ def rbac_objects(source: str) -> list[dict[str, Any]]:
     return picked
 
 
-def jobset(name: str, exclusive: bool = False, replicas: int = 2) -> dict[str, Any]:
-    env = [{"name": "SIM_DURATION", "value": "2"}, {"name": "SIM_EXIT_CODE", "value": "0"}]
+def jobset(
+    name: str, exclusive: bool = False, replicas: int = 2, seconds: int = 2
+) -> dict[str, Any]:
+    env = [
+        {"name": "SIM_DURATION", "value": str(seconds)},
+        {"name": "SIM_EXIT_CODE", "value": "0"},
+    ]
     meta: dict[str, Any] = {"name": name, "namespace": NS}
     if exclusive:
         meta["annotations"] = {c.EXCLUSIVE_KEY: POOL}
@@ -191,13 +196,19 @@ def test_everything_works_under_exactly_the_installed_rbac(
     cluster: tuple[SimProcess, Controller],
 ) -> None:
     sim, controller = cluster
-    apply(sim, [jobset("plain"), jobset("excl", exclusive=True)])  # through the webhooks
+    # Exclusivity holds among running pods: a Job whose leader waited for the plain pods to
+    # leave may rightly reuse a pool whose Job has finished. The exclusive pods therefore
+    # run long enough for the check below to see all of them running at once.
+    apply(sim, [jobset("plain"), jobset("excl", exclusive=True, seconds=20)])
     eventually(lambda: completed(sim, "plain"), within=120, interval=0.5)
 
     def placed() -> bool:
         pods = get_json(sim, "pods", "-n", NS, "-l", f"{c.JOBSET_NAME_KEY}=excl")["items"]
         if len(pods) != 4 or not all(p["spec"].get("nodeName") for p in pods):
             return False
+        assert all((p.get("status") or {}).get("phase") != "Succeeded" for p in pods), (
+            "an exclusive pod finished before all four were placed"
+        )
         pools: dict[str, set[str]] = {}
         for p in pods:
             node = get_json(sim, "node", p["spec"]["nodeName"])

@@ -52,6 +52,14 @@ def test_new_jobset_creates_all_jobs_and_service() -> None:
     assert p.events == []
 
 
+def test_jobs_created_but_not_yet_cached_are_not_created_again() -> None:
+    js = jobset()
+    p = _plan(js, awaited_jobs=frozenset({"js-a-0", "js-b-1"}))
+    assert _names(p.create_jobs) == ["js-a-1", "js-b-0"]
+    # Only creation is affected: the counts still come from the Jobs in the cache.
+    assert [s.get("active", 0) for s in p.status["replicatedJobsStatus"]] == [0, 0]
+
+
 def test_steady_state_plans_nothing() -> None:
     js = jobset()
     jobs = all_children(js, ready=1, active=1)
@@ -169,6 +177,18 @@ def test_restart_then_previous_jobs_deleted_and_recreated() -> None:
     assert _names(p3.create_jobs) == ["js-a-0"]
     labels = p3.create_jobs[0]["metadata"]["labels"]
     assert labels["jobset.sigs.k8s.io/restart-attempt"] == "1"
+
+
+def test_previous_jobs_already_deleted_by_an_earlier_pass_are_not_deleted_again() -> None:
+    js = jobset(failurePolicy={"maxRestarts": 3})
+    old = all_children(js, active=1)  # restart attempt 0: previous once restarts is 1
+    js = {**js, "status": {"restarts": 1}}
+    for i, job in enumerate(old):
+        job["metadata"]["uid"] = f"uid-{i}"
+    first = _plan(js, old)
+    assert len(first.delete_jobs) == len(old)
+    p = _plan(js, old, deleted_jobs=frozenset({"uid-0", "uid-2"}))
+    assert sorted(j["metadata"]["uid"] for j in p.delete_jobs) == ["uid-1", "uid-3"]
 
 
 def test_blocking_recreate_waits_for_all_previous_jobs() -> None:
