@@ -259,8 +259,14 @@ async def wait_synced(m: Measured, jobsets: int, within: float = 600.0) -> float
     raise TimeoutError(f"controller not synced:\n{m.tail()}")
 
 
+# Longer than any work the controller defers on purpose: it writes a change of Job counts
+# alone at most once a second per JobSet (`counts_interval`), so a shorter quiet spell can
+# fall between a change and its write - and a process restarted then writes it afterwards.
+QUIET_SECONDS = 1.5
+
+
 async def wait_idle(
-    m: Measured, *, quiet: float = 0.5, threshold: float = 0.02, within: float = 60.0
+    m: Measured, *, quiet: float = QUIET_SECONDS, threshold: float = 0.02, within: float = 60.0
 ) -> float:
     """Until the process used less than `threshold` CPU seconds over `quiet` seconds."""
     t0 = time.monotonic()
