@@ -77,7 +77,9 @@ def test_restart_scenario_end_to_end(tmp_path: Path) -> None:
         # The API work both sides did, as the simulated server counted it.
         assert result["requests"]["create jobs"] == 12
         assert result["requests"]["delete jobs"] == 12
+    # A restart over converged state writes nothing, on either side.
     assert run["baseline"]["steady"]["writes"] == 0
+    assert run["controller"]["steady"]["writes"] == 0, run["controller"]["steady"]
     assert {"all_recreated", "steady_synced"} <= run["ratio"].keys()
     assert [g["goal"] for g in data["goals"]]
 
