@@ -54,7 +54,6 @@ from jobset.presets import apply_presets
 __all__ = [
     "PendingJobs",
     "construct_job",
-    "jobs_to_create",
     "jobset_keys",
     "merge_lists",
     "merge_maps",
@@ -253,20 +252,6 @@ def missing_indices(
     jsname = name_of(js)
     rjob_name = str(rjob.get("name") or "")
     return [idx for idx in range(replicas(rjob)) if job_name(jsname, rjob_name, idx) not in names]
-
-
-def jobs_to_create(
-    js: Mapping[str, Any],
-    rjob: Mapping[str, Any],
-    children: Children,
-    *,
-    restart_job: bool = False,
-    existing: set[str] | None = None,
-) -> list[Job]:
-    """The Jobs of `rjob` that do not exist, built (see `missing_indices`)."""
-    pending = PendingJobs(js, restart_job=restart_job)
-    pending.add(rjob, missing_indices(js, rjob, children, existing=existing))
-    return list(pending)
 
 
 # ------------------------------------------------------------------------------ resume

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from jobset.controllers.classify import Children
-from jobset.controllers.jobs import construct_job, jobs_to_create, merge_lists, resume_patch
+from jobset.controllers.jobs import (
+    PendingJobs,
+    construct_job,
+    merge_lists,
+    missing_indices,
+    resume_patch,
+)
 from jobset.controllers.network import headless_service
 from jobset.controllers.volumes import persistent_volume_claims
 
@@ -157,19 +163,26 @@ def test_node_selector_strategy() -> None:
     ]
 
 
-def test_jobs_to_create_skips_existing_names_and_blocks_on_previous() -> None:
+def _to_create(js: dict[str, Any], children: Children) -> list[str]:
+    """The names of the Jobs a pass would create for the JobSet's first ReplicatedJob."""
+    rjob = js["spec"]["replicatedJobs"][0]
+    pending = PendingJobs(js)
+    pending.add(rjob, missing_indices(js, rjob, children))
+    built = [j["metadata"]["name"] for j in pending]
+    assert built == pending.names()  # building and naming agree
+    return built
+
+
+def test_missing_jobs_skip_existing_names_and_block_on_previous() -> None:
     js = jobset(rjob("a", 3), status={"restarts": 1})
     old = child(js, "a", 0, labels={"jobset.sigs.k8s.io/restart-attempt": "0"})
     current = child(js, "a", 1)
     children = Children(active=[current], previous=[old])
-    names = [
-        j["metadata"]["name"] for j in jobs_to_create(js, js["spec"]["replicatedJobs"][0], children)
-    ]
-    assert names == ["js-a-2"]  # js-a-0 waits until the previous one is gone
+    assert _to_create(js, children) == ["js-a-2"]  # js-a-0 waits until the previous one is gone
     blocking = jobset(
         rjob("a", 3), status={"restarts": 1}, failurePolicy={"restartStrategy": "BlockingRecreate"}
     )
-    assert jobs_to_create(blocking, blocking["spec"]["replicatedJobs"][0], children) == []
+    assert _to_create(blocking, children) == []
 
 
 def test_resume_patch_merges_template_fields() -> None:
