@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,7 +50,7 @@ from jobset.api import constants as c
 from jobset.controllers.crd import apply_crds
 from jobset.runtime.client import JOBS, NAMESPACES, ApiError, Client, Object
 from jobset.runtime.informer import FuncHandler, Informer
-from jobset.sim.process import SimProcess, start_sim
+from jobset.sim.process import SimProcess, controller_command, free_port, start_sim
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -67,12 +66,6 @@ class Options:
     parallelism: int = c.MAX_PARALLELISM
     time_scale: float = 1.0
     timeout: float = 600.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # ---------------------------------------------------------------------- the measured process
@@ -153,13 +146,8 @@ class Measured:
 
 def start_controller(sim: SimProcess, tmp: Path, opts: Options) -> Measured:
     metrics, health = free_port(), free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "jobset.cli",
-        "controller",
-        "--kubeconfig",
-        str(sim.kubeconfig),
+    cmd = controller_command(
+        sim.kubeconfig,
         "--metrics-port",
         str(metrics),
         "--health-port",
@@ -174,7 +162,7 @@ def start_controller(sim: SimProcess, tmp: Path, opts: Options) -> Measured:
         str(opts.qps),
         "--burst",
         str(opts.burst),
-    ]
+    )
     return Measured(
         "controller", cmd, tmp / "controller.log", metrics_port=metrics, health_port=health
     )

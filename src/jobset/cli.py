@@ -129,14 +129,6 @@ def _add_controller_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _add_jobset_components(
     manager: Any, args: argparse.Namespace, webhook_port: int, host: str = "0.0.0.0"
 ) -> Any:
@@ -226,6 +218,7 @@ async def _run_dev(args: argparse.Namespace) -> int:
     from jobset.runtime.health import Probes
     from jobset.runtime.logging import configure_logging
     from jobset.sim.cluster import SimCluster, SimOptions
+    from jobset.sim.process import free_port
     from jobset.webhooks import install_webhooks
 
     configure_logging(args.log_format, args.log_level)
@@ -258,7 +251,7 @@ async def _run_dev(args: argparse.Namespace) -> int:
     try:
         manager = await Manager.create(options)
         await apply_crds(manager.client)
-        port = args.webhook_port or _free_port()
+        port = args.webhook_port or free_port()
         webhooks = _add_jobset_components(manager, args, port, host="127.0.0.1")
         # The simulated API server reaches the webhook Service at this process's port.
         await install_webhooks(manager.client, target_port=port, address=f"127.0.0.1:{port}")

@@ -1,16 +1,19 @@
-"""Run `jobset sim` as a child process: for tests, benchmarks and the demo.
+"""Run `jobset sim` - and `jobset controller` next to it - as child processes: for tests,
+benchmarks and the demo.
 
-Starting the real command (not an in-process server) is how users run it, and keeps the
+Starting the real commands (not in-process servers) is how users run them, and keeps the
 server's CPU and memory separate from the client's when measuring.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +90,34 @@ def spawn_until_ready(
     proc.kill()
     proc.wait()
     raise RuntimeError(f"{' '.join(cmd)} did not become ready:\n" + "".join(output))
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on `host` now, for a child process to listen on.
+
+    The OS picks it; another process could take it before the child binds it, so servers
+    that can report their port (`jobset sim --port 0`) are started with 0 instead.
+    """
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def controller_command(
+    kubeconfig: str | Path, *flags: str, python_flags: Sequence[str] = ()
+) -> list[str]:
+    """`jobset controller --kubeconfig KUBECONFIG FLAGS...` run by this interpreter, as a
+    container runs it; `python_flags` go to the interpreter (`-X importtime`, ...)."""
+    return [
+        sys.executable,
+        *python_flags,
+        "-m",
+        "jobset.cli",
+        "controller",
+        "--kubeconfig",
+        str(kubeconfig),
+        *flags,
+    ]
 
 
 def start_command(tmp: Path, subcommand: str, *args: str, timeout: float = 60) -> SimProcess:

@@ -7,7 +7,6 @@ import asyncio
 import random
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 from jobset.controllers.crd import apply_crds
 from jobset.runtime.client import JOBS, NAMESPACES, Client
 from jobset.sim.cluster import SimCluster, SimOptions
-from jobset.sim.process import SimProcess
+from jobset.sim.process import SimProcess, controller_command
 
 from .conftest import running_controller
 from .helpers import Env, eventually, has_condition, jobset, rjob
@@ -77,20 +76,9 @@ async def test_steady_jobset_costs_zero_writes_on_resync(tmp_path: Path) -> None
 
 def _start_controller(sim: SimProcess) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jobset.cli",
-            "controller",
-            "--kubeconfig",
-            str(sim.kubeconfig),
-            "--metrics-port",
-            "-1",
-            "--health-port",
-            "-1",
-            "--log-level",
-            "WARNING",
-        ],
+        controller_command(
+            sim.kubeconfig, "--metrics-port", "-1", "--health-port", "-1", "--log-level", "WARNING"
+        ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -15,7 +13,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from jobset.sim.process import SimProcess
+from jobset.sim.process import SimProcess, controller_command, free_port
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "config"
@@ -46,12 +44,6 @@ def loaded_modules(log: str) -> set[str]:
         if line.startswith("import time:") and "|" in line:
             out.add(line.rsplit("|", 1)[1].strip())
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def eventually(check: Callable[[], T], within: float = 30.0, interval: float = 0.1) -> T:
@@ -104,14 +96,8 @@ class Controller:
         self.log = log
         self._out = log.open("w")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                *python_flags,
-                "-m",
-                "jobset.cli",
-                "controller",
-                "--kubeconfig",
-                str(kubeconfig),
+            controller_command(
+                kubeconfig,
                 "--bind-address",
                 "127.0.0.1",
                 "--health-port",
@@ -121,7 +107,8 @@ class Controller:
                 "--log-format",
                 "console",
                 *flags,
-            ],
+                python_flags=python_flags,
+            ),
             stdout=self._out,
             stderr=subprocess.STDOUT,
         )

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobset.sim.process import SimProcess, spawn_until_ready
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from jobset.sim.process import SimProcess, free_port, spawn_until_ready
 
 
 @dataclass

@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,17 +23,12 @@ from typing import Any, TypeVar
 from jobset.api import constants as c
 from jobset.controllers.jobset_controller import JOBSETS
 from jobset.runtime.client import NAMESPACES, ApiError, Client
+from jobset.sim.process import controller_command, free_port
 from jobset.sim.store import WatchEvent
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[3]
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def eventually(
@@ -283,13 +276,8 @@ def start_controller(
     log_level: str = "WARNING",
 ) -> ControllerProcess:
     health_port = free_port() if health else None
-    cmd = [
-        sys.executable,
-        "-m",
-        "jobset.cli",
-        "controller",
-        "--kubeconfig",
-        str(kubeconfig),
+    cmd = controller_command(
+        kubeconfig,
         "--metrics-port",
         "-1",
         "--health-port",
@@ -303,7 +291,7 @@ def start_controller(
         "--burst",
         "400",
         *flags,
-    ]
+    )
     out = log.open("ab")
     proc = subprocess.Popen(
         cmd,

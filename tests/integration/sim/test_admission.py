@@ -12,7 +12,6 @@ import asyncio
 import base64
 import json
 import os
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobset.sim import certs
 from jobset.sim.cluster import SimCluster, SimOptions
+from jobset.sim.process import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -177,13 +177,6 @@ async def rejected(awaitable: Awaitable[Any]) -> tuple[int, dict[str, Any]]:
     with pytest.raises(ApiException) as info:
         await awaitable
     return info.value.status, json.loads(info.value.body or b"{}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def kubectl(cluster: SimCluster, *args: str, stdin: str = "") -> tuple[int, str, str]:
