@@ -106,16 +106,17 @@ async def test_proxy_variables_keep_the_environment_aware_session(
     for var in _PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    client = await Client.connect(str(sim_none.kubeconfig))
-    try:
-        assert client.api.rest_client.pool_manager.trust_env is True
-    finally:
-        await client.close()
+    assert await _session_trusts_env(sim_none) is True
     # NO_PROXY naming the API server's host: the proxy does not apply, no lookups needed.
     monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
-    client = await Client.connect(str(sim_none.kubeconfig))
+    assert await _session_trusts_env(sim_none) is False
+
+
+async def _session_trusts_env(sim: SimProcess) -> bool:
+    """Whether a client connected to `sim` now reads the environment on every request."""
+    client = await Client.connect(str(sim.kubeconfig))
     try:
-        assert client.api.rest_client.pool_manager.trust_env is False
+        return bool(client.api.rest_client.pool_manager.trust_env)
     finally:
         await client.close()
 

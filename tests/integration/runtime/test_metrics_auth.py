@@ -21,6 +21,7 @@ import yaml
 from jobset.runtime.authn import DelegatingAuth
 from jobset.runtime.client import NAMESPACES, ApiError, Client, Resource
 from jobset.sim.process import SimProcess
+from tests.clock import FakeClock
 
 NS = "monitoring"
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
@@ -28,14 +29,6 @@ CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "Clu
 BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 10_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def ensure(client: Client, res: Resource, obj: dict[str, Any]) -> None:
@@ -98,7 +91,7 @@ def bearer(token: str) -> dict[str, str]:
 
 
 async def test_answers_and_caches_like_upstream(admin: Client) -> None:
-    clock = Clock()
+    clock = FakeClock(10_000.0)
     auth = DelegatingAuth(admin, clock=clock)
     base = await reviews(admin)
 

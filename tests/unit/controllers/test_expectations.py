@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from jobset.controllers.expectations import Awaited
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 def test_a_created_name_is_awaited_until_observed() -> None:
-    clock = Clock()
+    clock = FakeClock()
     exp = Awaited(ttl=30, clock=clock)
     exp.expect("ns/js", "js-a-0")
     exp.expect("ns/js", "js-a-1")
@@ -30,7 +23,7 @@ def test_a_created_name_is_awaited_until_observed() -> None:
 
 
 def test_an_unseen_name_expires_and_says_when() -> None:
-    clock = Clock()
+    clock = FakeClock()
     exp = Awaited(ttl=30, clock=clock)
     exp.expect("ns/js", "js-a-0")
     clock.now += 10
@@ -46,7 +39,7 @@ def test_an_unseen_name_expires_and_says_when() -> None:
 
 
 def test_expecting_again_renews_the_deadline_and_forget_drops_all() -> None:
-    clock = Clock()
+    clock = FakeClock()
     exp = Awaited(ttl=30, clock=clock)
     exp.expect("ns/js", "js-a-0")
     clock.now += 25

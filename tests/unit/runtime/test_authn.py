@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobset.runtime.authn import TTLCache, bearer_token
+from tests.clock import FakeClock
 
 
 @pytest.mark.parametrize(
@@ -42,16 +43,8 @@ def test_bearer_token_rejected(header: str | None) -> None:
     assert bearer_token(header) is None
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_entries_expire_after_their_own_ttl() -> None:
-    clock = Clock()
+    clock = FakeClock(1000.0)
     cache: TTLCache[str, bool] = TTLCache(10, clock)
     cache.put("allowed", True, 300)
     cache.put("denied", False, 30)
@@ -66,7 +59,7 @@ def test_entries_expire_after_their_own_ttl() -> None:
 
 
 def test_putting_again_restarts_the_ttl() -> None:
-    clock = Clock()
+    clock = FakeClock(1000.0)
     cache: TTLCache[str, int] = TTLCache(10, clock)
     cache.put("k", 1, 60)
     clock.now += 50
@@ -76,7 +69,7 @@ def test_putting_again_restarts_the_ttl() -> None:
 
 
 def test_size_is_bounded_least_recently_used_first() -> None:
-    cache: TTLCache[int, int] = TTLCache(3, Clock())
+    cache: TTLCache[int, int] = TTLCache(3, FakeClock(1000.0))
     for i in range(3):
         cache.put(i, i, 60)
     assert cache.get(0) == 0  # 0 is now the most recently used
@@ -90,7 +83,7 @@ def test_size_is_bounded_least_recently_used_first() -> None:
 
 
 def test_zero_ttl_is_not_stored_and_size_must_be_positive() -> None:
-    cache: TTLCache[str, int] = TTLCache(2, Clock())
+    cache: TTLCache[str, int] = TTLCache(2, FakeClock(1000.0))
     cache.put("k", 1, 0)
     assert cache.get("k") is None and len(cache) == 0
     with pytest.raises(ValueError, match="max_entries must be at least 1"):

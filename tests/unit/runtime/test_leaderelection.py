@@ -13,14 +13,7 @@ from jobset.runtime.leaderelection import (
     LeaderElectionRecord,
     LeaderElector,
 )
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 class SharedLease:
@@ -70,7 +63,7 @@ def elector(identity: str, shared: SharedLease, clock: FakeClock) -> LeaderElect
 
 
 async def test_acquire_standby_expiry_and_takeover() -> None:
-    shared, clock = SharedLease(), FakeClock()
+    shared, clock = SharedLease(), FakeClock(1000.0)
     a, b = elector("a", shared, clock), elector("b", shared, clock)
     assert await a.try_acquire_or_renew()  # creates the lease
     assert shared.record is not None and shared.record.holder_identity == "a"
@@ -94,7 +87,7 @@ async def test_acquire_standby_expiry_and_takeover() -> None:
 
 
 async def test_renewal_keeps_acquire_time_and_transitions() -> None:
-    shared, clock = SharedLease(), FakeClock()
+    shared, clock = SharedLease(), FakeClock(1000.0)
     a = elector("a", shared, clock)
     assert await a.try_acquire_or_renew()
     first = shared.record
@@ -108,7 +101,7 @@ async def test_renewal_keeps_acquire_time_and_transitions() -> None:
 
 
 async def test_released_lease_is_taken_at_once() -> None:
-    shared, clock = SharedLease(), FakeClock()
+    shared, clock = SharedLease(), FakeClock(1000.0)
     a, b = elector("a", shared, clock), elector("b", shared, clock)
     assert await a.try_acquire_or_renew()
     assert not await b.try_acquire_or_renew()
@@ -118,7 +111,7 @@ async def test_released_lease_is_taken_at_once() -> None:
 
 
 async def test_racing_candidates_only_one_wins() -> None:
-    shared, clock = SharedLease(), FakeClock()
+    shared, clock = SharedLease(), FakeClock(1000.0)
     a, b, c = (elector(i, shared, clock) for i in "abc")
     assert await a.try_acquire_or_renew()
     assert not await b.try_acquire_or_renew()
@@ -134,7 +127,7 @@ async def test_racing_candidates_only_one_wins() -> None:
 
 
 async def test_standing_by_is_only_claimed_while_the_lease_is_observed() -> None:
-    shared, clock = SharedLease(), FakeClock()
+    shared, clock = SharedLease(), FakeClock(1000.0)
     a, b = elector("a", shared, clock), elector("b", shared, clock)
     assert await a.try_acquire_or_renew()
     assert not await b.try_acquire_or_renew()

@@ -13,14 +13,7 @@ from jobset.runtime.ratelimit import (
     TokenBucket,
     default_controller_rate_limiter,
 )
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 def test_exponential_per_item_5ms_to_1000s() -> None:
