@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(asyncio.run(measure(args.kubeconfig, args.measure))), flush=True)
         return 0
 
-    from jobset.sim.process import start_sim
+    from kubesim.process import start_sim
 
     tmp = Path(tempfile.mkdtemp(prefix="cache-memory-"))
     sim = start_sim(tmp, "--sim-level", "jobs")

@@ -50,7 +50,7 @@ from jobset.api import constants as c
 from jobset.controllers.crd import apply_crds
 from jobset.runtime.client import JOBS, NAMESPACES, ApiError, Client, Object
 from jobset.runtime.informer import FuncHandler, Informer
-from jobset.sim.process import SimProcess, controller_command, free_port, start_sim
+from kubesim.process import SimProcess, controller_command, free_port, start_sim
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})

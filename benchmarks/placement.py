@@ -36,7 +36,7 @@ from typing import Any
 
 from jobset.api import constants as c
 from jobset.runtime.client import PODS, Client, Resource
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 from tests.integration.placement.process import start_harness
 
 RESULTS = Path(__file__).parent / "results"

@@ -1,7 +1,7 @@
 """The simulated cluster at 100,000 objects: create, paged list, three watchers.
 
 Runs `jobset sim --sim-level none` as a separate process, drives it with
-`jobset.sim.loadgen` (kubernetes_asyncio over HTTPS), and records the server's peak RSS
+`kubesim.loadgen` (kubernetes_asyncio over HTTPS), and records the server's peak RSS
 and CPU seconds with psutil. Writes `benchmarks/results/sim_scale.json`.
 
     .venv/bin/python -m benchmarks.sim_scale --count 100000
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import psutil
 
-from jobset.sim.loadgen import run_load
-from jobset.sim.process import start_sim
+from kubesim.loadgen import run_load
+from kubesim.process import start_sim
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -15,7 +15,7 @@ from jobset.usercli import USER_COMMANDS, add_user_commands, run_user_command
 
 
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
-    from jobset.sim.nodespec import NODE_SPEC_HELP
+    from kubesim.nodespec import NODE_SPEC_HELP
 
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig for clients")
@@ -217,9 +217,9 @@ async def _run_dev(args: argparse.Namespace) -> int:
     from jobset.runtime import Manager, ManagerOptions
     from jobset.runtime.health import Probes
     from jobset.runtime.logging import configure_logging
-    from jobset.sim.cluster import SimCluster, SimOptions
-    from jobset.sim.process import free_port
     from jobset.webhooks import install_webhooks
+    from kubesim.cluster import SimCluster, SimOptions
+    from kubesim.process import free_port
 
     configure_logging(args.log_format, args.log_level)
     _check_flags(args)
@@ -273,7 +273,7 @@ async def _run_dev(args: argparse.Namespace) -> int:
 
 
 async def _run_sim(args: argparse.Namespace) -> int:
-    from jobset.sim.cluster import SimCluster, SimOptions
+    from kubesim.cluster import SimCluster, SimOptions
 
     options = SimOptions(
         port=args.port,

@@ -46,7 +46,7 @@ from jobset.examplekit import (
     start_dev,
     unmet,
 )
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 
 DEMO_EXAMPLES: Final = (
     "tpu-multislice.yaml",

@@ -29,7 +29,7 @@ for machines (one per key, `# key: value`):
 ``# jobset-dev-flags: FLAGS``
     flags `jobset dev` needs for this example (feature gates, nodes); shell quoting.
 
-`start_dev` starts `jobset dev` as a child process (as `jobset.sim.process.start_sim` does
+`start_dev` starts `jobset dev` as a child process (as `kubesim.process.start_sim` does
 for `jobset sim`); `observe` reads what the checks need with kubectl; `unmet` compares.
 """
 
@@ -44,7 +44,7 @@ from typing import Any, Final
 
 import yaml
 
-from jobset.sim.process import SimProcess, start_command
+from kubesim.process import SimProcess, start_command
 
 __all__ = [
     "EXAMPLES_DIR",

@@ -20,7 +20,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Final
 
-from jobset.quantity import parse_quantity
+from kubeutil.quantity import parse_quantity
 
 __all__ = [
     "node_is_eligible",

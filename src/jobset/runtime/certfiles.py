@@ -2,7 +2,7 @@
 
 controller-runtime's `certwatcher` reloads `tls.crt`/`tls.key` when they change so a renewed
 certificate is served without a restart; this polls the two files every `interval` seconds
-and hands changed contents to a `jobset.tls.ServingCert`, which swaps the certificate for
+and hands changed contents to a `kubeutil.tls.ServingCert`, which swaps the certificate for
 new handshakes. Polling rather than inotify: a Secret volume is updated by replacing a
 symlink, which is easy to miss with file watches and costs nothing to poll.
 
@@ -18,7 +18,7 @@ import ssl
 from pathlib import Path
 
 from jobset.runtime.logging import get_logger
-from jobset.tls import ServingCert
+from kubeutil.tls import ServingCert
 
 __all__ = ["CertFiles"]
 

@@ -9,7 +9,7 @@ Nothing else is served: the metrics server answers `/metrics` and the probe serv
 `/healthz`, `/healthz/<check>`, `/readyz`, `/readyz/<check>` and `/livez`, all GET only
 (405 for another method, 404 for another path; no HEAD, no index, no profiler).
 
-Secure metrics (`--metrics-secure`): the metrics server speaks TLS (`jobset.tls` settings)
+Secure metrics (`--metrics-secure`): the metrics server speaks TLS (`kubeutil.tls` settings)
 and every request must carry a bearer token that the API server authenticates and
 authorizes for the path (`authn.py`, controller-runtime's
 `filters.WithAuthenticationAndAuthorization`): 401 without a valid token, 403 without RBAC
@@ -151,7 +151,7 @@ def metrics_app(registry: CollectorRegistry, auth: DelegatingAuth | None = None)
 
 class HttpServer:
     """One aiohttp app on host:port (port 0: any free port; `port` tells which), over TLS
-    when given an `ssl_context` (see `jobset.tls.server_context`)."""
+    when given an `ssl_context` (see `kubeutil.tls.server_context`)."""
 
     def __init__(
         self,

@@ -32,7 +32,6 @@ import time
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 
-from jobset import tls
 from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime.authn import DelegatingAuth
 from jobset.runtime.cache import IndexFunc, Transform
@@ -46,6 +45,7 @@ from jobset.runtime.leaderelection import LeaderElectionConfig, LeaderElector, L
 from jobset.runtime.logging import get_logger
 from jobset.runtime.options import ManagerOptions
 from jobset.runtime.ratelimit import RateLimiter
+from kubeutil import tls
 
 __all__ = ["Manager"]
 

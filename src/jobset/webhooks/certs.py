@@ -7,7 +7,7 @@ from open-policy-agent's cert-controller; this module is the pure part of our eq
 (the Secret and the injection live in `certcontroller.py`): make a CA, sign a serving
 certificate, and decide whether stored material is still good enough to serve.
 
-The certificate generation itself lives in `jobset.tls`, shared with the simulated API
+The certificate generation itself lives in `kubeutil.tls`, shared with the simulated API
 server and the metrics server. Validity and the rotation look-ahead are parameters so tests
 can watch a rotation happen in seconds; the defaults are upstream's (10 years, rotate 90 days
 before expiry).
@@ -22,10 +22,10 @@ from typing import Final
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
-from jobset import tls
-from jobset.tls import load_key as _load_key
-from jobset.tls import not_after
-from jobset.tls import spki as _spki
+from kubeutil import tls
+from kubeutil.tls import load_key as _load_key
+from kubeutil.tls import not_after
+from kubeutil.tls import spki as _spki
 
 __all__ = [
     "CA_CERT_KEY",

@@ -2,7 +2,7 @@
 
 What the API server needs from it, and what this module guarantees:
 
-- TLS 1.2 or 1.3 only, TLS 1.2 with forward-secret AEAD suites only (`jobset.tls`, the
+- TLS 1.2 or 1.3 only, TLS 1.2 with forward-secret AEAD suites only (`kubeutil.tls`, the
   settings every HTTPS server of the project shares).
 - TLS with a certificate the webhook configuration's `caBundle` vouches for. The
   certificate can change while serving (rotation, or cert-manager renewing the mounted
@@ -35,7 +35,6 @@ from typing import Final
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from jobset import tls
 from jobset.runtime.health import HEADER_TIMEOUT, CheckResult
 from jobset.runtime.logging import get_logger
 from jobset.webhooks.review import (
@@ -47,6 +46,7 @@ from jobset.webhooks.review import (
     decode_review,
     encode_review,
 )
+from kubeutil import tls
 
 __all__ = ["DEFAULT_TIMEOUT", "Handler", "ServingCert", "WebhookMetrics", "WebhookServer"]
 
@@ -55,7 +55,7 @@ DEFAULT_TIMEOUT: Final = 8.0  # under the configurations' timeoutSeconds of 10
 
 
 class ServingCert(tls.ServingCert):
-    """The certificate the server presents, replaceable while serving (`jobset.tls`'s
+    """The certificate the server presents, replaceable while serving (`kubeutil.tls`'s
     `ServingCert`, with the readiness check the manager's `/readyz` runs)."""
 
     def check(self) -> CheckResult:

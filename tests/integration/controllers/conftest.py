@@ -20,7 +20,7 @@ from jobset.controllers.jobset_controller import JobSetController
 from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime import Manager, ManagerOptions
 from jobset.runtime.client import Client
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 
 from .helpers import Env
 

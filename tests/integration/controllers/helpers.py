@@ -11,7 +11,7 @@ from typing import Any, ClassVar, TypeVar
 
 from jobset.controllers.jobset_controller import JOBSETS, PVCS, SERVICES, JobSetController
 from jobset.runtime.client import JOBS, NAMESPACES, ApiError, Client, Resource
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 
 T = TypeVar("T")
 TIMEOUT = 15.0

@@ -14,8 +14,8 @@ import pytest
 
 from jobset.controllers.crd import apply_crds
 from jobset.runtime.client import JOBS, NAMESPACES, Client
-from jobset.sim.cluster import SimCluster, SimOptions
-from jobset.sim.process import SimProcess, controller_command
+from kubesim.cluster import SimCluster, SimOptions
+from kubesim.process import SimProcess, controller_command
 
 from .conftest import running_controller
 from .helpers import Env, eventually, has_condition, jobset, rjob

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from jobset.sim.process import SimProcess, controller_command, free_port
+from kubesim.process import SimProcess, controller_command, free_port
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "config"

@@ -14,7 +14,7 @@ from pathlib import Path
 import helm_python as helm
 import pytest
 
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 from tests.integration.deploy.helpers import CHART, DATA, get_json
 
 NS = "jobset-system"

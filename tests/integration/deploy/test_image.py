@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from jobset.sim.process import start_sim
+from kubesim.process import start_sim
 from tests.integration.deploy.helpers import CONFIG, REPO, eventually, free_port, http_get
 
 

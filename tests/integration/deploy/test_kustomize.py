@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from jobset.cli import build_parser
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 from tests.integration.deploy import chart
 from tests.integration.deploy.helpers import CHART, CONFIG, DATA, get_json, kustomize
 from tests.integration.deploy.rbac import Grant, grants, rules_of

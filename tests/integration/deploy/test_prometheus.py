@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 from tests.integration.deploy.helpers import (
     CHART,
     CRD_FILE,

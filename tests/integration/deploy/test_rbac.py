@@ -41,8 +41,8 @@ from typing import Any
 import pytest
 
 from jobset.api import constants as c
-from jobset.sim.process import SimProcess, start_sim
 from jobset.webhooks import certs, manifests
+from kubesim.process import SimProcess, start_sim
 from tests.integration.deploy.apirecorder import ApiRecorder, RequestAttributes, summarize
 from tests.integration.deploy.helpers import (
     CONFIG,

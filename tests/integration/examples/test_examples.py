@@ -27,7 +27,7 @@ from jobset.examplekit import (
     start_dev,
     unmet,
 )
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 
 TIME_SCALE = "0.05"  # `sleep 60s` takes 3 s
 WAIT_SECONDS = 150.0

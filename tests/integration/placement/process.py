@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobset.sim.process import SimProcess, free_port, spawn_until_ready
+from kubesim.process import SimProcess, free_port, spawn_until_ready
 
 
 @dataclass

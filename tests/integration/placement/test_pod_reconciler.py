@@ -19,7 +19,7 @@ from jobset.placement.pod_controller import PodReconciler
 from jobset.runtime.client import JOBS, PODS, ApiError, Client
 from jobset.runtime.controller import Request
 from jobset.runtime.informer import Informer
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 
 POOL = "cloud.google.com/gke-nodepool"
 pytestmark = pytest.mark.timeout(120)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from jobset.api import constants as c
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 from tests.integration.placement.conftest import POOL_KEY
 from tests.integration.placement.process import HarnessProcess
 

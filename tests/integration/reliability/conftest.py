@@ -11,7 +11,7 @@ import pytest
 
 from jobset.controllers.crd import apply_crds
 from jobset.runtime.client import Client
-from jobset.sim.cluster import SimCluster, SimOptions
+from kubesim.cluster import SimCluster, SimOptions
 
 from .harness import Controllers, Invariants, controllers_fixture
 

@@ -25,7 +25,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 from tests.integration.placement.process import HarnessProcess, start_harness
 
 pytestmark = pytest.mark.timeout(600)

@@ -14,7 +14,7 @@ import pytest
 from jobset.controllers.crd import apply_crds
 from jobset.controllers.jobset_controller import JOBSETS
 from jobset.runtime.client import JOBS, Client
-from jobset.sim.process import start_sim
+from kubesim.process import start_sim
 
 from .conftest import ClusterFactory
 from .harness import (

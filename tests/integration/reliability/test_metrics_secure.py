@@ -48,10 +48,10 @@ import pytest
 import yaml
 from cryptography import x509
 
-from jobset import tls
 from jobset.cli import build_parser
-from jobset.sim.process import SimProcess, start_command, start_sim
 from jobset.webhooks import manifests
+from kubesim.process import SimProcess, start_command, start_sim
+from kubeutil import tls
 from tests.integration.deploy import chart
 from tests.integration.deploy.helpers import (
     CONFIG,

@@ -26,7 +26,7 @@ import pytest
 from cryptography import x509
 
 from jobset.api import constants as c
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 from tests.integration.placement.process import HarnessProcess, start_harness
 from tests.integration.webhooks.test_certs import create_jobset, secret_data, served_cert
 

@@ -8,7 +8,7 @@ import pytest
 
 from jobset.metrics import RuntimeMetrics
 from jobset.runtime.client import Client
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 
 
 @pytest.fixture(scope="module")

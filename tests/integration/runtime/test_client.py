@@ -14,7 +14,7 @@ from aiohttp import web
 
 from jobset import __version__
 from jobset.runtime.client import CONFIGMAPS, NAMESPACES, Client, env_proxy_for
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 
 
 async def test_user_agent_and_client_side_rate_limit(tmp_path: Path) -> None:

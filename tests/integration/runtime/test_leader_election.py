@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 
 LEASE, RENEW, RETRY = 4, 3, 1
 ROOT = Path(__file__).resolve().parents[3]

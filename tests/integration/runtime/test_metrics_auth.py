@@ -20,7 +20,7 @@ import yaml
 
 from jobset.runtime.authn import DelegatingAuth
 from jobset.runtime.client import NAMESPACES, ApiError, Client, Resource
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 from tests.clock import FakeClock
 
 NS = "monitoring"

@@ -12,7 +12,7 @@ from prometheus_client import generate_latest
 from jobset.runtime.client import CONFIGMAPS, EVENTS, NAMESPACES, SECRETS, Client
 from jobset.runtime.manager import Manager
 from jobset.runtime.options import ManagerOptions
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 from tests.integration.runtime.helpers import eventually
 from tests.integration.runtime.toy_controller import PARENT_LABEL, VALUE, ToyController
 

@@ -23,9 +23,9 @@ from aiohttp import web
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobset.sim import certs
-from jobset.sim.cluster import SimCluster, SimOptions
-from jobset.sim.process import free_port
+from kubesim import certs
+from kubesim.cluster import SimCluster, SimOptions
+from kubesim.process import free_port
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,7 +12,7 @@ import pytest
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobset.sim.cluster import SimCluster, SimOptions
+from kubesim.cluster import SimCluster, SimOptions
 
 
 @pytest.fixture

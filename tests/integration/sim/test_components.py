@@ -19,10 +19,10 @@ import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
-from jobset.sim.apicore import Request
-from jobset.sim.cluster import SimCluster, SimOptions
-from jobset.sim.jobcontroller import format_indexes, match_pod_failure_policy, parse_indexes
-from jobset.sim.store import WatchEvent
+from kubesim.apicore import Request
+from kubesim.cluster import SimCluster, SimOptions
+from kubesim.jobcontroller import format_indexes, match_pod_failure_policy, parse_indexes
+from kubesim.store import WatchEvent
 
 T = TypeVar("T")
 NS = "default"

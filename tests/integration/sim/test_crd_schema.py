@@ -11,7 +11,7 @@ import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobset.sim.cluster import SimCluster, SimOptions
+from kubesim.cluster import SimCluster, SimOptions
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",

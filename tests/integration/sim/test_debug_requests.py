@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from jobset.runtime.client import CONFIGMAPS, Client
-from jobset.sim.cluster import SimCluster, SimOptions
+from kubesim.cluster import SimCluster, SimOptions
 
 
 @pytest.fixture

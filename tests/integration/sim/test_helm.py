@@ -7,7 +7,7 @@ from pathlib import Path
 
 import helm_python as helm
 
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 
 CHART = Path(__file__).resolve().parents[2] / "data" / "testchart"
 

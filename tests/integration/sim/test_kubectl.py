@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 
 
 def _ns(sim: SimProcess) -> str:

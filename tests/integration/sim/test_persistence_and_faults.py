@@ -8,7 +8,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from jobset.sim.process import start_sim
+from kubesim.process import start_sim
 
 
 def test_objects_survive_a_restart(tmp_path: Path) -> None:

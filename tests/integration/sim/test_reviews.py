@@ -26,7 +26,7 @@ import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 
 NS = "monitoring"
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobset.sim.loadgen import run_load
-from jobset.sim.process import start_sim
+from kubesim.loadgen import run_load
+from kubesim.process import start_sim
 
 
 async def test_bulk_create_paged_list_and_three_watchers(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client, config
 
-from jobset.sim.cluster import SimCluster, SimOptions
+from kubesim.cluster import SimCluster, SimOptions
 
 POOL = "cloud.google.com/gke-nodepool"
 # Two plain pools of 2 nodes, two GPU pools of 2 nodes (2 GPUs each) tainted for GPU pods only.

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jobset.sdk import JobSetClient
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 
 CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd" / "bases"
 _ns = itertools.count()

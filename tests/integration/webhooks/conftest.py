@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 from tests.integration.placement.process import HarnessProcess, start_harness
 
 

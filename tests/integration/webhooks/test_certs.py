@@ -18,7 +18,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from jobset.sim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, start_sim
 from tests.integration.placement.process import HarnessProcess, start_harness
 
 pytestmark = pytest.mark.timeout(180)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobset.api import constants as c
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 from tests.integration.placement.process import HarnessProcess
 
 pytestmark = pytest.mark.timeout(600)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from jobset.sim.process import SimProcess
+from kubesim.process import SimProcess
 from tests.integration.placement.process import HarnessProcess
 
 pytestmark = pytest.mark.timeout(180)

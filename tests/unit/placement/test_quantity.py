@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from jobset.placement.nodes import pods_that_fit, quantity
-from jobset.sim.scheduling import resource_units
+from kubesim.scheduling import resource_units
 
 
 @pytest.mark.parametrize(

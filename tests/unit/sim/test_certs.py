@@ -14,7 +14,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from jobset.sim.certs import (
+from kubesim.certs import (
     client_ssl_context,
     make_ca,
     make_serving_cert,

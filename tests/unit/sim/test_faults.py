@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jobset.sim.faults import NO_FAULT, Decision, FaultConfigError, FaultPlan, load_faults
+from kubesim.faults import NO_FAULT, Decision, FaultConfigError, FaultPlan, load_faults
 
 PLAN: dict[str, Any] = {
     "seed": 7,

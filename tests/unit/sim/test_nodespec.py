@@ -1,4 +1,4 @@
-"""Unit tests for `jobset sim --nodes SPEC` parsing (jobset.sim.nodespec)."""
+"""Unit tests for `jobset sim --nodes SPEC` parsing (kubesim.nodespec)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from jobset.sim.nodespec import MAX_NODES, NODE_SPEC_HELP, parse_node_spec
-from jobset.sim.scheduling import ClusterSnapshot, schedule
+from kubesim.nodespec import MAX_NODES, NODE_SPEC_HELP, parse_node_spec
+from kubesim.scheduling import ClusterSnapshot, schedule
 
 POOL = "cloud.google.com/gke-nodepool"
 STAMP = "2025-01-01T00:00:00Z"

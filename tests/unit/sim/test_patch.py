@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jobset.sim.patch import (
+from kubesim.patch import (
     ConflictError,
     ListStrategy,
     PatchError,

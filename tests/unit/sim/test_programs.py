@@ -1,4 +1,4 @@
-"""Unit tests for what simulated containers do (jobset.sim.programs)."""
+"""Unit tests for what simulated containers do (kubesim.programs)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jobset.sim.programs import Program, program_for
+from kubesim.programs import Program, program_for
 
 
 def run(*argv: str, env: dict[str, str] | None = None, **container: Any) -> Program:

@@ -1,11 +1,11 @@
-"""RBAC evaluation (src/jobset/sim/rbac.py) against the rules kube-apiserver applies."""
+"""RBAC evaluation (src/kubesim/rbac.py) against the rules kube-apiserver applies."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from jobset.sim import rbac
-from jobset.sim.rbac import Attributes, Policy, UserInfo, authorize, forbidden_message
+from kubesim import rbac
+from kubesim.rbac import Attributes, Policy, UserInfo, authorize, forbidden_message
 
 SA = rbac.service_account_user("jobset-system", "ctrl")
 OTHER = rbac.service_account_user("jobset-system", "other")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobset.sim import rbac, reviews
-from jobset.sim.errors import ApiError
+from kubesim import rbac, reviews
+from kubesim.errors import ApiError
 
 SA = rbac.service_account_user("monitoring", "prometheus")
 READER = {"metadata": {"name": "reader"}, "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}  # fmt: skip

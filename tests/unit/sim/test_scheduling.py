@@ -1,4 +1,4 @@
-"""Unit tests for the simulated scheduler (jobset.sim.scheduling)."""
+"""Unit tests for the simulated scheduler (kubesim.scheduling)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jobset.sim.scheduling import (
+from kubesim.scheduling import (
     NO_NODES_MESSAGE,
     SCHEDULING_GATED_MESSAGE,
     ClusterSnapshot,

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from jobset.sim.cel import CelError, compile_expression
-from jobset.sim.errors import Cause
-from jobset.sim.schema import (
+from kubesim.cel import CelError, compile_expression
+from kubesim.errors import Cause
+from kubesim.schema import (
     CompiledSchema,
     SchemaError,
     apply_defaults,

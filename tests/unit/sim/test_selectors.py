@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from jobset.sim.errors import ApiError
-from jobset.sim.selectors import (
+from kubesim.errors import ApiError
+from kubesim.selectors import (
     FieldSelector,
     LabelSelector,
     field_selectors_for,

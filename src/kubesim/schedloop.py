@@ -29,12 +29,12 @@ from typing import Any, Final
 import orjson
 import structlog
 
-from jobset.sim.apicore import SYSTEM_USER, ApiCore, Request
-from jobset.sim.clock import now_rfc3339
-from jobset.sim.errors import ApiError
-from jobset.sim.resources import ResourceType
-from jobset.sim.scheduling import ClusterSnapshot, needs_scheduling, schedule
-from jobset.sim.store import ADDED, DELETED, ResourceKey, WatchEvent
+from kubesim.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.clock import now_rfc3339
+from kubesim.errors import ApiError
+from kubesim.resources import ResourceType
+from kubesim.scheduling import ClusterSnapshot, needs_scheduling, schedule
+from kubesim.store import ADDED, DELETED, ResourceKey, WatchEvent
 
 __all__ = ["Scheduler"]
 

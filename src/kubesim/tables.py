@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from jobset.sim.clock import parse_rfc3339
-from jobset.sim.resources import ResourceType
+from kubesim.clock import parse_rfc3339
+from kubesim.resources import ResourceType
 
 Obj = dict[str, Any]
 Column = tuple[str, str, int, Callable[[Obj], Any]]  # name, type, priority, cell

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from jobset.sim.resources import Registry, ResourceType
+from kubesim.resources import Registry, ResourceType
 
 
 def _reverse_group(group: str) -> str:

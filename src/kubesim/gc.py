@@ -17,9 +17,9 @@ from typing import Any
 
 import structlog
 
-from jobset.sim.apicore import SYSTEM_USER, ApiCore, Request
-from jobset.sim.errors import ApiError
-from jobset.sim.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.errors import ApiError
+from kubesim.store import DELETED, ResourceKey, WatchEvent
 
 log = structlog.get_logger("sim.gc")
 

@@ -12,8 +12,8 @@ import ipaddress
 import itertools
 from typing import Any
 
-from jobset.sim.errors import Cause
-from jobset.sim.resources import ResourceType
+from kubesim.errors import Cause
+from kubesim.resources import ResourceType
 
 
 class Strategy:

@@ -47,7 +47,7 @@ from typing import Any, Final
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-from jobset.sim.cel import (
+from kubesim.cel import (
     CelError,
     CelProgram,
     MapList,
@@ -57,7 +57,7 @@ from jobset.sim.cel import (
     go_float,
     re2_compile,
 )
-from jobset.sim.errors import Cause
+from kubesim.errors import Cause
 
 __all__ = [
     "CompiledSchema",

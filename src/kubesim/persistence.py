@@ -20,9 +20,9 @@ from typing import IO, Any
 
 import orjson
 
-from jobset.sim.apicore import ApiCore
-from jobset.sim.crds import CRD_KEY
-from jobset.sim.store import DELETED, ResourceKey, WatchEvent, object_key
+from kubesim.apicore import ApiCore
+from kubesim.crds import CRD_KEY
+from kubesim.store import DELETED, ResourceKey, WatchEvent, object_key
 
 FLUSH_SECONDS = 0.1
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-from jobset.quantity import parse_quantity
+from kubeutil.quantity import parse_quantity
 
 __all__ = [
     "DEFAULT_ALLOCATABLE",
@@ -77,7 +77,7 @@ _UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
 _NS_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 # ---------------------------------------------------------------------------------------------
-# Quantities (parsed by jobset.quantity, shared with the placement planner)
+# Quantities (parsed by kubeutil.quantity, shared with the placement planner)
 
 
 @functools.lru_cache(maxsize=8192)

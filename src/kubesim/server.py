@@ -27,14 +27,13 @@ import orjson
 import yaml
 from aiohttp import web
 
-from jobset import __version__
-from jobset.sim import discovery, openapi, protobuf, rbac, reviews, tables
-from jobset.sim.apicore import APPLY_PATCH, ApiCore, Request
-from jobset.sim.clock import now_rfc3339
-from jobset.sim.errors import ApiError, bad_request
-from jobset.sim.resources import ResourceType
-from jobset.sim.selectors import FieldSelector, LabelSelector, field_selectors_for
-from jobset.sim.store import WatchEvent
+from kubesim import __version__, discovery, openapi, protobuf, rbac, reviews, tables
+from kubesim.apicore import APPLY_PATCH, ApiCore, Request
+from kubesim.clock import now_rfc3339
+from kubesim.errors import ApiError, bad_request
+from kubesim.resources import ResourceType
+from kubesim.selectors import FieldSelector, LabelSelector, field_selectors_for
+from kubesim.store import WatchEvent
 
 JSON = "application/json"
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

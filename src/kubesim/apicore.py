@@ -15,9 +15,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from jobset.sim import patch as patching
-from jobset.sim.clock import now_rfc3339
-from jobset.sim.errors import (
+from kubesim import patch as patching
+from kubesim.clock import now_rfc3339
+from kubesim.errors import (
     ApiError,
     Cause,
     already_exists,
@@ -26,10 +26,10 @@ from jobset.sim.errors import (
     invalid,
     not_found,
 )
-from jobset.sim.resources import Registry, ResourceType
-from jobset.sim.selectors import FieldSelector, LabelSelector
-from jobset.sim.store import ObjectKey, Store, Watcher, WatchEvent
-from jobset.sim.strategies import Strategy, strategy_for
+from kubesim.resources import Registry, ResourceType
+from kubesim.selectors import FieldSelector, LabelSelector
+from kubesim.store import ObjectKey, Store, Watcher, WatchEvent
+from kubesim.strategies import Strategy, strategy_for
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from jobset.sim.clock import now_rfc3339
-from jobset.sim.scheduling import DEFAULT_ALLOCATABLE, parse_quantity
+from kubesim.clock import now_rfc3339
+from kubesim.scheduling import DEFAULT_ALLOCATABLE, parse_quantity
 
 __all__ = ["DEFAULT_TOPOLOGY_KEY", "MAX_NODES", "NODE_SPEC_HELP", "parse_node_spec"]
 

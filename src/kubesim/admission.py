@@ -15,7 +15,7 @@ kube-apiserver's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` plu
   objects), `objectSelector` (new or old object), `matchPolicy: Equivalent` (a rule naming
   another served version of the same resource matches; the object is relabelled with that
   apiVersion, since the simulated cluster stores one schema for all versions), and
-  `matchConditions` (CEL with `object`, `oldObject` and `request`, through `jobset.sim.cel`).
+  `matchConditions` (CEL with `object`, `oldObject` and `request`, through `kubesim.cel`).
 * Calling: an HTTPS POST of an AdmissionReview (v1, or v1beta1 for webhooks that only accept
   that) with the request's kind, resource, subresource, name, namespace, operation, user,
   objects, dryRun and Create/Update/DeleteOptions. The server is verified against the
@@ -75,13 +75,13 @@ import structlog
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-from jobset.sim import certs
-from jobset.sim.apicore import AdmissionAttributes, ApiCore
-from jobset.sim.cel import CelError, CelProgram, compile_expression
-from jobset.sim.errors import ApiError, Cause
-from jobset.sim.resources import ResourceType
-from jobset.sim.selectors import LabelSelector
-from jobset.sim.store import ResourceKey
+from kubesim import certs
+from kubesim.apicore import AdmissionAttributes, ApiCore
+from kubesim.cel import CelError, CelProgram, compile_expression
+from kubesim.errors import ApiError, Cause
+from kubesim.resources import ResourceType
+from kubesim.selectors import LabelSelector
+from kubesim.store import ResourceKey
 
 __all__ = ["ADDRESS_ANNOTATION", "Webhook", "WebhookAdmission"]
 

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from jobset.sim.errors import bad_request
+from kubesim.errors import bad_request
 
 __all__ = [
     "FieldSelector",

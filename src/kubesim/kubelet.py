@@ -44,13 +44,13 @@ from typing import Any, Final
 
 import structlog
 
-from jobset.sim.apicore import SYSTEM_USER, ApiCore, Request
-from jobset.sim.clock import now_rfc3339, parse_rfc3339
-from jobset.sim.errors import ApiError
-from jobset.sim.jobcontroller import WorkQueue
-from jobset.sim.programs import Program, program_for
-from jobset.sim.resources import ResourceType
-from jobset.sim.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.clock import now_rfc3339, parse_rfc3339
+from kubesim.errors import ApiError
+from kubesim.jobcontroller import WorkQueue
+from kubesim.programs import Program, program_for
+from kubesim.resources import ResourceType
+from kubesim.store import DELETED, ResourceKey, WatchEvent
 
 __all__ = ["Kubelet"]
 

@@ -5,7 +5,7 @@ verify it exactly as they would verify a real cluster (no `insecure-skip-tls-ver
 calls admission webhooks over HTTPS checked against their `caBundle`. Keys are EC P-256: they
 are generated in milliseconds, which matters because every test cluster makes fresh ones.
 
-Certificate generation and the server's TLS settings are `jobset.tls`, shared with the
+Certificate generation and the server's TLS settings are `kubeutil.tls`, shared with the
 controller's webhook and metrics servers (which this package must not import).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from jobset import tls
+from kubeutil import tls
 
 __all__ = [
     "client_ssl_context",
@@ -50,7 +50,7 @@ def make_serving_cert(
 
 
 def server_ssl_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
-    """An SSL context for an HTTPS server presenting this certificate (`jobset.tls` settings:
+    """An SSL context for an HTTPS server presenting this certificate (`kubeutil.tls` settings:
     TLS 1.2+, forward-secret AEAD suites, ALPN http/1.1 for Go clients that offer h2)."""
     return tls.server_context(cert_pem, key_pem)
 

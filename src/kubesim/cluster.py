@@ -16,15 +16,15 @@ from typing import Any
 
 from aiohttp import web
 
-from jobset.sim import certs
-from jobset.sim.admission import WebhookAdmission
-from jobset.sim.apicore import SYSTEM_USER, ApiCore, Request
-from jobset.sim.crds import CrdHooks
-from jobset.sim.errors import ApiError
-from jobset.sim.gc import GarbageCollector
-from jobset.sim.resources import Registry
-from jobset.sim.server import ApiHttpServer
-from jobset.sim.store import Store
+from kubesim import certs
+from kubesim.admission import WebhookAdmission
+from kubesim.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.crds import CrdHooks
+from kubesim.errors import ApiError
+from kubesim.gc import GarbageCollector
+from kubesim.resources import Registry
+from kubesim.server import ApiHttpServer
+from kubesim.store import Store
 
 SIM_LEVELS = ("pods", "jobs", "none")
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -86,13 +86,13 @@ class SimCluster:
         opts = self.options
         self.started_at = time.monotonic()
         if opts.data_dir:
-            from jobset.sim.persistence import Persistence
+            from kubesim.persistence import Persistence
 
             self.persistence = Persistence(Path(opts.data_dir), self.core)
             self.persistence.load()
         await self._bootstrap()
         if opts.faults:
-            from jobset.sim.faults import load_faults
+            from kubesim.faults import load_faults
 
             plan = load_faults(opts.faults, seed=opts.seed)
             plan.arm(time.monotonic())
@@ -153,15 +153,15 @@ class SimCluster:
         level = self.options.sim_level
         if level == "none":
             return
-        from jobset.sim.jobcontroller import JobController
+        from kubesim.jobcontroller import JobController
 
         jobs = JobController(
             self.core, level=level, time_scale=self.options.time_scale, rng=self.rng
         )
         self.components.append(jobs)
         if level == "pods":
-            from jobset.sim.kubelet import Kubelet
-            from jobset.sim.schedloop import Scheduler
+            from kubesim.kubelet import Kubelet
+            from kubesim.schedloop import Scheduler
 
             self.components.append(Scheduler(self.core, self.rng))
             kubelet = Kubelet(self.core, time_scale=self.options.time_scale, rng=self.rng)
@@ -210,7 +210,7 @@ class SimCluster:
             with contextlib.suppress(ApiError):
                 await self.core.create(sa_rt, name, {"metadata": {"name": "default"}}, self.req())
         if self.options.nodes:
-            from jobset.sim.nodespec import parse_node_spec
+            from kubesim.nodespec import parse_node_spec
 
             for node in parse_node_spec(self.options.nodes):
                 with contextlib.suppress(ApiError):

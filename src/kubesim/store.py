@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from jobset.sim.selectors import FieldSelector, LabelSelector
+from kubesim.selectors import FieldSelector, LabelSelector
 
 ResourceKey = tuple[str, str]  # (group, plural)
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from jobset.sim import rbac
-from jobset.sim.errors import ApiError, Cause, bad_request, invalid
+from kubesim import rbac
+from kubesim.errors import ApiError, Cause, bad_request, invalid
 
 __all__ = [
     "API_AUDIENCES",

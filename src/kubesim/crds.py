@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobset.sim import schema as structural
-from jobset.sim.apicore import ApiCore, Request
-from jobset.sim.clock import now_rfc3339
-from jobset.sim.errors import Cause
-from jobset.sim.resources import ResourceType
+from kubesim import schema as structural
+from kubesim.apicore import ApiCore, Request
+from kubesim.clock import now_rfc3339
+from kubesim.errors import Cause
+from kubesim.resources import ResourceType
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 

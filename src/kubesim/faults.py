@@ -71,7 +71,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from jobset.sim.errors import ApiError, conflict
+from kubesim.errors import ApiError, conflict
 
 __all__ = [
     "NO_FAULT",

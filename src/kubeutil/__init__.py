@@ -1,0 +1,8 @@
+"""Small Kubernetes formats shared by the controller (`jobset`) and the simulator (`kubesim`).
+
+Both packages need the same answers for the same inputs - a quantity such as `1Gi`, a
+self-signed serving certificate - and neither may import the other, so these live here:
+
+- `quantity`: resource quantities (`500m`, `1Gi`, `2e3`) parsed as apimachinery does;
+- `tls`: certificate authorities, serving certificates and the TLS contexts built on them.
+"""
