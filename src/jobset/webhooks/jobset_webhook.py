@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobset.api.defaulting import default_jobset
+from jobset.api.regex import go_regexp_error
 from jobset.api.validation import (
     invalid_status,
     validate_create,
@@ -53,6 +54,34 @@ def _shape_error(js: Mapping[str, Any]) -> str | None:
         if spec.get(key) is not None and not isinstance(spec.get(key), dict):
             return f"spec.{key}: must be an object"
     return None
+
+
+def _pattern_warnings(js: Mapping[str, Any]) -> list[str]:
+    """Admission warnings for message patterns Go's regexp would not compile.
+
+    Upstream accepts such a JobSet and skips the pattern at run time; so does this
+    controller (the same YAML must be admitted the same way), but the user is told now,
+    through the warning kubectl prints, instead of finding out from the controller's log.
+    """
+    policy = (js.get("spec") or {}).get("failurePolicy")
+    rules = policy.get("rules") if isinstance(policy, dict) else None
+    if not isinstance(rules, list):
+        return []
+    warnings: list[str] = []
+    for i, rule in enumerate(rules):
+        patterns = rule.get("onJobFailureMessagePatterns") if isinstance(rule, dict) else None
+        for j, pattern in enumerate(patterns if isinstance(patterns, list) else []):
+            error = go_regexp_error(pattern) if isinstance(pattern, str) else "not a string"
+            if error is not None and len(warnings) < MAX_PATTERN_WARNINGS:
+                warnings.append(
+                    f"spec.failurePolicy.rules[{i}].onJobFailureMessagePatterns[{j}]: "
+                    f"not a valid RE2 (Go regexp) pattern, it will never match: {error[:200]}"
+                )
+    return warnings
+
+
+# Kubernetes caps the warnings of one admission response; a handful says enough.
+MAX_PATTERN_WARNINGS = 10
 
 
 class JobSetWebhook:
@@ -105,7 +134,7 @@ class JobSetWebhook:
         except (TypeError, AttributeError, ValueError) as exc:
             return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc!r}")
         if not errors:
-            return AdmissionResponse.allow()
+            return AdmissionResponse.allow(*_pattern_warnings(js))
         name = str((js.get("metadata") or {}).get("name") or req.name)
         return AdmissionResponse.with_status(invalid_status(name, errors))
 
