@@ -71,6 +71,8 @@ __all__ = [
 
 # google-re2 is what celpy itself uses for `matches`; RE2 is the regex dialect of cel-go.
 _re2: Any = importlib.import_module("re2")
+_RE2_OPTIONS: Any = _re2.Options()
+_RE2_OPTIONS.log_errors = False  # RE2 would print parse errors to stderr; callers report them
 
 
 class CelError(Exception):
@@ -550,7 +552,7 @@ def go_float(f: float) -> str:
 def re2_compile(pattern: str) -> Any:
     """Compile with RE2 (the regex dialect of Go and cel-go); ValueError if it is invalid."""
     try:
-        return _re2.compile(pattern)
+        return _re2.compile(pattern, _RE2_OPTIONS)
     except _re2.error as ex:
         raise ValueError(str(ex)) from None
 

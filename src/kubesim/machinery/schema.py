@@ -697,17 +697,17 @@ class _Compiler:
             if not isinstance(pattern, str):
                 self.invalid(f"{path}.pattern", pattern, "must be a string")
             else:
+                # RE2 only, as kube-apiserver (Go's regexp): matching is linear in the input,
+                # so a pattern like `(a+)+$` cannot stall the event loop the way Python's
+                # backtracking `re` would, and the accepted syntax is Go's.
                 try:
-                    n.pattern = re.compile(pattern).search
-                except re.error:
-                    try:
-                        n.pattern = re2_compile(pattern).search
-                    except ValueError as ex:
-                        self.invalid(
-                            f"{path}.pattern",
-                            pattern,
-                            f"must be a valid regular expression, but isn't: {ex}",
-                        )
+                    n.pattern = re2_compile(pattern).search
+                except ValueError as ex:
+                    self.invalid(
+                        f"{path}.pattern",
+                        pattern,
+                        f"must be a valid regular expression, but isn't: {ex}",
+                    )
                 n.pattern_src = pattern
         fmt = raw.get("format")
         if isinstance(fmt, str) and fmt:

@@ -1035,3 +1035,24 @@ def test_set_and_map_lists_compare_without_order_in_cel() -> None:
 def test_field_path_must_name_an_existing_field() -> None:
     with pytest.raises(SchemaError, match="fieldPath must refer to an existing field"):
         rule_schema([{"rule": "true", "fieldPath": ".nope"}])
+
+
+def test_patterns_are_re2_so_nested_quantifiers_do_not_backtrack() -> None:
+    # Python's `re` takes exponential time on this input; RE2 (as Go's regexp in
+    # kube-apiserver) answers in linear time, so the check finishes and reports a mismatch.
+    compiled = compile_schema(
+        {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a+)+$"}}}
+    )
+    causes = validate({"s": "a" * 40 + "!"}, compiled)
+    assert [(c.field, c.message) for c in causes] == [
+        ("s", 'Invalid value: "' + "a" * 40 + "!\": s in body should match '(a+)+$'")
+    ]
+    assert validate({"s": "a" * 40}, compiled) == []
+
+
+def test_patterns_use_go_syntax_only() -> None:
+    # Lookahead is Python `re` syntax that Go's regexp (and so kube-apiserver) refuses.
+    with pytest.raises(SchemaError, match="must be a valid regular expression"):
+        compile_schema(
+            {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(?=a)a$"}}}
+        )
