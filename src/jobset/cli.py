@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from jobset import __version__
 from jobset.usercli import USER_COMMANDS, add_user_commands, run_user_command
+
+if TYPE_CHECKING:
+    from kubesim.cluster import SimOptions
 
 
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
@@ -218,7 +222,7 @@ async def _run_dev(args: argparse.Namespace) -> int:
     from jobset.runtime.health import Probes
     from jobset.runtime.logging import configure_logging
     from jobset.webhooks import install_webhooks
-    from kubesim.cluster import SimCluster, SimOptions
+    from kubesim.cluster import SimCluster
     from kubesim.process import free_port
 
     configure_logging(args.log_format, args.log_level)
@@ -234,19 +238,7 @@ async def _run_dev(args: argparse.Namespace) -> int:
         log_level=args.log_level,
     )
     options.validate()
-    cluster = SimCluster(
-        SimOptions(
-            port=args.port,
-            kubeconfig=args.kubeconfig,
-            sim_level=args.sim_level,
-            nodes=args.nodes,
-            time_scale=args.time_scale,
-            seed=args.seed,
-            faults=args.faults,
-            data_dir=args.data_dir,
-            tls=not args.insecure_http,
-        )
-    )
+    cluster = SimCluster(_sim_options(args))
     await cluster.start()
     try:
         manager = await Manager.create(options)
@@ -272,10 +264,11 @@ async def _run_dev(args: argparse.Namespace) -> int:
     return code
 
 
-async def _run_sim(args: argparse.Namespace) -> int:
-    from kubesim.cluster import SimCluster, SimOptions
+def _sim_options(args: argparse.Namespace) -> SimOptions:
+    """The simulated cluster's options from the flags `_add_sim_flags` declares (`sim`, `dev`)."""
+    from kubesim.cluster import SimOptions
 
-    options = SimOptions(
+    return SimOptions(
         port=args.port,
         kubeconfig=args.kubeconfig,
         sim_level=args.sim_level,
@@ -286,7 +279,36 @@ async def _run_sim(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         tls=not args.insecure_http,
     )
-    cluster = SimCluster(options)
+
+
+# What the `[sim]` extra installs (pyproject.toml), by top-level module; the simulator imports
+# them. A unit test keeps this list and the extra in step.
+SIM_EXTRA: Final = "jobset[sim]"
+SIM_EXTRA_MODULES: Final = ("celpy", "lark")
+
+
+def missing_sim_extra(command: str) -> str | None:
+    """The one line `jobset sim` / `jobset dev` print when the simulator's dependencies are
+    not installed (the controller image and a plain `pip install jobset` have none), or None.
+
+    Checked before anything starts: a missing module would otherwise surface as a traceback
+    from deep inside the simulator, or only once a CRD with CEL rules is applied.
+    """
+    for module in SIM_EXTRA_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            return (
+                f"jobset {command}: the simulated cluster needs the {exc.name or module!r} module, "
+                f"from the sim extra: pip install '{SIM_EXTRA}'"
+            )
+    return None
+
+
+async def _run_sim(args: argparse.Namespace) -> int:
+    from kubesim.cluster import SimCluster
+
+    cluster = SimCluster(_sim_options(args))
     await cluster.start()
     print(
         f"jobset sim ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
@@ -306,6 +328,9 @@ async def _run_sim(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in ("sim", "dev") and (missing := missing_sim_extra(args.command)):
+        print(missing, file=sys.stderr)
+        return 2
     if args.command == "sim":
         try:
             with contextlib.suppress(KeyboardInterrupt):

@@ -44,6 +44,7 @@ from typing import Any, Final
 
 import yaml
 
+from jobset.data import EXAMPLES_DIR
 from kubesim.process import SimProcess, start_command
 
 __all__ = [
@@ -63,7 +64,6 @@ __all__ = [
     "unmet",
 ]
 
-EXAMPLES_DIR: Final = Path(__file__).resolve().parents[2] / "examples"
 STATES: Final = ("Completed", "Failed", "Suspended", "deleted")
 SERVER_SIDE_APPLY_BYTES: Final = 200_000  # client-side apply keeps a copy in an annotation
 
