@@ -35,6 +35,9 @@ class FakeClient:
         self.exists: set[str] = set()
         self.finished_creates = 0
 
+    def with_budget(self, qps: float, burst: int) -> FakeClient:
+        return self  # one fake serves every concern (events, webhooks...)
+
     async def create(self, res: Resource, obj: Object, namespace: str | None = None) -> Object:
         await asyncio.sleep(0)  # a request: other workers run meanwhile
         if res == JOBS:
