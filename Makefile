@@ -28,6 +28,7 @@ venv: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
+	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy src
