@@ -28,6 +28,13 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.api import types as t
+from kubeutil.names import (
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_valid_label_value,
+    regex_error,
+)
 
 __all__ = [
     "ErrorType",
@@ -216,107 +223,10 @@ def invalid_status(name: str, errors: Sequence[FieldError]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------
-# Kubernetes name formats (texts as apimachinery's validation package words them)
+# Kubernetes name formats: the checks are `kubeutil.names` (shared with the simulated cluster)
 
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = rf"{_DNS1123_LABEL_FMT}(\.{_DNS1123_LABEL_FMT})*"
-_DNS1035_LABEL_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_QUALIFIED_NAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT: Final = f"({_QUALIFIED_NAME_FMT})?"
 _HTTP_PATH_FMT: Final = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
-
-_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1035_LABEL_RE: Final = re.compile(_DNS1035_LABEL_FMT)
-_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
 _HTTP_PATH_RE: Final = re.compile(_HTTP_PATH_FMT)
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    # Kubernetes joins examples as "'a',  or 'b', " (sic, two spaces): kept for identical text.
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    """Reasons `value` is not an RFC 1123 label (empty when it is one)."""
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-            errs.append("must not contain dots")
-        else:
-            errs.append(
-                _regex_error(
-                    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                    "characters or '-', and must start and end with an alphanumeric character",
-                    _DNS1123_LABEL_FMT,
-                    "my-name",
-                    "123-abc",
-                )
-            )
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    """Reasons `value` is not an RFC 1123 subdomain (empty when it is one)."""
-    errs = []
-    if len(value) > 253:
-        errs.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character",
-                _DNS1123_SUBDOMAIN_FMT,
-                "example.com",
-            )
-        )
-    return errs
-
-
-def is_dns1035_label(value: str) -> list[str]:
-    """Reasons `value` is not an RFC 1035 label (empty when it is one)."""
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _DNS1035_LABEL_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character",
-                _DNS1035_LABEL_FMT,
-                "my-name",
-                "abc-123",
-            )
-        )
-    return errs
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    """Reasons `value` is not a valid label value (empty when it is one)."""
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a valid label must be an empty string or consist of alphanumeric characters, "
-                "'-', '_' or '.', and must start and end with an alphanumeric character",
-                _LABEL_VALUE_FMT,
-                "MyValue",
-                "my_value",
-                "12345",
-            )
-        )
-    return errs
 
 
 def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
@@ -328,7 +238,7 @@ def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
         return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
     errs = [invalid(path, host, msg) for msg in is_dns1123_subdomain(host)]
     if not _HTTP_PATH_RE.fullmatch(rest):
-        errs.append(invalid(path, rest, _regex_error("Invalid path", _HTTP_PATH_FMT)))
+        errs.append(invalid(path, rest, regex_error("Invalid path", _HTTP_PATH_FMT)))
     return errs
 
 

@@ -9,7 +9,6 @@ decodes requests and encodes answers.
 from __future__ import annotations
 
 import builtins
-import re
 import secrets
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.store import ObjectKey, Store, Watcher, WatchEvent
 from kubesim.apiserver.strategies import Strategy, strategy_for
 from kubesim.clock import now_rfc3339
+from kubesim.machinery import field as fe
 from kubesim.machinery import patch as patching
 from kubesim.machinery.errors import (
     ApiError,
@@ -30,6 +30,7 @@ from kubesim.machinery.errors import (
     not_found,
 )
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubeutil import names
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -37,10 +38,6 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 APPLY_PATCH_CBOR = "application/apply-patch+cbor"
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes' generateName
 
 SYSTEM_USER = {"username": "system:serviceaccount:kube-system:sim", "groups": ["system:masters"]}
@@ -312,44 +309,25 @@ class ApiCore:
         causes: list[Cause] = []
         name = obj["metadata"].get("name", "")
         label_only = rt.plural in ("namespaces", "services") and rt.group == ""
-        pattern, limit, what = (
-            (_DNS1123_LABEL, 63, "RFC 1123 label")
-            if label_only
-            else (_DNS1123_SUBDOMAIN, 253, "RFC 1123 subdomain")
-        )
-        if rt.group == "rbac.authorization.k8s.io" or rt.plural == "customresourcedefinitions":
-            pattern = None  # type: ignore[assignment]  # path-segment names (e.g. "system:foo")
-        if pattern is not None and (not pattern.match(name) or len(name) > limit):
-            causes.append(
-                Cause(
-                    "FieldValueInvalid",
-                    f'Invalid value: "{name}": a lowercase {what} must consist of lower case '
-                    "alphanumeric characters, '-' or '.', and must start and end with an "
-                    "alphanumeric character",
-                    "metadata.name",
-                )
-            )
+        check = names.is_dns1123_label if label_only else names.is_dns1123_subdomain
+        # RBAC objects and CRDs have path-segment names (e.g. "system:foo"), not DNS ones.
+        if rt.group != "rbac.authorization.k8s.io" and rt.plural != "customresourcedefinitions":
+            causes += [fe.invalid("metadata.name", name, msg) for msg in check(name)]
         annotations = obj["metadata"].get("annotations") or {}
         total = sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str))
         if total > 262144:  # kube-apiserver's TotalAnnotationSizeLimitB
-            causes.append(
-                Cause(
-                    "FieldValueTooLong",
-                    "Too long: may not be more than 262144 bytes",
-                    "metadata.annotations",
-                )
-            )
+            causes.append(fe.too_long("metadata.annotations", 262144))
         for key, value in (obj["metadata"].get("labels") or {}).items():
             if not isinstance(value, str):
                 causes.append(
                     Cause("FieldValueInvalid", "label values must be strings", "metadata.labels")
                 )
-            elif len(value) > 63:
+            elif len(value) > names.LABEL_VALUE_MAX_LENGTH:
                 causes.append(
-                    Cause(
-                        "FieldValueInvalid",
-                        f'Invalid value: "{value}": must be no more than 63 characters',
+                    fe.invalid(
                         f"metadata.labels[{key}]",
+                        value,
+                        names.max_len_error(names.LABEL_VALUE_MAX_LENGTH),
                     )
                 )
         return causes
@@ -411,13 +389,7 @@ class ApiCore:
                     rt.group,
                     rt.kind,
                     "",
-                    [
-                        Cause(
-                            "FieldValueRequired",
-                            "Required value: name or generateName is required",
-                            "metadata.name",
-                        )
-                    ],
+                    [fe.required("metadata.name", "name or generateName is required")],
                 )
             meta["name"] = prefix + "".join(secrets.choice(_SUFFIX_CHARS) for _ in range(5))
         for server_field in (
@@ -829,11 +801,8 @@ class ApiCore:
                 rt.kind,
                 name,
                 [
-                    Cause(
-                        "FieldValueNotSupported",
-                        f'Unsupported value: "{policy}": supported values: "Foreground", '
-                        '"Background", "Orphan"',
-                        "propagationPolicy",
+                    fe.not_supported(
+                        "propagationPolicy", policy, ("Foreground", "Background", "Orphan")
                     )
                 ],
             )

@@ -13,6 +13,7 @@ from typing import Any
 from kubesim.apiserver.apicore import ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.clock import now_rfc3339
+from kubesim.machinery import field as fe
 from kubesim.machinery import schema as structural
 from kubesim.machinery.errors import Cause
 
@@ -71,69 +72,45 @@ def validate_crd(crd: dict[str, Any]) -> list[Cause]:
     names = spec.get("names") or {}
     group = spec.get("group", "")
     if not group or "." not in group:
-        causes.append(
-            Cause(
-                "FieldValueInvalid",
-                f'Invalid value: "{group}": should be a domain with at least one dot',
-                "spec.group",
-            )
-        )
+        causes.append(fe.invalid("spec.group", group, "should be a domain with at least one dot"))
     for key in ("plural", "kind"):
         if not names.get(key):
-            causes.append(Cause("FieldValueRequired", "Required value", f"spec.names.{key}"))
+            causes.append(fe.required(f"spec.names.{key}"))
     if names.get("plural") and group and crd["metadata"]["name"] != f"{names['plural']}.{group}":
         causes.append(
-            Cause(
-                "FieldValueInvalid",
-                f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."+spec.group',
+            fe.invalid(
                 "metadata.name",
+                crd["metadata"]["name"],
+                'must be spec.names.plural+"."+spec.group',
             )
         )
     if spec.get("scope") not in ("Namespaced", "Cluster"):
         causes.append(
-            Cause(
-                "FieldValueNotSupported",
-                f'Unsupported value: "{spec.get("scope", "")}": supported values: "Cluster", "Namespaced"',
-                "spec.scope",
-            )
+            fe.not_supported("spec.scope", spec.get("scope", ""), ("Cluster", "Namespaced"))
         )
     versions = spec.get("versions") or []
     if not versions:
         causes.append(
-            Cause(
-                "FieldValueRequired",
-                "Required value: must have exactly one version marked as storage version",
-                "spec.versions",
-            )
+            fe.required("spec.versions", "must have exactly one version marked as storage version")
         )
     elif sum(1 for v in versions if v.get("storage")) != 1:
         causes.append(
-            Cause(
-                "FieldValueInvalid",
-                "Invalid value: must have exactly one version marked as storage version",
-                "spec.versions",
+            fe.invalid(
+                "spec.versions", fe.OMIT, "must have exactly one version marked as storage version"
             )
         )
     for i, version in enumerate(versions):
         raw = (version.get("schema") or {}).get("openAPIV3Schema")
         if raw is None:
             causes.append(
-                Cause(
-                    "FieldValueRequired",
-                    "Required value: schemas are required",
-                    f"spec.versions[{i}].schema.openAPIV3Schema",
-                )
+                fe.required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
             )
             continue
         try:
             structural.compile_schema(raw)
         except ValueError as exc:
             causes.append(
-                Cause(
-                    "FieldValueInvalid",
-                    f"Invalid value: {exc}",
-                    f"spec.versions[{i}].schema.openAPIV3Schema",
-                )
+                fe.invalid(f"spec.versions[{i}].schema.openAPIV3Schema", fe.OMIT, str(exc))
             )
     return causes
 

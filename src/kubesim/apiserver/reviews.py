@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubesim.apiserver import rbac
+from kubesim.machinery import field as fe
 from kubesim.machinery.errors import ApiError, Cause, bad_request, invalid
 
 __all__ = [
@@ -210,13 +211,7 @@ def subject_access_review(body: Any, policy: rbac.Policy) -> dict[str, Any]:
             AUTHZ_GROUP,
             kind,
             "",
-            [
-                Cause(
-                    "FieldValueInvalid",
-                    'Invalid value: "": at least one of user or group must be specified',
-                    "spec.user",
-                )
-            ],
+            [fe.invalid("spec.user", "", "at least one of user or group must be specified")],
         )
     attrs = _attributes(spec, rbac.UserInfo(user, tuple(groups)), kind)
     return _answer(kind, AUTHZ_GROUP, body, _decision(policy, attrs))

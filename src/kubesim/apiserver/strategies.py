@@ -13,6 +13,7 @@ import itertools
 from typing import Any
 
 from kubesim.apiserver.resources import ResourceType
+from kubesim.machinery import field as fe
 from kubesim.machinery.errors import Cause
 
 
@@ -37,7 +38,7 @@ class Strategy:
 
 def _immutable(path: str, new: Any, old: Any, what: str = "field is immutable") -> list[Cause]:
     if new != old:
-        return [Cause("FieldValueInvalid", f"Invalid value: {_short(new)}: {what}", path)]
+        return [fe.invalid(path, fe.Shown(_short(new)), what)]
     return []
 
 
@@ -126,25 +127,19 @@ class PodStrategy(Strategy):
         spec = obj.get("spec") or {}
         causes: list[Cause] = []
         if not spec.get("containers"):
-            causes.append(Cause("FieldValueRequired", "Required value", "spec.containers"))
+            causes.append(fe.required("spec.containers"))
         for i, c in enumerate(spec.get("containers") or []):
             if not c.get("name"):
-                causes.append(
-                    Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].name")
-                )
+                causes.append(fe.required(f"spec.containers[{i}].name"))
             if not c.get("image"):
-                causes.append(
-                    Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].image")
-                )
+                causes.append(fe.required(f"spec.containers[{i}].image"))
         if old is None:
             return causes
         old_spec = old.get("spec") or {}
         # A pod's spec is immutable but for a few fields, as in Kubernetes.
         mutable = {"activeDeadlineSeconds", "tolerations", "schedulingGates", "nodeName"}
         if old_spec.get("nodeName") and spec.get("nodeName") != old_spec.get("nodeName"):
-            causes.append(
-                Cause("FieldValueInvalid", "Invalid value: pod is already bound", "spec.nodeName")
-            )
+            causes.append(fe.invalid("spec.nodeName", fe.OMIT, "pod is already bound"))
         strip = {k: v for k, v in spec.items() if k not in mutable}
         old_strip = {k: v for k, v in old_spec.items() if k not in mutable}
         strip["containers"] = [
@@ -155,23 +150,21 @@ class PodStrategy(Strategy):
         ]
         if strip != old_strip:
             causes.append(
-                Cause(
-                    "FieldValueForbidden",
-                    "Forbidden: pod updates may not change fields other than "
+                fe.forbidden(
+                    "spec",
+                    "pod updates may not change fields other than "
                     "`spec.containers[*].image`, `spec.initContainers[*].image`, "
                     "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to "
                     "existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be "
                     "set to 1 if it was previously negative)",
-                    "spec",
                 )
             )
         gates, old_gates = spec.get("schedulingGates") or [], old_spec.get("schedulingGates") or []
         if gates and not all(g in old_gates for g in gates):
             causes.append(
-                Cause(
-                    "FieldValueForbidden",
-                    "Forbidden: only deletion is allowed, but found new scheduling gate",
+                fe.forbidden(
                     "spec.schedulingGates",
+                    "only deletion is allowed, but found new scheduling gate",
                 )
             )
         return causes
@@ -263,34 +256,18 @@ class JobStrategy(Strategy):
         policy = pod.get("restartPolicy")
         if policy not in ("OnFailure", "Never"):
             causes.append(
-                Cause(
-                    "FieldValueNotSupported",
-                    f'Unsupported value: "{policy or ""}": supported values: "OnFailure", "Never"',
-                    "spec.template.spec.restartPolicy",
+                fe.not_supported(
+                    "spec.template.spec.restartPolicy", policy or "", ("OnFailure", "Never")
                 )
             )
         if not pod.get("containers"):
-            causes.append(
-                Cause("FieldValueRequired", "Required value", "spec.template.spec.containers")
-            )
+            causes.append(fe.required("spec.template.spec.containers"))
         if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
-            causes.append(
-                Cause(
-                    "FieldValueRequired",
-                    "Required value: when completion mode is Indexed",
-                    "spec.completions",
-                )
-            )
+            causes.append(fe.required("spec.completions", "when completion mode is Indexed"))
         for fld in ("parallelism", "completions", "backoffLimit"):
             v = spec.get(fld)
             if v is not None and (not isinstance(v, int) or v < 0):
-                causes.append(
-                    Cause(
-                        "FieldValueInvalid",
-                        f"Invalid value: {v}: must be greater than or equal to 0",
-                        f"spec.{fld}",
-                    )
-                )
+                causes.append(fe.invalid(f"spec.{fld}", v, "must be greater than or equal to 0"))
         if old is None:
             return causes
         old_spec = old.get("spec") or {}
@@ -435,7 +412,7 @@ class DeploymentStrategy(Strategy):
         spec = obj.get("spec") or {}
         causes: list[Cause] = []
         if not spec.get("selector"):
-            causes.append(Cause("FieldValueRequired", "Required value", "spec.selector"))
+            causes.append(fe.required("spec.selector"))
         if old is not None:
             causes += _immutable(
                 "spec.selector", spec.get("selector"), (old.get("spec") or {}).get("selector")

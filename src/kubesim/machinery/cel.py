@@ -57,6 +57,9 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
+from kubesim.machinery.field import go_float
+from kubeutil import names
+
 __all__ = [
     "CelError",
     "CelProgram",
@@ -517,38 +520,6 @@ def _to_display(v: Any) -> str:
     return str(v)
 
 
-def go_float(f: float) -> str:
-    """Go's `%v` (strconv 'g', shortest) for a float64, as kube-apiserver and cel-go print them.
-
-    Exponent notation is used when the decimal exponent is below -4 or at least 6, so 3.0
-    prints as `3` and 2147483647.0 as `2.147483647e+09`.
-    """
-    if f != f:
-        return "NaN"
-    if f in (float("inf"), float("-inf")):
-        return "+Inf" if f > 0 else "-Inf"
-    if f == 0:
-        return "0"
-    sign = "-" if f < 0 else ""
-    parsed = Decimal(repr(abs(f))).as_tuple()
-    digits = list(parsed.digits)
-    exponent = int(parsed.exponent)
-    while len(digits) > 1 and digits[-1] == 0:
-        digits.pop()
-        exponent += 1
-    text = "".join(str(d) for d in digits)
-    point = len(digits) + exponent
-    x = point - 1
-    if x < -4 or x >= 6:
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        return f"{sign}{mantissa}e{'-' if x < 0 else '+'}{abs(x):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{text}"
-    if point >= len(text):
-        return sign + text + "0" * (point - len(text))
-    return f"{sign}{text[:point]}.{text[point:]}"
-
-
 def re2_compile(pattern: str) -> Any:
     """Compile with RE2 (the regex dialect of Go and cel-go); ValueError if it is invalid."""
     try:
@@ -834,13 +805,6 @@ def _or_value(opt: Any, default: Any) -> Any:
 
 # Named formats (Kubernetes' `format` library) ---------------------------------------------------
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _UUID_RE = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 )
@@ -848,82 +812,20 @@ _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 
 
-def _dns_label_errors(
-    s: str, regex: re.Pattern[str], what: str, example: str, limit: int
-) -> list[str]:
-    errors: list[str] = []
-    if len(s) > limit:
-        errors.append(f"must be no more than {limit} characters")
-    if not regex.match(s):
-        errors.append(
-            f"{what} (e.g. {example}, regex used for validation is '{regex.pattern[1:-1]}')"
-        )
-    return errors
-
-
-def _qualified_name_errors(s: str) -> list[str]:
-    prefix, _, name = s.rpartition("/")
-    errors: list[str] = []
-    if "/" in s:
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            errors.extend("prefix part " + e for e in _format_errors("dns1123Subdomain", prefix))
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    elif not _QUALIFIED_NAME_PART.match(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
-            "and end with an alphanumeric character"
-        )
-    return errors
-
-
 def _format_errors(name: str, s: str) -> list[str]:
     if name.endswith("Prefix"):  # a generateName prefix: may end in '-'
         s = s[:-1] if s.endswith("-") else s
         name = name.removesuffix("Prefix")
-    if name == "dns1123Label":
-        return _dns_label_errors(
-            s,
-            _DNS1123_LABEL,
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-            "'-', and must start and end with an alphanumeric character",
-            "'my-name',  or '123-abc'",
-            63,
-        )
-    if name == "dns1123Subdomain":
-        return _dns_label_errors(
-            s,
-            _DNS1123_SUBDOMAIN,
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-            "'-' or '.', and must start and end with an alphanumeric character",
-            "'example.com'",
-            253,
-        )
-    if name == "dns1035Label":
-        return _dns_label_errors(
-            s,
-            _DNS1035_LABEL,
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-            "with an alphabetic character, and end with an alphanumeric character",
-            "'my-name',  or 'abc-123'",
-            63,
-        )
-    if name == "qualifiedName":
-        return _qualified_name_errors(s)
-    if name == "labelValue":
-        errors = []
-        if len(s) > 63:
-            errors.append("must be no more than 63 characters")
-        if not _LABEL_VALUE.match(s):
-            errors.append(
-                "a valid label must be an empty string or consist of alphanumeric characters, "
-                "'-', '_' or '.', and must start and end with an alphanumeric character"
-            )
-        return errors
+    # The same checks as kube-apiserver's CEL format library: apimachinery's validation.
+    checks = {
+        "dns1123Label": names.is_dns1123_label,
+        "dns1123Subdomain": names.is_dns1123_subdomain,
+        "dns1035Label": names.is_dns1035_label,
+        "qualifiedName": names.is_qualified_name,
+        "labelValue": names.is_valid_label_value,
+    }
+    if name in checks:
+        return checks[name](s)
     if name == "uri":
         parsed = _parse_url(s)
         return [] if parsed is not None and parsed.parts.scheme else ["invalid URI"]

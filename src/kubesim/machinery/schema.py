@@ -47,6 +47,7 @@ from typing import Any, Final
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
+from kubesim.machinery import field as fe
 from kubesim.machinery.cel import (
     CelError,
     CelProgram,
@@ -54,10 +55,10 @@ from kubesim.machinery.cel import (
     Optional,
     SetList,
     compile_expression,
-    go_float,
     re2_compile,
 )
 from kubesim.machinery.errors import Cause
+from kubesim.machinery.field import go_float
 
 __all__ = [
     "CompiledSchema",
@@ -95,9 +96,11 @@ _BLOCKING_REASONS = frozenset(
         "FieldValueTypeInvalid",
     }
 )
-_SKIPPED_CEL_MESSAGE = (
-    'Invalid value: "null": some validation rules were not checked because the object was '
-    "invalid; correct the existing errors to complete validation"
+_SKIPPED_CEL = fe.invalid(
+    "<nil>",
+    None,
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation",
 )
 # Keys that value-validation subschemas (allOf/anyOf/oneOf/not) may not use: only the
 # structural part of a schema may say what the object looks like.
@@ -126,46 +129,6 @@ class SchemaError(ValueError):
 
 # ------------------------------------------------------------------------------------------------
 # Go-style rendering of values in messages
-
-
-def _quote(s: str) -> str:
-    """Go's `%q` (close enough: JSON string syntax without escaping non-ASCII)."""
-    return json.dumps(s, ensure_ascii=False)
-
-
-def _go_sharp(v: Any) -> str:
-    """Go's `%#v` of a decoded JSON value (what `map[string]interface {}` values print as)."""
-    if v is None:
-        return "interface {}(nil)"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return _quote(v)
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return go_float(v)
-    if isinstance(v, list):
-        return "[]interface {}{" + ", ".join(_go_sharp(x) for x in v) + "}"
-    if isinstance(v, dict):
-        items = ", ".join(f"{_quote(k)}:{_go_sharp(v[k])}" for k in sorted(v))
-        return "map[string]interface {}{" + items + "}"
-    return repr(v)
-
-
-def _go_value(v: Any) -> str:
-    """How `field.Error` prints a bad value: strings quoted, numbers and bools bare."""
-    if v is None:
-        return '"null"'
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return _quote(v)
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return go_float(v)
-    return _go_sharp(v)
 
 
 def _json_type(v: Any) -> str:
@@ -435,11 +398,11 @@ class _Compiler:
         self.allow_unique_items = allow_unique_items
         self.defaulted: list[tuple[_Node, str]] = []
 
-    def fail(self, path: str, reason: str, message: str) -> None:
-        self.errors.append(Cause(reason, message, path))
+    def fail(self, cause: Cause) -> None:
+        self.errors.append(cause)
 
     def invalid(self, path: str, value: Any, detail: str) -> None:
-        self.fail(path, "FieldValueInvalid", f"Invalid value: {_go_value(value)}: {detail}")
+        self.fail(fe.invalid(path, value, detail))
 
     def node(
         self,
@@ -457,15 +420,11 @@ class _Compiler:
             self.invalid(path, raw, "must be an object")
             return n
         if "$ref" in raw:
-            self.fail(f"{path}.$ref", "FieldValueForbidden", "Forbidden: $ref is not supported")
+            self.fail(fe.forbidden(f"{path}.$ref", "$ref is not supported"))
         if junctor:
             for key in _FORBIDDEN_IN_JUNCTORS:
                 if key in raw:
-                    self.fail(
-                        f"{path}.{key}",
-                        "FieldValueForbidden",
-                        "Forbidden: must be empty to be structural",
-                    )
+                    self.fail(fe.forbidden(f"{path}.{key}", "must be empty to be structural"))
 
         n.int_or_string = raw.get("x-kubernetes-int-or-string") is True
         preserve = raw.get("x-kubernetes-preserve-unknown-fields")
@@ -483,26 +442,18 @@ class _Compiler:
         t = raw.get("type")
         if t is not None:
             if t not in _TYPES:
-                self.fail(
-                    f"{path}.type",
-                    "FieldValueNotSupported",
-                    f"Unsupported value: {_go_value(t)}: supported values: "
-                    + ", ".join(_quote(x) for x in _TYPES),
-                )
+                self.fail(fe.not_supported(f"{path}.type", t, _TYPES))
             elif junctor and parent_int_or_string:
                 pass  # the `anyOf: [{type: integer}, {type: string}]` idiom of int-or-string
             elif junctor:
-                self.fail(
-                    f"{path}.type",
-                    "FieldValueForbidden",
-                    "Forbidden: must be empty to be structural",
-                )
+                self.fail(fe.forbidden(f"{path}.type", "must be empty to be structural"))
             elif n.int_or_string:
                 self.fail(
-                    f"{path}.type",
-                    "FieldValueInvalid",
-                    f"Invalid value: {_quote(t)}: "
-                    "must be empty if x-kubernetes-int-or-string is true",
+                    fe.invalid(
+                        f"{path}.type",
+                        t,
+                        "must be empty if x-kubernetes-int-or-string is true",
+                    )
                 )
             else:
                 n.type = t
@@ -513,14 +464,14 @@ class _Compiler:
                 "items": "must not be empty for specified array items",
                 "additional": "must not be empty for specified object fields",
             }.get(what or ("root" if root else "property"), "must not be empty")
-            self.fail(f"{path}.type", "FieldValueRequired", f"Required value: {detail}")
+            self.fail(fe.required(f"{path}.type", detail))
         if root and t not in (None, "object"):
             self.invalid(f"{path}.type", t, "must be object at the root")
         if n.embedded and t != "object":
             self.fail(
-                f"{path}.type",
-                "FieldValueRequired",
-                "Required value: must be object if x-kubernetes-embedded-resource is true",
+                fe.required(
+                    f"{path}.type", "must be object if x-kubernetes-embedded-resource is true"
+                )
             )
 
         self._value_validations(n, raw, path)
@@ -546,9 +497,10 @@ class _Compiler:
         if addl is not None:
             if props:
                 self.fail(
-                    f"{path}.additionalProperties",
-                    "FieldValueForbidden",
-                    "Forbidden: additionalProperties and properties are mutual exclusive",
+                    fe.forbidden(
+                        f"{path}.additionalProperties",
+                        "additionalProperties and properties are mutual exclusive",
+                    )
                 )
             if isinstance(addl, dict):
                 n.additional = self.node(
@@ -561,9 +513,10 @@ class _Compiler:
                 n.additional_any = True
             elif addl is False:
                 self.fail(
-                    f"{path}.additionalProperties",
-                    "FieldValueForbidden",
-                    "Forbidden: additionalProperties cannot be set to false",
+                    fe.forbidden(
+                        f"{path}.additionalProperties",
+                        "additionalProperties cannot be set to false",
+                    )
                 )
             else:
                 self.invalid(f"{path}.additionalProperties", addl, "must be a schema or a boolean")
@@ -572,9 +525,7 @@ class _Compiler:
         if items is not None:
             if isinstance(items, list):
                 self.fail(
-                    f"{path}.items",
-                    "FieldValueForbidden",
-                    "Forbidden: items must be a schema object and not an array",
+                    fe.forbidden(f"{path}.items", "items must be a schema object and not an array")
                 )
             else:
                 list_type = raw.get("x-kubernetes-list-type")
@@ -585,7 +536,7 @@ class _Compiler:
                     items, f"{path}.items", junctor=junctor, uncorrelatable=below, what="items"
                 )
         elif n.type == "array" and not junctor:
-            self.fail(f"{path}.items", "FieldValueRequired", "Required value: must be specified")
+            self.fail(fe.required(f"{path}.items", "must be specified"))
 
         self._list_type(n, raw, path)
         self._junctors(
@@ -594,11 +545,7 @@ class _Compiler:
 
         if "default" in raw and not junctor:
             if root:
-                self.fail(
-                    f"{path}.default",
-                    "FieldValueForbidden",
-                    "Forbidden: must not be set at the root",
-                )
+                self.fail(fe.forbidden(f"{path}.default", "must not be set at the root"))
             else:
                 n.default = raw["default"]
                 self.defaulted.append((n, f"{path}.default"))
@@ -681,10 +628,11 @@ class _Compiler:
                 n.unique_items = True
             else:
                 self.fail(
-                    f"{path}.uniqueItems",
-                    "FieldValueForbidden",
-                    "Forbidden: uniqueItems cannot be set to true since the runtime complexity "
-                    "becomes quadratic",
+                    fe.forbidden(
+                        f"{path}.uniqueItems",
+                        "uniqueItems cannot be set to true since the runtime complexity "
+                        "becomes quadratic",
+                    )
                 )
         enum = raw.get("enum")
         if enum is not None:
@@ -721,10 +669,9 @@ class _Compiler:
         if list_type is not None:
             if list_type not in ("atomic", "set", "map"):
                 self.fail(
-                    f"{path}.x-kubernetes-list-type",
-                    "FieldValueNotSupported",
-                    f"Unsupported value: {_go_value(list_type)}: "
-                    'supported values: "atomic", "set", "map"',
+                    fe.not_supported(
+                        f"{path}.x-kubernetes-list-type", list_type, ("atomic", "set", "map")
+                    )
                 )
             elif n.type != "array":
                 self.invalid(
@@ -737,9 +684,10 @@ class _Compiler:
         if list_type == "map":
             if not isinstance(keys, list) or not keys:
                 self.fail(
-                    f"{path}.x-kubernetes-list-map-keys",
-                    "FieldValueRequired",
-                    "Required value: must not be empty if x-kubernetes-list-type is map",
+                    fe.required(
+                        f"{path}.x-kubernetes-list-map-keys",
+                        "must not be empty if x-kubernetes-list-type is map",
+                    )
                 )
             else:
                 n.map_keys = tuple(str(k) for k in keys)
@@ -825,9 +773,7 @@ class _Compiler:
                 continue
             source = raw.get("rule")
             if not isinstance(source, str) or not source.strip():
-                self.fail(
-                    f"{rpath}.rule", "FieldValueRequired", "Required value: rule is not specified"
-                )
+                self.fail(fe.required(f"{rpath}.rule", "rule is not specified"))
                 continue
             try:
                 program = compile_expression(source)
@@ -853,9 +799,10 @@ class _Compiler:
             if message_expression is not None:
                 if not isinstance(message_expression, str) or not message_expression.strip():
                     self.fail(
-                        f"{rpath}.messageExpression",
-                        "FieldValueRequired",
-                        "Required value: messageExpression must be non-empty if specified",
+                        fe.required(
+                            f"{rpath}.messageExpression",
+                            "messageExpression must be non-empty if specified",
+                        )
                     )
                 else:
                     try:
@@ -864,12 +811,7 @@ class _Compiler:
                         self.invalid(f"{rpath}.messageExpression", message_expression, str(ex))
             reason = raw.get("reason") or "FieldValueInvalid"
             if reason not in _RULE_REASONS:
-                self.fail(
-                    f"{rpath}.reason",
-                    "FieldValueNotSupported",
-                    f"Unsupported value: {_go_value(reason)}: supported values: "
-                    + ", ".join(_quote(r) for r in _RULE_REASONS),
-                )
+                self.fail(fe.not_supported(f"{rpath}.reason", reason, _RULE_REASONS))
                 reason = "FieldValueInvalid"
             suffix = ""
             field_path = raw.get("fieldPath")
@@ -1157,20 +1099,20 @@ class _Run:
     def finish(self) -> list[Cause]:
         errors = self.schema_errors + self.list_errors
         if self.blocking:
-            errors.append(Cause("FieldValueInvalid", _SKIPPED_CEL_MESSAGE, "<nil>"))
+            errors.append(_SKIPPED_CEL)
         else:
             errors.extend(self.cel_errors)
         return errors
 
     # -- schema errors -------------------------------------------------------------------------
 
-    def schema_error(self, reason: str, message: str, field: str) -> None:
-        if reason in _BLOCKING_REASONS:
+    def schema_error(self, cause: Cause) -> None:
+        if cause.reason in _BLOCKING_REASONS:
             self.blocking = True
-        self.schema_errors.append(Cause(reason, message, field))
+        self.schema_errors.append(cause)
 
     def invalid(self, path: str, value: Any, detail: str, out: list[Cause] | None = None) -> None:
-        cause = Cause("FieldValueInvalid", f"Invalid value: {_go_value(value)}: {detail}", path)
+        cause = fe.invalid(path, value, detail)
         if out is not None:
             out.append(cause)
         else:
@@ -1182,16 +1124,16 @@ class _Run:
         """OpenAPI value validations of one node (not its children), in kube-openapi's words."""
         name = path
 
-        def add(reason: str, message: str, field: str = path) -> None:
+        def add(cause: Cause) -> None:
             if out is not None:
-                out.append(Cause(reason, message, field))
+                out.append(cause)
             else:
-                self.schema_error(reason, message, field)
+                self.schema_error(cause)
 
         if isinstance(value, str):
             if node.max_length is not None and len(value) > node.max_length:
                 unit = "byte" if node.max_length == 1 else "bytes"
-                add("FieldValueTooLong", f"Too long: may not be more than {node.max_length} {unit}")
+                add(fe.too_long(path, node.max_length, unit))
             if node.min_length is not None and len(value) < node.min_length:
                 self.invalid(
                     path,
@@ -1203,9 +1145,11 @@ class _Run:
                 self.invalid(path, value, f"{name} in body should match '{node.pattern_src}'", out)
             if node.format_check is not None and not node.format_check(value):
                 add(
-                    "FieldValueTypeInvalid",
-                    f"Invalid value: {_quote(value)}: {name} in body must be of type "
-                    f"{node.format_name}: {_quote(value)}",
+                    fe.type_invalid(
+                        path,
+                        value,
+                        f"{name} in body must be of type {node.format_name}: {fe.go_quote(value)}",
+                    )
                 )
         elif isinstance(value, int | float) and not isinstance(value, bool):
             if node.maximum is not None:
@@ -1241,10 +1185,7 @@ class _Run:
         elif isinstance(value, list):
             if node.max_items is not None and len(value) > node.max_items:
                 unit = "item" if node.max_items == 1 else "items"
-                add(
-                    "FieldValueTooMany",
-                    f"Too many: {len(value)}: must have at most {node.max_items} {unit}",
-                )
+                add(fe.too_many(path, len(value), node.max_items, unit))
             if node.min_items is not None and len(value) < node.min_items:
                 self.invalid(
                     path,
@@ -1257,10 +1198,7 @@ class _Run:
         elif isinstance(value, dict):
             if node.max_props is not None and len(value) > node.max_props:
                 unit = "item" if node.max_props == 1 else "items"
-                add(
-                    "FieldValueTooMany",
-                    f"Too many: {len(value)}: must have at most {node.max_props} {unit}",
-                )
+                add(fe.too_many(path, len(value), node.max_props, unit))
             if node.min_props is not None and len(value) < node.min_props:
                 self.invalid(
                     path,
@@ -1270,15 +1208,10 @@ class _Run:
                 )
             for req in node.required:
                 if req not in value:
-                    add("FieldValueRequired", "Required value", _join(path, req))
+                    add(fe.required(_join(path, req)))
         if node.enum is not None and not any(_enum_equal(value, e) for e in node.enum):
-            supported = ", ".join(
-                _quote(e if isinstance(e, str) else json.dumps(e)) for e in node.enum
-            )
-            add(
-                "FieldValueNotSupported",
-                f"Unsupported value: {_go_value(value)}: supported values: {supported}",
-            )
+            supported = [e if isinstance(e, str) else json.dumps(e) for e in node.enum]
+            add(fe.not_supported(path, value, supported))
         if node.all_of or node.any_of or node.one_of or node.not_ is not None:
             self.junctors(value, node, path, out)
 
@@ -1413,10 +1346,11 @@ class _Run:
         where = path if path else ""
         prefix = f"{where} in body" if where else "in body"
         self.schema_error(
-            "FieldValueTypeInvalid",
-            f"Invalid value: {_quote(actual)}: "
-            f"{prefix} must be of type {expected}: {_quote(actual)}",
-            path,
+            fe.type_invalid(
+                path,
+                actual,
+                f"{prefix} must be of type {expected}: {fe.go_quote(actual)}",
+            )
         )
 
     def embedded_checks(self, value: dict[str, Any], path: str) -> None:
@@ -1424,7 +1358,7 @@ class _Run:
             v = value.get(key, _MISSING)
             field = _join(path, key)
             if v is _MISSING:
-                self.schema_error("FieldValueRequired", "Required value: must not be empty", field)
+                self.schema_error(fe.required(field, "must not be empty"))
             elif not isinstance(v, str):
                 self.invalid(field, v, "must be a string")
             elif not v:
@@ -1450,13 +1384,7 @@ class _Run:
             for i, v in enumerate(value):
                 encoded = _unique_key(v)
                 if encoded in seen:
-                    errors.append(
-                        Cause(
-                            "FieldValueDuplicate",
-                            f"Duplicate value: {_go_value(v)}",
-                            f"{path}[{i}]",
-                        )
-                    )
+                    errors.append(fe.duplicate(f"{path}[{i}]", v))
                 seen.add(encoded)
             return
         seen_keys: set[tuple[Any, ...]] = set()
@@ -1464,22 +1392,13 @@ class _Run:
         for i, v in enumerate(value):
             if not isinstance(v, dict):
                 errors.append(
-                    Cause(
-                        "FieldValueInvalid",
-                        f"Invalid value: {_go_value(v)}: "
-                        "must be an object for an array of list-type map",
-                        f"{path}[{i}]",
-                    )
+                    fe.invalid(f"{path}[{i}]", v, "must be an object for an array of list-type map")
                 )
                 continue
             if not v:
                 self.blocking = True
                 errors.append(
-                    Cause(
-                        "FieldValueRequired",
-                        "Required value: must not be empty for an array of list-type map",
-                        f"{path}[{i}]",
-                    )
+                    fe.required(f"{path}[{i}]", "must not be empty for an array of list-type map")
                 )
                 continue
             key = self.map_key(v, node)
@@ -1492,13 +1411,7 @@ class _Run:
                         d = items.properties[k].default
                         if d is not _MISSING:
                             shown[k] = d
-                errors.append(
-                    Cause(
-                        "FieldValueDuplicate",
-                        f"Duplicate value: {_go_sharp(shown)}",
-                        f"{path}[{i}]",
-                    )
-                )
+                errors.append(fe.duplicate(f"{path}[{i}]", fe.Shown(fe.go_sharp(shown))))
             seen_keys.add(key)
 
     # -- CEL -----------------------------------------------------------------------------------
@@ -1530,7 +1443,7 @@ class _Run:
 
     def evaluate(self, rule: _Rule, variables: dict[str, Any], node: _Node, cpath: str) -> None:
         field = cpath or "<nil>"
-        type_name = _quote(node.type_name)
+        type_name = node.type_name
         try:
             result = rule.program.evaluate(variables)
         except CelError as ex:
@@ -1541,18 +1454,14 @@ class _Run:
                 )
             else:
                 detail = f"{ex.message} evaluating rule: {rule.error_string}"
-            self.cel_errors.append(
-                Cause("FieldValueInvalid", f"Invalid value: {type_name}: {detail}", field)
-            )
+            self.cel_errors.append(fe.invalid(field, type_name, detail))
             return
         if isinstance(result, bool | celtypes.BoolType):
             if result:
                 return
         else:
             detail = f"rule did not evaluate to a bool: {rule.error_string}"
-            self.cel_errors.append(
-                Cause("FieldValueInvalid", f"Invalid value: {type_name}: {detail}", field)
-            )
+            self.cel_errors.append(fe.invalid(field, type_name, detail))
             return
 
         message = rule.message
@@ -1574,22 +1483,21 @@ class _Run:
                     else:
                         message = text
             if problem:
-                self.cel_errors.append(
-                    Cause("FieldValueInvalid", f"Invalid value: {type_name}: {problem}", field)
-                )
+                self.cel_errors.append(fe.invalid(field, type_name, problem))
                 return
         if rule.field_suffix:
             field = (cpath + rule.field_suffix).lstrip(".")
+        # The rule's `reason` picks the error type, as in apiextensions-apiserver.
         reason = rule.reason
         if reason == "FieldValueForbidden":
-            text = f"Forbidden: {message}"
+            cause = fe.forbidden(field, message)
         elif reason == "FieldValueRequired":
-            text = f"Required value: {message}"
+            cause = fe.required(field, message)
         elif reason == "FieldValueDuplicate":
-            text = f"Duplicate value: {type_name}"
+            cause = fe.duplicate(field, type_name)
         else:
-            text = f"Invalid value: {type_name}: {message}"
-        self.cel_errors.append(Cause(reason, text, field))
+            cause = fe.invalid(field, type_name, message)
+        self.cel_errors.append(Cause(reason, cause.message, field))
 
     def to_cel(self, value: Any, node: _Node | None) -> Any:
         """Convert JSON to CEL values the way kube-apiserver types them from the schema."""

@@ -13,13 +13,14 @@ compiles each one into flat tuples and `matches()` is a tight loop with no alloc
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubesim.machinery import field as fe
 from kubesim.machinery.errors import bad_request
+from kubeutil import names
 
 __all__ = [
     "FieldSelector",
@@ -33,110 +34,27 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------------------------
-# Label key / value validation (k8s.io/apimachinery/pkg/util/validation), with the upstream
-# wording so that errors read the same as from a real cluster.
-
-_QNAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE: Final = re.compile(_QNAME_FMT)
-_QNAME_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_FMT: Final = f"({_QNAME_FMT})?"
-_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, "
-    "'-', '_' or '.', and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """Upstream's `validation.RegexError`, double spaces included, so messages match byte-wise."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    out = msg + " (e.g. "
-    for i, example in enumerate(examples):
-        if i > 0:
-            out += " or "
-        out += f"'{example}', "
-    return out + f"regex used for validation is '{fmt}')"
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append(
-                    "prefix part "
-                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _QNAME_RE.fullmatch(name):
-        errs.append(
-            "name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
-    return errs
-
-
-def _go_quote(value: str) -> str:
-    """Close enough to Go's `%q` for the strings that appear in selector errors."""
-    return json.dumps(value, ensure_ascii=False)
+# Label key / value validation (k8s.io/apimachinery/pkg/util/validation, in `kubeutil.names`),
+# with the upstream wording so that errors read the same as from a real cluster.
 
 
 def _invalid(path: str, value: str | list[str], detail: str) -> str:
-    """Format like `field.Invalid(path, value, detail).Error()`."""
+    """`field.Invalid(path, value, detail).Error()`; a list prints as Go's `[]string{...}`."""
     if isinstance(value, str):
-        shown = _go_quote(value)
-    else:
-        shown = "[]string{" + ", ".join(_go_quote(v) for v in value) + "}"
-    return f"{path}: Invalid value: {shown}: {detail}"
+        return fe.error_text(fe.invalid(path, value, detail))
+    shown = fe.Shown("[]string{" + ", ".join(fe.go_quote(v) for v in value) + "}")
+    return fe.error_text(fe.invalid(path, shown, detail))
 
 
 def validate_label_key(key: str, path: str = "<nil>") -> str | None:
     """Return the upstream error text for an invalid label key, or None if it is valid."""
-    errs = _qualified_name_errors(key)
+    errs = names.is_qualified_name(key)
     return _invalid(path, key, "; ".join(errs)) if errs else None
 
 
 def validate_label_value(key: str, value: str, path: str = "values[0]") -> str | None:
     """Return the upstream error text for an invalid label value, or None if it is valid."""
-    errs = _label_value_errors(value)
+    errs = names.is_valid_label_value(value)
     return _invalid(f"{path}[{key}]", value, "; ".join(errs)) if errs else None
 
 
@@ -257,10 +175,9 @@ def _new_requirement(
                     )
                 )
     else:
-        errs.append(
-            f"{path + '.' if path else ''}operator: Unsupported value: {_go_quote(op)}: "
-            'supported values: "in", "notin", "=", "==", "!=", "gt", "lt", "exists", "!"'
-        )
+        supported = ("in", "notin", "=", "==", "!=", "gt", "lt", "exists", "!")
+        operator_path = f"{path}.operator" if path else "operator"
+        errs.append(fe.error_text(fe.not_supported(operator_path, op, supported)))
     for i, v in enumerate(values):
         value_err = validate_label_value(key, v, f"{values_path}[{i}]")
         if value_err:
@@ -532,7 +449,7 @@ class LabelSelector:
             op = ops.get(operator) if isinstance(operator, str) else None
             if op is None:
                 raise bad_request(
-                    f"{_go_quote(str(operator))} is not a valid label selector operator"
+                    f"{fe.go_quote(str(operator))} is not a valid label selector operator"
                 )
             key = expr.get("key")
             values = expr.get("values") or []
