@@ -44,6 +44,7 @@ from jobset.runtime.health import Check, CheckResult, HttpServer, Probes, metric
 from jobset.runtime.informer import Informer
 from jobset.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
 from jobset.runtime.logging import get_logger
+from jobset.runtime.looplag import LoopLagMonitor
 from jobset.runtime.options import ManagerOptions
 from jobset.runtime.ratelimit import RateLimiter
 from kubeutil import tls
@@ -76,6 +77,7 @@ class Manager:
         self.probes = Probes()
         self.elector: LeaderElector | None = None
         self.servers: dict[str, HttpServer] = {}
+        self.loop_lag = LoopLagMonitor(self.metrics.event_loop_lag_seconds)
         self.metrics_auth: DelegatingAuth | None = None
         self.metrics_cert: tls.ServingCert | None = None
         self._metrics_cert_files: CertFiles | None = None
@@ -233,6 +235,7 @@ class Manager:
         opts = self.options
         elector_task: asyncio.Task[object] | None = None
         try:
+            self.loop_lag.start()
             await self._start_servers()
             self._started_informers = True
             for inf in self.informers.values():
@@ -378,6 +381,7 @@ class Manager:
             await server.stop()
         if self._metrics_cert_files is not None:
             await self._metrics_cert_files.stop()
+        await self.loop_lag.stop()
         await self.client.close()
         self.log.info(
             "stopped",

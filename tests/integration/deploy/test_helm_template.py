@@ -281,6 +281,7 @@ def test_monitoring_objects() -> None:
         "JobSetReconcileErrorsHigh",
         "JobSetWorkqueueBackingUp",
         "JobSetFailuresSpiking",
+        "JobSetControllerEventLoopLagHigh",
     } <= alerts
     cm = one(objs, "ConfigMap", "jobset-grafana-dashboard")
     assert cm["metadata"]["namespace"] == "monitoring"
