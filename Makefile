@@ -52,7 +52,7 @@ unit: $(STAMP)
 
 # The demo starts `jobset dev` and runs a multislice job, a restarting job and a dependsOn pipeline.
 demo: $(DEMO_STAMP)
-	$(BIN)/python -m jobset.demo
+	$(BIN)/python -m jobset.dev.demo
 
 # Controller vs a minimal baseline client at 1k/4k/16k Jobs on `jobset sim` (< 10 min on 2 cores);
 # bench-large adds 64k Jobs and has no time budget. Results: benchmarks/RESULTS.md, docs/benchmarks.md.

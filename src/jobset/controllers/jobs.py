@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from jobset.api import constants as c
+from jobset.api.presets import apply_presets
 from jobset.api.types import (
     coordinator_endpoint,
     dns_hostnames_enabled,
@@ -49,7 +50,6 @@ from jobset.placement.labels import (
     exclusive_placement_annotations,
     uses_node_selector_strategy,
 )
-from jobset.presets import apply_presets
 
 __all__ = [
     "PendingJobs",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from jobset.examplekit import load_example, observe, unmet
+from jobset.dev.examplekit import load_example, observe, unmet
 from kubesim.process import spawn_until_ready
 
 pytestmark = [pytest.mark.wheel, pytest.mark.timeout(600)]

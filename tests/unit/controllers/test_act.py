@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from jobset.controllers import jobs as jobs_module
-from jobset.controllers.jobset_controller import ActionError, JobSetController, slim_job
+from jobset.controllers.jobcache import job_record
+from jobset.controllers.jobset_controller import ActionError, JobSetController
 from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime import Manager, ManagerOptions, Request
 from jobset.runtime.cache import object_key
@@ -70,7 +71,7 @@ def _observe_created(ctl: JobSetController, client: FakeClient, js: Object) -> N
             js, js["spec"]["replicatedJobs"][0], int(name.rsplit("-", 1)[1])
         )
         body["metadata"].update(uid=f"uid-{next(_uids)}", resourceVersion="1")
-        ctl.jobs.store.put(object_key(body), slim_job(body))
+        ctl.jobs.store.put(object_key(body), job_record(body))
 
 
 async def test_bodies_are_built_as_they_are_sent(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jobset.api import constants as c
-from jobset.presets import (
+from jobset.api.presets import (
     FRAMEWORK_KEY,
     NPROC_PER_NODE_KEY,
     PORT_KEY,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobset.sdk.models import JobSet
-from jobset.usercli.common import (
+from jobset.commands.common import (
     EXIT_OK,
     RESOURCE,
     Out,
@@ -14,7 +13,8 @@ from jobset.usercli.common import (
     add_output_flag,
     connect,
 )
-from jobset.usercli.summary import age, phase, progress, progress_text
+from jobset.commands.summary import age, phase, progress, progress_text
+from jobset.sdk.models import JobSet
 
 __all__ = ["HEADERS", "register", "rows", "run"]
 

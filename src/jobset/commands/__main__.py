@@ -1,4 +1,4 @@
-"""`python -m jobset.usercli CMD ...`: the user commands without the rest of `jobset`.
+"""`python -m jobset.commands CMD ...`: the user commands without the rest of `jobset`.
 
 The same parser and dispatch `jobset.cli` wires in (`add_user_commands`,
 `run_user_command`); used by the tests and handy where only the SDK is installed.
@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobset.usercli import add_user_commands, run_user_command
+from jobset.commands import add_user_commands, run_user_command
 
 
 def main(argv: Sequence[str] | None = None) -> int:

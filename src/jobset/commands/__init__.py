@@ -4,7 +4,7 @@ Wiring (in `jobset.cli`): `add_user_commands(sub)` on the sub-parsers object, an
 `main`, `if args.command in USER_COMMANDS: return run_user_command(args)`.
 
 Every command takes `--kubeconfig`, `--context` and `-n`; errors are one line on stderr
-and exit 1 (see `jobset.usercli.common` for every exit code).
+and exit 1 (see `jobset.commands.common` for every exit code).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import asyncio
 import sys
 from typing import Final
 
-from jobset.usercli import delete, describe, get, submit, tree, watch
-from jobset.usercli.common import EXIT_ERROR, error_line
+from jobset.commands import delete, describe, get, submit, tree, watch
+from jobset.commands.common import EXIT_ERROR, error_line
 
 __all__ = ["USER_COMMANDS", "add_user_commands", "run_user_command"]
 

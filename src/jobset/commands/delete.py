@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jobset.runtime.client import ApiError
-from jobset.usercli.common import (
+from jobset.commands.common import (
     EXIT_ERROR,
     EXIT_OK,
     RESOURCE,
@@ -15,6 +14,7 @@ from jobset.usercli.common import (
     connect,
     error_line,
 )
+from jobset.runtime.client import ApiError
 
 __all__ = ["register", "run"]
 

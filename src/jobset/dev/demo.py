@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from jobset.controllers.jobset_controller import jobset_phase
-from jobset.examplekit import (
+from jobset.dev.examplekit import (
     EXAMPLES_DIR,
     Example,
     job_placements,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from jobset.api import constants as c
+from jobset.commands.common import EXIT_OK, Out, add_connection_flags, add_output_flag, connect
+from jobset.commands.inspect import Snapshot, collect
+from jobset.commands.summary import age, exclusive_topology_key, phase, progress
 from jobset.sdk.models import JobSet
-from jobset.usercli.common import EXIT_OK, Out, add_connection_flags, add_output_flag, connect
-from jobset.usercli.inspect import Snapshot, collect
-from jobset.usercli.summary import age, exclusive_topology_key, phase, progress
 
 __all__ = ["register", "render", "run"]
 

@@ -1,4 +1,4 @@
-"""`jobset` (jobset/cli.py): the simulator's extra, and what the commands do without it.
+"""`jobset sim` / `jobset dev` (jobset/dev/commands.py) and the `[sim]` extra they need.
 
 The controller image and a plain `pip install jobset` have no `[sim]` extra. Rather than
 uninstall packages from the shared venv, each run here starts the CLI in a subprocess whose
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from jobset.cli import SIM_EXTRA_MODULES
+from jobset.dev.commands import SIM_EXTRA_MODULES
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 _BLOCKED_MAIN = """
 import sys

@@ -27,9 +27,7 @@ from rich.progress import Progress as Bars
 from rich.text import Text
 
 from jobset.api import constants as c
-from jobset.sdk.client import JobSetClient
-from jobset.sdk.models import JobSet
-from jobset.usercli.common import (
+from jobset.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_TIMEOUT,
@@ -38,7 +36,9 @@ from jobset.usercli.common import (
     add_connection_flags,
     connect,
 )
-from jobset.usercli.summary import phase, progress, progress_text
+from jobset.commands.summary import phase, progress, progress_text
+from jobset.sdk.client import JobSetClient
+from jobset.sdk.models import JobSet
 
 __all__ = ["follow", "register", "run", "status_line"]
 

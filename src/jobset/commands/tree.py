@@ -7,9 +7,9 @@ import argparse
 from rich.text import Text
 from rich.tree import Tree
 
-from jobset.usercli.common import EXIT_OK, Out, add_connection_flags, add_output_flag, connect
-from jobset.usercli.inspect import JobView, PodView, Snapshot, collect
-from jobset.usercli.summary import phase
+from jobset.commands.common import EXIT_OK, Out, add_connection_flags, add_output_flag, connect
+from jobset.commands.inspect import JobView, PodView, Snapshot, collect
+from jobset.commands.summary import phase
 
 __all__ = ["lines", "register", "run"]
 

@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from jobset.runtime.client import ApiError
-from jobset.sdk import JobSet, leader_workers
-from jobset.usercli.common import Out, error_line, plain_table
-from jobset.usercli.inspect import JobView, PodView, Snapshot
-from jobset.usercli.summary import (
+from jobset.commands.common import Out, error_line, plain_table
+from jobset.commands.inspect import JobView, PodView, Snapshot
+from jobset.commands.summary import (
     age,
     human_duration,
     job_state,
@@ -21,7 +19,9 @@ from jobset.usercli.summary import (
     progress,
     progress_text,
 )
-from jobset.usercli.tree import lines
+from jobset.commands.tree import lines
+from jobset.runtime.client import ApiError
+from jobset.sdk import JobSet, leader_workers
 
 
 def _js(status: dict[str, Any] | None = None, **spec: Any) -> JobSet:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from jobset.demo import render_plain, rows_for
-from jobset.examplekit import (
+from jobset.dev.demo import render_plain, rows_for
+from jobset.dev.examplekit import (
     EXAMPLES_DIR,
     Expectation,
     load_example,

@@ -1,4 +1,4 @@
-"""The Job cache record (`slim_job`): small, shared where Jobs agree, and every decision a
+"""The Job cache record (`job_record`): small, shared where Jobs agree, and every decision a
 reconcile or planned placement makes on it is the one it makes on the full Job."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from jobset.api import constants as c
-from jobset.controllers.jobset_controller import slim_job
+from jobset.controllers.jobcache import job_record
 from jobset.controllers.plan import Plan, PlanInput, plan
 from jobset.placement.planned import index_held_domain
 from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
@@ -44,7 +44,7 @@ def _as_stored(job: Job) -> Job:
 def test_running_job_record() -> None:
     js = jobset(rjob("a", 2))
     jobs = [_as_stored(child(js, "a", i, ready=1, active=1)) for i in range(2)]
-    first, second = (slim_job(copy.deepcopy(j)) for j in jobs)
+    first, second = (job_record(copy.deepcopy(j)) for j in jobs)
     meta = first["metadata"]
     assert set(meta) == {
         "name",
@@ -79,7 +79,7 @@ def test_suspended_job_keeps_what_resume_reads() -> None:
     js = jobset(rjob("a"))
     job = _as_stored(child(js, "a", 0, suspend=True))
     job["spec"]["template"]["spec"]["tolerations"] = [{"key": "t"}]
-    slim = slim_job(copy.deepcopy(job))
+    slim = job_record(copy.deepcopy(job))
     template = slim["spec"]["template"]
     assert template["metadata"] == {
         k: job["spec"]["template"]["metadata"][k] for k in ("labels", "annotations")
@@ -90,9 +90,9 @@ def test_suspended_job_keeps_what_resume_reads() -> None:
 
 def test_conditions_kept_are_those_read() -> None:
     js = jobset(rjob("a", 2))
-    done = slim_job(_as_stored(child(js, "a", 0, state="succeeded", succeeded=1)))
+    done = job_record(_as_stored(child(js, "a", 0, state="succeeded", succeeded=1)))
     assert done["status"]["conditions"] == [{"type": "Complete", "status": "True"}]
-    failed = slim_job(_as_stored(child(js, "a", 1, state="failed", reason="R", message="m")))
+    failed = job_record(_as_stored(child(js, "a", 1, state="failed", reason="R", message="m")))
     assert failed["status"]["conditions"] == [
         {
             "type": "Failed",
@@ -112,8 +112,8 @@ def test_types_are_not_merged_by_sharing() -> None:
     one["spec"].update(parallelism=True, completions=1)
     two = copy.deepcopy(job)
     two["spec"].update(parallelism=1, completions=1)
-    assert slim_job(one)["spec"]["parallelism"] is True
-    assert slim_job(two)["spec"]["parallelism"] is not True
+    assert job_record(one)["spec"]["parallelism"] is True
+    assert job_record(two)["spec"]["parallelism"] is not True
 
 
 # ------------------------------------------------------------------ same decisions
@@ -231,7 +231,7 @@ def test_plan_is_the_same_on_records(
     name: str, js: dict[str, Any], jobs: list[Job], features: dict[str, bool]
 ) -> None:
     full = [_as_stored(j) for j in jobs]
-    slim = [slim_job(copy.deepcopy(j)) for j in full]
+    slim = [job_record(copy.deepcopy(j)) for j in full]
     converged = plan(PlanInput(js, full, NOW, True, features=features)).status
     for js_state in (js, {**js, "status": converged}):
         on_full = plan(PlanInput(js_state, full, NOW, True, features=features))
@@ -245,13 +245,13 @@ def test_placement_reads_the_same_on_records() -> None:
     job["metadata"]["labels"][DOMAIN_KEY] = "rack-1"
     job["metadata"]["annotations"][c.EXCLUSIVE_KEY] = "topology.kubernetes.io/rack"
     job["metadata"]["annotations"][PRIORITY_ANNOTATION] = "100"
-    slim = slim_job(copy.deepcopy(job))
+    slim = job_record(copy.deepcopy(job))
     assert index_held_domain(slim) == index_held_domain(job) != []
     assert slim["metadata"]["creationTimestamp"] == job["metadata"]["creationTimestamp"]
     assert slim["metadata"]["labels"][c.JOBSET_NAME_KEY] == "js"
     done = copy.deepcopy(job)
     done["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
-    assert index_held_domain(slim_job(copy.deepcopy(done))) == index_held_domain(done) == []
+    assert index_held_domain(job_record(copy.deepcopy(done))) == index_held_domain(done) == []
 
 
 def test_shared_status_keeps_the_shape_of_each_job() -> None:
@@ -259,6 +259,6 @@ def test_shared_status_keeps_the_shape_of_each_job() -> None:
     without = child(js, "a", 0, ready=1, active=1)
     other = child(js, "a", 1, ready=1, active=1)
     other["status"]["conditions"] = [{"type": "SuccessCriteriaMet", "status": "False"}]
-    assert "conditions" not in slim_job(copy.deepcopy(without))["status"]
-    assert slim_job(copy.deepcopy(other))["status"]["conditions"] == []
-    assert "conditions" not in slim_job(copy.deepcopy(without))["status"]
+    assert "conditions" not in job_record(copy.deepcopy(without))["status"]
+    assert job_record(copy.deepcopy(other))["status"]["conditions"] == []
+    assert "conditions" not in job_record(copy.deepcopy(without))["status"]

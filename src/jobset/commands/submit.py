@@ -11,11 +11,7 @@ import argparse
 import sys
 from collections.abc import Mapping
 
-from jobset.controllers.features import parse_feature_gates
-from jobset.runtime.client import ApiError
-from jobset.sdk.models import JobSet, load_all
-from jobset.sdk.validation import ValidationError, check
-from jobset.usercli.common import (
+from jobset.commands.common import (
     EXIT_ERROR,
     EXIT_OK,
     RESOURCE,
@@ -25,7 +21,11 @@ from jobset.usercli.common import (
     connect,
     error_line,
 )
-from jobset.usercli.watch import follow
+from jobset.commands.watch import follow
+from jobset.controllers.features import parse_feature_gates
+from jobset.runtime.client import ApiError
+from jobset.sdk.models import JobSet, load_all
+from jobset.sdk.validation import ValidationError, check
 
 __all__ = ["load_and_check", "register", "run"]
 

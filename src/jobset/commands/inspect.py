@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jobset.api import constants as c
+from jobset.commands.summary import exclusive_topology_key, job_state, pod_domain
 from jobset.sdk.client import JobSetClient
 from jobset.sdk.models import JobSet
-from jobset.usercli.summary import exclusive_topology_key, job_state, pod_domain
 
 __all__ = ["EventView", "JobView", "PodView", "Snapshot", "collect"]
 

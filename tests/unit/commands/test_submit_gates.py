@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobset.usercli.submit import load_and_check
+from jobset.commands.submit import load_and_check
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "failure-policy-restartjob.yaml"
 
