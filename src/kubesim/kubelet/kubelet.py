@@ -48,7 +48,7 @@ from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339, parse_rfc3339
-from kubesim.controllers.job import WorkQueue
+from kubesim.controllers.workqueue import WorkQueue
 from kubesim.machinery.errors import ApiError
 from kubesim.programs.programs import Program, program_for
 

@@ -22,7 +22,7 @@ from kubernetes_asyncio.client.rest import ApiException
 from kubesim.apiserver.apicore import Request
 from kubesim.apiserver.store import WatchEvent
 from kubesim.cluster import SimCluster, SimOptions
-from kubesim.controllers.job import format_indexes, match_pod_failure_policy, parse_indexes
+from kubesim.controllers.jobpolicy import format_indexes, match_pod_failure_policy, parse_indexes
 
 T = TypeVar("T")
 NS = "default"
