@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubesim.aio import cancel_and_wait
 from kubesim.apiserver import certs
 from kubesim.apiserver.admission import WebhookAdmission
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
@@ -220,10 +221,7 @@ class SimCluster:
         for component in reversed(self.components):
             await component.stop()
         await self.gc.stop()
-        for task in self._background:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._background)
         for rs in self.store.resources.values():
             for w in list(rs.watchers):
                 w.close()

@@ -875,7 +875,3 @@ class ApiCore:
         """Remove at once, whatever the finalizers: for a kubelet ending a pod's grace period."""
         if self.store.get(rt.key, (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])):
             self._remove(rt, obj)
-
-
-def random_suffix(n: int = 5) -> str:
-    return "".join(secrets.choice(_SUFFIX_CHARS) for _ in range(n))

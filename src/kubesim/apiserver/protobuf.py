@@ -13,8 +13,9 @@ decoded with a small wire-format reader. Any other type gets 415 UnsupportedMedi
 from __future__ import annotations
 
 import base64
-import datetime as dt
 from typing import Any
+
+from kubesim.clock import now_rfc3339
 
 MAGIC = b"k8s\x00"
 
@@ -245,7 +246,7 @@ def _time(buf: bytes) -> str:
             seconds = _signed(value)
     if seconds == 0:
         return ""
-    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_rfc3339(float(seconds))
 
 
 def _map_entry(buf: bytes) -> tuple[str, bytes]:

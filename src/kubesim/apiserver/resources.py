@@ -61,21 +61,6 @@ class ResourceType:
     def qualified(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
-    def with_version(self, version: str) -> ResourceType:
-        return ResourceType(
-            group=self.group,
-            version=version,
-            kind=self.kind,
-            plural=self.plural,
-            namespaced=self.namespaced,
-            short_names=self.short_names,
-            subresources=self.subresources,
-            categories=self.categories,
-            verbs=self.verbs,
-            crd=self.crd,
-            singular_name=self.singular_name,
-        )
-
 
 def _rt(
     group: str,
@@ -203,10 +188,6 @@ class Registry:
 
     def by_kind(self, group: str, version: str, kind: str) -> ResourceType | None:
         return self._by_gvk.get((group, version, kind))
-
-    def by_api_version_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        group, _, version = api_version.rpartition("/")
-        return self.by_kind(group, version, kind)
 
     def all(self) -> list[ResourceType]:
         return list(self._by_gvr.values())

@@ -29,6 +29,7 @@ from typing import Any, Final
 import orjson
 import structlog
 
+from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
@@ -137,11 +138,8 @@ class Scheduler:
         if self._retry_handle is not None:
             self._retry_handle.cancel()
             self._retry_handle = None
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None
 
     # ------------------------------------------------------------------ events
 
