@@ -35,6 +35,7 @@ from kubeutil.names import (
     is_valid_label_value,
     regex_error,
 )
+from kubeutil.quantity import parse_quantity
 
 __all__ = [
     "ErrorType",
@@ -291,12 +292,34 @@ def _gate(features: Mapping[str, bool] | None, name: str) -> bool:
     return c.DEFAULT_FEATURE_GATES.get(name, False)
 
 
-def _normalize(value: Any) -> Any:
-    """Drop nulls and empty containers, which Go's typed objects cannot tell from absence."""
+# Where Kubernetes types hold `resource.Quantity` values, which semantic DeepEqual compares
+# by amount (`1Gi` == `1024Mi`): maps of quantities, and single quantities.
+_QUANTITY_MAPS: Final = frozenset({"requests", "limits", "overhead"})
+_QUANTITY_FIELDS: Final = frozenset({"sizeLimit"})
+
+
+def _quantity(value: Any) -> Any:
+    """A quantity's amount, tagged so it cannot equal a plain number (else: the value)."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            return ("quantity", parse_quantity(value))
+        except ValueError:
+            return value  # not a quantity: the schema reports it; compare as written
+    return value
+
+
+def _normalize(value: Any, key: str = "") -> Any:
+    """Drop nulls and empty containers, which Go's typed objects cannot tell from absence;
+    quantities become their amounts."""
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            nv = _normalize(v)
+            if key in _QUANTITY_MAPS:
+                nv = _quantity(v)
+            elif k in _QUANTITY_FIELDS:
+                nv = _quantity(v)
+            else:
+                nv = _normalize(v, k)
             if nv is None or nv == {} or nv == []:
                 continue
             out[k] = nv
@@ -310,7 +333,8 @@ def semantic_equal(a: Any, b: Any) -> bool:
     """Equality as Kubernetes' semantic DeepEqual sees two JSON values.
 
     null, absent, `{}` and `[]` are the same (Go decodes them all to nil / empty). Resource
-    quantities are compared textually (`1Gi` and `1024Mi` differ here).
+    quantities compare by amount (`1Gi` equals `1024Mi`, `0.5` equals `500m`), as
+    `resource.Quantity` does under apiequality.Semantic.
     """
     na, nb = _normalize(a), _normalize(b)
     if na in ({}, []):
@@ -509,10 +533,20 @@ def _validate_replicated_job(
                 )
             )
 
-    # A ReplicatedJob may depend only on ReplicatedJobs listed before it.
-    for dep in rjob.get("dependsOn") or []:
+    # A ReplicatedJob may depend only on ReplicatedJobs listed before it. Upstream's check
+    # lets one name itself (it is in `names` by now) and then never creates it; refused here
+    # instead, since such a JobSet can never run (docs/upstream-differences.md).
+    for didx, dep in enumerate(rjob.get("dependsOn") or []):
         dep_name = str(dep.get("name") or "")
-        if dep_name not in names:
+        if dep_name == name:
+            errs.append(
+                invalid(
+                    f"{path}.dependsOn[{didx}].name",
+                    dep_name,
+                    "a ReplicatedJob cannot depend on itself: it would never start",
+                )
+            )
+        elif dep_name not in names:
             errs.append(
                 internal(
                     f"replicatedJob: {name} cannot depend on replicatedJob: {dep_name}",
