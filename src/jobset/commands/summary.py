@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.sdk.models import JobSet
+from kubeutil.rfc3339 import parse_rfc3339
 
 __all__ = [
     "DOMAIN_KEYS",
@@ -93,16 +94,6 @@ def progress_text(items: Sequence[Progress]) -> str:
     return ", ".join(f"{p.name} {p.ready}/{p.succeeded}/{p.failed} of {p.replicas}" for p in items)
 
 
-def parse_time(text: str | None) -> datetime | None:
-    """An RFC 3339 timestamp of the API (`2024-05-01T10:00:00Z`), or None."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def human_duration(seconds: float) -> str:
     """Durations as kubectl prints ages: 42s, 5m12s, 95m, 3h20m, 30h, 4d6h, 120d, 3y."""
     s = max(0, int(seconds))
@@ -126,7 +117,7 @@ def human_duration(seconds: float) -> str:
 
 def age(timestamp: str | None, now: datetime | None = None) -> str:
     """Time since `timestamp` (`<unknown>` when missing, as kubectl)."""
-    when = parse_time(timestamp)
+    when = parse_rfc3339(timestamp)
     if when is None:
         return "<unknown>"
     return human_duration(((now or datetime.now(UTC)) - when).total_seconds())

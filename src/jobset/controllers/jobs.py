@@ -40,6 +40,7 @@ from jobset.api.types import (
     job_name,
     name_of,
     namespace_of,
+    owner_reference,
     replicas,
     subdomain,
 )
@@ -58,23 +59,10 @@ __all__ = [
     "merge_lists",
     "merge_maps",
     "missing_indices",
-    "owner_reference",
     "resume_patch",
 ]
 
 Job = dict[str, Any]
-
-
-def owner_reference(js: Mapping[str, Any]) -> dict[str, Any]:
-    """The controller ownerReference every child of the JobSet carries."""
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "name": name_of(js),
-        "uid": str((js.get("metadata") or {}).get("uid") or ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def _opt(value: int | None) -> str:

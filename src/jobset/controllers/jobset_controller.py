@@ -56,6 +56,7 @@ from jobset.runtime import (
 )
 from jobset.runtime.client import JOBS, Resource
 from jobset.runtime.logging import get_logger
+from kubeutil.rfc3339 import parse_rfc3339
 
 __all__ = [
     "JOBSETS",
@@ -133,15 +134,6 @@ def jobset_phase(js: Mapping[str, Any]) -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _parse_time(value: Any) -> float | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 class JobSetController:
@@ -354,7 +346,8 @@ class JobSetController:
             self.metrics.jobset_restarted(name, ns, "job")
 
     def _observe_latencies(self, js: Mapping[str, Any], key: str, uid: str, p: Plan) -> None:
-        created_at = _parse_time(js["metadata"].get("creationTimestamp"))
+        created = parse_rfc3339(js["metadata"].get("creationTimestamp"))
+        created_at = None if created is None else created.timestamp()
         if created_at is None:
             return
         ns = str(js["metadata"].get("namespace") or "")

@@ -31,7 +31,9 @@ def resource_dir(name: str) -> Path:
     found = files(__name__) / name
     if not isinstance(found, Path):
         raise RuntimeError(f"jobset's package data must be on the file system, got {found!r}")
-    return found
+    # Resolved: in a checkout the entry is a symlink, and `kubectl apply -f DIR` does not
+    # follow a symlink to a directory ("is a directory").
+    return found.resolve()
 
 
 CRD_DIR = resource_dir("crd")
