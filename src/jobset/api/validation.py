@@ -110,16 +110,27 @@ def go_quote(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
-def render_value(value: Any) -> str:
+# A string value longer than this is cut in messages (a 256 KiB annotation must not be
+# echoed back whole, once per error).
+MAX_VALUE_CHARS: Final = 256
+
+
+def render_value(value: Any) -> str | None:
     """The offending value as Kubernetes prints it: numbers and booleans bare, strings
-    quoted, anything else as compact JSON (null for an absent value)."""
+    quoted (cut after `MAX_VALUE_CHARS`), null for an absent value, and None - omitted -
+    for objects and lists, as apimachinery omits values of complex types: an error about
+    `spec.replicatedJobs` must not repeat the whole list (50 of them made a 21 MiB answer)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str):
+        if len(value) > MAX_VALUE_CHARS:
+            return go_quote(value[:MAX_VALUE_CHARS]) + f"... ({len(value)} characters)"
         return go_quote(value)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    if value is None:
+        return "null"
+    return None
 
 
 @dataclass(frozen=True)
@@ -144,10 +155,10 @@ class FieldError:
 
     def body(self) -> str:
         """The error without its field: `Invalid value: "x": detail`."""
-        if self.type in _VALUELESS or self.value is NO_VALUE:
-            text = self.type.label
-        else:
-            text = f"{self.type.label}: {render_value(self.value)}"
+        shown = (
+            None if self.type in _VALUELESS or self.value is NO_VALUE else render_value(self.value)
+        )
+        text = self.type.label if shown is None else f"{self.type.label}: {shown}"
         if self.message:
             text += f": {self.message}"
         return text
@@ -192,16 +203,21 @@ def format_invalid_message(name: str, errors: Sequence[FieldError]) -> str:
     Several errors are bracketed and comma-separated; repeated texts are shown once.
     """
     head = f"{c.KIND}.{c.GROUP} {go_quote(name)} is invalid"
-    texts: list[str] = []
-    for err in errors:
-        text = str(err)
-        if text not in texts:
-            texts.append(text)
+    texts = list(dict.fromkeys(str(err) for err in errors))  # linear, keeps the order
     if not texts:
         return head
     if len(texts) == 1:
         return f"{head}: {texts[0]}"
-    return f"{head}: [{', '.join(texts)}]"
+    shown = texts[:MAX_REPORTED_ERRORS]
+    more = len(texts) - len(shown)
+    if more:
+        shown.append(f"and {more} more errors")
+    return f"{head}: [{', '.join(shown)}]"
+
+
+# Errors shown in one answer; beyond it the message says how many more (the causes stop
+# there too), so the size of a denial is bounded whatever a JobSet holds.
+MAX_REPORTED_ERRORS: Final = 50
 
 
 def invalid_status(name: str, errors: Sequence[FieldError]) -> dict[str, Any]:
@@ -217,7 +233,7 @@ def invalid_status(name: str, errors: Sequence[FieldError]) -> dict[str, Any]:
             "name": name,
             "group": c.GROUP,
             "kind": c.KIND,
-            "causes": [err.to_cause() for err in errors],
+            "causes": [err.to_cause() for err in errors[:MAX_REPORTED_ERRORS]],
         },
         "code": 422,
     }
