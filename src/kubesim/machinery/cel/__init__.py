@@ -1,0 +1,47 @@
+"""CEL for CRD `x-kubernetes-validations`: cel-python plus what kube-apiserver adds on top of CEL.
+
+kube-apiserver evaluates validation rules with cel-go and a set of Kubernetes extension
+libraries. cel-python (`celpy`) parses and evaluates standard CEL, but it lacks those libraries
+and differs from cel-go in a few semantics that CRD rules depend on. This package closes the gap
+so that CRDs written for a real cluster (upstream JobSet's among them) behave the same here.
+
+Where things live:
+
+- `compiler.py` - `compile_expression` (parse with celpy, static check for unknown names, as
+  cel-go's checker would at CRD creation) and the `CelProgram` it returns.
+- `evaluator.py` - the interpreter for celpy's parse trees: celpy's own evaluator was too slow
+  for a server that validates every write; it also gives cel-go's `has()` (`has(a.b.c)` fails
+  when `a.b` does not exist) and error-absorbing `&&`, `||`, `all()`, `exists()`.
+- `functions.py` - the function table, merged from each library's `FUNCTIONS`.
+- `values.py` - `CelError`, error values, type tests, namespace markers (`sets`, `optional`, ...).
+- `standard.py` - cel-go's semantics where celpy's differ: heterogeneous equality (`1 == 1.0`),
+  cross-type numeric comparisons, `+`, `in`, `[]`, conversions; `SetList` / `MapList` (lists
+  with `x-kubernetes-list-type: set` / `map`: order-free `==`, `+` a union) and `Optional`.
+- The extension libraries: `strings.py` (cel-go's string extensions, `format`, `strings.quote`),
+  `lists.py` (the Kubernetes list library, cel-go's list extensions, `sets.*`), `regex.py`
+  (`find`, `findAll`, `re2_compile`), `mathlib.py` (`math.*`), `optionals.py` (`optional.*`,
+  `hasValue`, `value`, `orValue`; needed for `optionalOldSelf`), `formats.py` (named formats
+  such as `format.dns1123Label().validate(s)`, and `base64`), `quantity.py` and `network.py`
+  (smaller versions of the quantity, URL and IP/CIDR libraries).
+
+Not supported: the optional-field syntax `a.?b` / `a[?b]` (celpy's grammar cannot parse it),
+static type checking beyond unknown names (a rule that is not a bool, or mixes types, fails at
+evaluation instead of at CRD creation), cost estimation and cost limits, `cel.bind`, and the
+semver, authorizer and jsonpatch libraries.
+"""
+
+from kubesim.machinery.cel.compiler import CelProgram, compile_expression
+from kubesim.machinery.cel.regex import re2_compile
+from kubesim.machinery.cel.standard import MapList, Optional, SetList, equals
+from kubesim.machinery.cel.values import CelError
+
+__all__ = [
+    "CelError",
+    "CelProgram",
+    "MapList",
+    "Optional",
+    "SetList",
+    "compile_expression",
+    "equals",
+    "re2_compile",
+]
