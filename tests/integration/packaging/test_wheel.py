@@ -16,10 +16,7 @@ example, read from the installed package, to the end state its header promises.
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,31 +25,11 @@ import pytest
 
 from jobset.dev.examplekit import load_example, observe, unmet
 from kubesim.process import spawn_until_ready
+from tests.wheel import REPO, build_wheel, install, run
 
 pytestmark = [pytest.mark.wheel, pytest.mark.timeout(600)]
 
-REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = "simple.yaml"
-
-
-def _dockerfile_copies() -> list[tuple[str, str]]:
-    """(source, destination) of each COPY of the build stage, destination relative to WORKDIR."""
-    copies: list[tuple[str, str]] = []
-    for line in (REPO / "Dockerfile").read_text().replace("\\\n", " ").splitlines():
-        word, _, rest = line.strip().partition(" ")
-        if word.upper() == "COPY" and "--from" not in rest:
-            *sources, dest = shlex.split(rest)
-            for source in sources:
-                copies.append((source, dest + Path(source).name if dest.endswith("/") else dest))
-    return copies
-
-
-def _run(*cmd: str | Path, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, timeout=timeout
-    )
-    assert result.returncode == 0, f"{cmd}:\n{result.stdout}\n{result.stderr}"
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -68,45 +45,23 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def wheel(outside: Path) -> Path:
-    context = outside / "context"
-    for source, dest in _dockerfile_copies():
-        target = context / dest
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if (REPO / source).is_dir():
-            shutil.copytree(
-                REPO / source,
-                target,
-                symlinks=True,  # src/jobset/data links to config/ and examples/, as in git
-                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
-            )
-        else:
-            shutil.copy2(REPO / source, target)
-    assert (context / "src" / "jobset" / "data" / "examples").is_symlink()
-    dist = outside / "dist"
-    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, context, cwd=outside)
-    (built,) = dist.glob("jobset-*.whl")
-    return built
+    return build_wheel(outside)
 
 
 @pytest.fixture(scope="module")
 def venv(outside: Path, wheel: Path) -> Path:
     """A fresh venv with the wheel and its runtime dependencies only (no extras)."""
-    venv = outside / "venv"
-    _run(sys.executable, "-m", "venv", venv, cwd=outside)
-    _run(venv / "bin" / "python", "-m", "pip", "install", "-q", wheel, cwd=outside, timeout=600)
-    return venv
+    return install(outside / "venv", wheel)
 
 
 def test_runtime_install_serves_the_image_entry_point_without_the_sim_extra(
     outside: Path, venv: Path
 ) -> None:
     jobset = venv / "bin" / "jobset"
-    where = _run(
-        venv / "bin" / "python", "-c", "import jobset; print(jobset.__file__)", cwd=outside
-    )
+    where = run(venv / "bin" / "python", "-c", "import jobset; print(jobset.__file__)", cwd=outside)
     assert Path(where.stdout.strip()).is_relative_to(venv)
     # The Dockerfile's build check.
-    assert _run(jobset, "controller", "--help", cwd=outside).stdout.startswith("usage: jobset")
+    assert run(jobset, "controller", "--help", cwd=outside).stdout.startswith("usage: jobset")
     for command in ("sim", "dev"):
         result = subprocess.run(
             [jobset, command, "--kubeconfig", str(outside / "kubeconfig")],
@@ -123,12 +78,12 @@ def test_runtime_install_serves_the_image_entry_point_without_the_sim_extra(
 @pytest.fixture(scope="module")
 def sim_venv(outside: Path, venv: Path, wheel: Path) -> Path:
     """The same venv with the `[sim]` extra added."""
-    _run(venv / "bin" / "python", "-m", "pip", "install", "-q", f"{wheel}[sim]", cwd=outside)
+    run(venv / "bin" / "python", "-m", "pip", "install", "-q", f"{wheel}[sim]", cwd=outside)
     return venv
 
 
 def _package_data(venv: Path, outside: Path) -> tuple[Path, Path]:
-    out = _run(
+    out = run(
         venv / "bin" / "python",
         "-c",
         "import jobset.data as d; print(d.CRD_DIR); print(d.EXAMPLES_DIR)",

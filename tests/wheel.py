@@ -1,0 +1,75 @@
+"""The package as a user installs it: a wheel built from the image's build context, in a
+fresh venv outside the checkout.
+
+Shared by the packaging tests and the in-cluster tests (whose controller pods run
+`jobset controller` from such a venv, mapped with `--run-image`). The build context is
+exactly what the Dockerfile's build stage copies, so a file the image would lack is missing
+here too.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["REPO", "build_wheel", "dockerfile_copies", "install", "run"]
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def dockerfile_copies() -> list[tuple[str, str]]:
+    """(source, destination) of each COPY of the build stage, destination relative to WORKDIR."""
+    copies: list[tuple[str, str]] = []
+    for line in (REPO / "Dockerfile").read_text().replace("\\\n", " ").splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word.upper() == "COPY" and "--from" not in rest:
+            *sources, dest = shlex.split(rest)
+            for source in sources:
+                copies.append((source, dest + Path(source).name if dest.endswith("/") else dest))
+    return copies
+
+
+def run(*cmd: str | Path, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run `cmd` outside the checkout with PYTHONPATH unset; fail with its output."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    }
+    result = subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env
+    )
+    assert result.returncode == 0, f"{cmd}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def build_wheel(outside: Path) -> Path:
+    """`pip wheel` of the Dockerfile's build context, copied under `outside`."""
+    context = outside / "context"
+    for source, dest in dockerfile_copies():
+        target = context / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / source).is_dir():
+            shutil.copytree(
+                REPO / source,
+                target,
+                symlinks=True,  # src/jobset/data links to config/ and examples/, as in git
+                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+            )
+        else:
+            shutil.copy2(REPO / source, target)
+    assert (context / "src" / "jobset" / "data" / "examples").is_symlink()
+    dist = outside / "dist"
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, context, cwd=outside)
+    (built,) = dist.glob("jobset-*.whl")
+    return built
+
+
+def install(venv: Path, wheel: Path, extras: str = "") -> Path:
+    """A fresh venv at `venv` with `wheel` (plus `extras`) and its dependencies."""
+    run(sys.executable, "-m", "venv", venv, cwd=venv.parent)
+    spec = f"{wheel}[{extras}]" if extras else str(wheel)
+    run(venv / "bin" / "python", "-m", "pip", "install", "-q", spec, cwd=venv.parent, timeout=600)
+    return venv
