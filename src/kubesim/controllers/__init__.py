@@ -10,5 +10,6 @@ back through it, as a real controller does through the API server:
 - `workqueue.py` - client-go style work queue and one-timer-for-many-keys, shared with the
   simulated kubelet.
 - `gc.py` - garbage collection by ownerReferences, and namespace teardown.
-- `scheduler/` - kube-scheduler: `scheduling.py` decides (pure), `loop.py` binds.
+- `scheduler/` - kube-scheduler: `scheduling.py` decides (pure, over `snapshot.py`), `loop.py`
+  binds.
 """
