@@ -67,5 +67,15 @@ bench-large: $(STAMP)
 crd: $(STAMP)
 	$(BIN)/python tools/gen_crd.py
 
+# The controller image from Dockerfile, built with buildah on a debootstrapped Debian base (no
+# registry; root; installs debootstrap and buildah if missing). Not in `make test`: a fresh
+# machine needs the Debian mirror and ~3 min. See docs/operations.md, "Building the image".
+.PHONY: image image-test
+image:
+	tools/build_image.sh
+
+image-test: image $(STAMP)
+	$(BIN)/pytest -q -p no:cacheprovider -m image tests/integration/deploy/test_image_build.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
