@@ -37,6 +37,14 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--faults", default=None, help="fault-injection plan (YAML), see docs/sim.md")
     p.add_argument("--data-dir", default=None, help="keep the cluster state here across restarts")
     p.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS")
+    p.add_argument(
+        "--run-image",
+        action="append",
+        default=[],
+        metavar="REPOSITORY=DIR",
+        help="run containers of this image repository (any tag or digest) as real processes, "
+        "DIR first on PATH (repeatable; needs root; see docs/sim.md)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -245,6 +253,7 @@ async def _run_dev(args: argparse.Namespace) -> int:
             faults=args.faults,
             data_dir=args.data_dir,
             tls=not args.insecure_http,
+            run_images=_run_images(args),
         )
     )
     await cluster.start()
@@ -272,6 +281,12 @@ async def _run_dev(args: argparse.Namespace) -> int:
     return code
 
 
+def _run_images(args: argparse.Namespace) -> dict[str, str]:
+    from kubesim.kubelet.processes import parse_run_images
+
+    return {repo: str(path) for repo, path in parse_run_images(args.run_image).items()}
+
+
 async def _run_sim(args: argparse.Namespace) -> int:
     from kubesim.cluster import SimCluster, SimOptions
 
@@ -285,6 +300,7 @@ async def _run_sim(args: argparse.Namespace) -> int:
         faults=args.faults,
         data_dir=args.data_dir,
         tls=not args.insecure_http,
+        run_images=_run_images(args),
     )
     cluster = SimCluster(options)
     await cluster.start()
