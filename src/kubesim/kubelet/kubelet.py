@@ -24,9 +24,14 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
   (`DeletionByPodGC`) and are deleted, and unscheduled pods being deleted are marked Failed,
   as the pod garbage collector does.
 
+Containers of images mapped with `--run-image` run as real processes instead
+(`processes.py`): this machine still drives them, the runtime starts them, reports their exits
+and probe verdicts, and stops them on deletion.
+
 Simplified: evicted pods are marked Failed rather than left Terminating (a real cluster
-cannot confirm their end while the node is down); probes, volumes and images are not
-modelled, and `kubectl logs` shows a container's whole output as soon as it has started.
+cannot confirm their end while the node is down); for simulated containers probes, volumes
+and images are not modelled, and `kubectl logs` shows a container's whole output as soon as
+it has started.
 """
 
 from __future__ import annotations

@@ -13,8 +13,10 @@ import asyncio
 import base64
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +26,7 @@ import pytest
 from kubernetes_asyncio import client, config
 
 from kubesim.cluster import SimCluster, SimOptions
+from kubesim.process import SimProcess, start_sim
 
 T = TypeVar("T")
 NS = "default"
@@ -388,3 +391,63 @@ async def test_container_without_command_or_entrypoint_fails_to_start(env: Env) 
     assert term.reason == "StartError"
     assert term.exit_code == 128
     assert "entrypoint" in term.message
+
+
+POD_YAML = """
+apiVersion: v1
+kind: Pod
+metadata: {name: w}
+spec:
+  containers: [{name: web, image: example.com/web:v2, command: [web]}]
+"""
+
+
+def _wait_running(sim: SimProcess) -> str:
+    for _ in range(300):
+        out = sim.kubectl("get", "pod", "w", "-o", "jsonpath={.status.phase} {.status.podIP}")
+        phase, _, ip = out.stdout.partition(" ")
+        if phase == "Running" and ip:
+            return ip
+        time.sleep(0.1)
+    raise AssertionError("pod w did not run")
+
+
+def test_the_command_cleans_up_on_sigterm_and_sweeps_a_crashed_run(tmp_path: Path) -> None:
+    flags = ("--nodes", "1", "--run-image", f"example.com/web={REALPOD}")
+    crashed = start_sim(tmp_path / "one", *flags)
+    crashed.kubectl("apply", "-f", "-", input=POD_YAML)
+    _wait_running(crashed)
+    stale = [n for n in netns_all() if n.startswith("ksim")]
+    assert stale
+    crashed.stop(signal.SIGKILL)  # leaves its namespace, bridge and state behind
+    second = start_sim(tmp_path / "two", *flags)  # sweeps them at start
+    try:
+        assert not set(stale) & set(netns_all())
+        second.kubectl("apply", "-f", "-", input=POD_YAML)
+        _wait_running(second)
+        mine = [n for n in netns_all() if n.startswith("ksim")]
+        assert mine
+    finally:
+        assert second.stop(signal.SIGTERM) == 0
+    assert not set(mine) & set(netns_all())
+
+
+def netns_all() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines()]
+
+
+async def test_read_only_root_file_system_leaves_volumes_writable(env: Env) -> None:
+    script = "touch /etc/x; echo etc=$?; touch /tmp/ok; echo tmp=$?"
+    pod = web_pod(
+        "readonly",
+        command=["sh", "-c", script],
+        securityContext={"readOnlyRootFilesystem": True, "runAsUser": 65532},
+        volumeMounts=[{"name": "tmp", "mountPath": "/tmp"}],
+        pod_spec={"restartPolicy": "Never", "volumes": [{"name": "tmp", "emptyDir": {}}]},
+    )
+    await env.create(pod)
+    await eventually(lambda: env.pod("readonly"), lambda p: p.status.phase == "Succeeded")
+    logs = await env.kubectl("logs", "readonly")
+    assert "etc=1" in logs and "tmp=0" in logs
+    assert "Read-only file system" in logs
