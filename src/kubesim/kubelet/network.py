@@ -230,6 +230,8 @@ class Bridge:
         for uid in list(self.pods):
             await self.remove_pod(uid)
         await _remove_bridge_resources(self.index)
+        with contextlib.suppress(OSError):
+            STATE_ROOT.rmdir()  # only when no other simulator uses it
 
 
 async def open_bridge() -> Bridge:
