@@ -251,6 +251,7 @@ async def open_bridge() -> Bridge:
         pid = os.getpid()
         tmp = STATE_ROOT / f".claim-{pid}"
         shutil.rmtree(tmp, ignore_errors=True)
+        STATE_ROOT.mkdir(parents=True, exist_ok=True, mode=0o755)  # a stopping one may rmdir it
         tmp.mkdir(mode=0o755)
         (tmp / "owner").write_text(f"{pid} {_start_time(pid)}\n")
         try:
