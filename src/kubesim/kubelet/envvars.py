@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kubesim.programs import _field_ref, _k8s_expand
+from kubesim.programs.programs import _field_ref, _k8s_expand
 from kubeutil.quantity import parse_quantity
 
 __all__ = [

@@ -49,13 +49,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
-from kubesim.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.aio import cancel_and_wait
+from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339, parse_rfc3339
-from kubesim.errors import ApiError
-from kubesim.jobcontroller import WorkQueue
-from kubesim.programs import Program, program_for
-from kubesim.resources import ResourceType
-from kubesim.store import DELETED, ResourceKey, WatchEvent
+from kubesim.controllers.workqueue import WorkQueue
+from kubesim.machinery.errors import ApiError
+from kubesim.programs.programs import Program, program_for
 
 if TYPE_CHECKING:
     from kubesim.kubelet.processes import ProcessRuntime
@@ -315,11 +316,7 @@ class Kubelet:
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
             self.core.store.listeners.remove(self._on_event)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []
         if self._queue is not None:
             self._queue.close()

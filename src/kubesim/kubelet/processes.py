@@ -44,7 +44,8 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from kubesim import reviews
+from kubesim.apiserver import reviews
+from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.kubelet import network, probes
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
@@ -56,11 +57,10 @@ from kubesim.kubelet.volumes import (
     volume_files,
 )
 from kubesim.programs import Program
-from kubesim.store import DELETED, ResourceKey, WatchEvent
 
 if TYPE_CHECKING:
-    from kubesim.apicore import ApiCore
-    from kubesim.server import ApiHttpServer
+    from kubesim.apiserver.apicore import ApiCore
+    from kubesim.apiserver.server import ApiHttpServer
 
 __all__ = ["NOT_YET", "ProcessRuntime", "image_repository", "parse_run_images"]
 
@@ -406,7 +406,7 @@ class ProcessRuntime:
         self, sandbox: _Sandbox, namespace: str, account: str, audience: str, seconds: int
     ) -> str:
         """A ServiceAccount token for the pod, re-issued once 80% of its life has passed."""
-        from kubesim.server import IssuedToken
+        from kubesim.apiserver.server import IssuedToken
 
         cached = sandbox.tokens.get((audience, seconds))
         now = time.time()
@@ -770,7 +770,7 @@ def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
 
 
 def _bad(message: str) -> Exception:
-    from kubesim.errors import ApiError
+    from kubesim.machinery.errors import ApiError
 
     return ApiError(400, "BadRequest", message)
 
