@@ -40,6 +40,7 @@ JSON = "application/json"
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 LogSource = Callable[[dict[str, Any], str], str]
+LogStream = Callable[[web.Request, dict[str, Any], str], Awaitable[web.StreamResponse | None]]
 _USER: web.RequestKey[rbac.UserInfo | None] = web.RequestKey("user", rbac.UserInfo)
 
 
@@ -84,6 +85,8 @@ class ApiHttpServer:
         self.token = token
         self.bookmark_interval = bookmark_interval
         self.log_source: LogSource | None = None
+        # Real containers (`--run-image`) answer pods/log themselves (previous, follow).
+        self.log_stream: LogStream | None = None
         # Fault injection, set by the cluster when `--faults` is given:
         # called with (verb, group, resource, namespace); returns None or a decision.
         self.faults: Any = None
@@ -378,7 +381,7 @@ class ApiHttpServer:
             return self._list(request, t)
         if verb == "get":
             if t.subresource == "log":
-                return self._log(request, t)
+                return await self._log(request, t)
             obj = self.core.get(rt, ns, t.name)
             if t.subresource == "scale":
                 return json_response(_scale_of(obj))
@@ -534,7 +537,7 @@ class ApiHttpServer:
         )
         return web.Response(body=body, content_type=JSON)
 
-    def _log(self, request: web.Request, t: Target) -> web.Response:
+    async def _log(self, request: web.Request, t: Target) -> web.StreamResponse:
         pod = self.core.get(t.rt, t.namespace or "", t.name)
         container = request.query.get("container") or ""
         names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
@@ -551,6 +554,10 @@ class ApiHttpServer:
             raise bad_request(
                 f'container "{container}" in pod "{t.name}" is waiting to start: ContainerCreating'
             )
+        if self.log_stream is not None:
+            streamed = await self.log_stream(request, pod, container)
+            if streamed is not None:
+                return streamed
         text = self.log_source(pod, container) if self.log_source else ""
         tail = request.query.get("tailLines")
         if tail is not None:
