@@ -150,8 +150,15 @@ class SimCluster:
         return ca
 
     def _start_components(self) -> None:
+        from kubesim.controllers.disruption import DisruptionController
+        from kubesim.controllers.endpoints import EndpointsController
+
+        # API machinery of kube-controller-manager that runs at every level, as the GC does.
+        self.components += [EndpointsController(self.core), DisruptionController(self.core)]
         level = self.options.sim_level
         if level == "none":
+            for component in self.components:
+                component.start()
             return
         from kubesim.jobcontroller import JobController
 
@@ -160,10 +167,13 @@ class SimCluster:
         )
         self.components.append(jobs)
         if level == "pods":
+            from kubesim.controllers.deployment import DeploymentController
+            from kubesim.controllers.replicaset import ReplicaSetController
             from kubesim.kubelet import Kubelet
             from kubesim.schedloop import Scheduler
 
             self.components.append(Scheduler(self.core, self.rng))
+            self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
             kubelet = Kubelet(self.core, time_scale=self.options.time_scale, rng=self.rng)
             self.components.append(kubelet)
             self.http.log_source = kubelet.logs

@@ -60,6 +60,7 @@ STARTUP_DELAY: Final = 1.0  # seconds from binding to Running, before --time-sca
 MAX_TERMINATION_DELAY: Final = 0.2  # wall seconds a deleted pod takes to stop, at most
 CRASH_BACKOFF: Final = 10.0  # kubelet's container restart back-off, doubling ...
 MAX_CRASH_BACKOFF: Final = 300.0  # ... up to five minutes
+DEFAULT_DURATION: Final = 5.0  # seconds an opaque command of a Job's pod runs
 KILLED_EXIT_CODE: Final = 137  # SIGKILL, what a stopped `sleep` reports
 WORKERS: Final = 4
 POD_GC_QUARANTINE: Final = 40.0  # pod GC waits this long for a vanished node to come back
@@ -182,6 +183,14 @@ def _image_id(image: str) -> str:
     if "/" not in name:
         name = f"docker.io/library/{name}"
     return f"{name}@sha256:{digest}"
+
+
+def _default_duration(pod: Mapping[str, Any], c: _Container) -> float:
+    """How long a container whose command says nothing runs: a while (DEFAULT_DURATION) for
+    the run-to-completion pods of Jobs, for ever for a main container of a pod that restarts
+    Always (a Deployment's server)."""
+    always = ((pod.get("spec") or {}).get("restartPolicy") or "Always") == "Always"
+    return math.inf if always and not c.init else DEFAULT_DURATION
 
 
 def _backoff(restarts: int) -> float:
@@ -535,12 +544,19 @@ class Kubelet:
             if "running" in state:
                 c.state = "running"
                 c.started_at = str(state["running"].get("startedAt") or run.start_time)
-                c.program = program_for(by_name.get(c.name) or {}, pod=pod)
+                c.program = program_for(
+                    by_name.get(c.name) or {}, _default_duration(pod, c), pod=pod
+                )
                 try:
                     began = parse_rfc3339(c.started_at)
                 except ValueError:
                     began = wall
-                c.ends_at = now + max(began + c.program.duration * self.time_scale - wall, 0.0)
+                duration = c.program.duration
+                c.ends_at = (
+                    now + max(began + duration * self.time_scale - wall, 0.0)
+                    if math.isfinite(duration)
+                    else math.inf
+                )
             elif "terminated" in state:
                 term = state["terminated"]
                 c.state = "terminated"
@@ -564,12 +580,13 @@ class Kubelet:
             ),
             {},
         )
-        c.program = program_for(source, pod=pod)
+        c.program = program_for(source, _default_duration(pod, c), pod=pod)
         c.state = "running"
         c.waiting_reason = ""
         c.waiting_message = ""
         c.started_at = now_rfc3339()
-        c.ends_at = now + c.program.duration * self.time_scale
+        duration = c.program.duration
+        c.ends_at = now + duration * self.time_scale if math.isfinite(duration) else math.inf
         c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
         self._logs.setdefault(run.uid, {})[c.name] = c.program.log
 
