@@ -13,7 +13,9 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
 - When a container's program ends: `Completed` (exit 0) or `Error`; the pod ends Succeeded
   or Failed. With `restartPolicy: OnFailure` (or Always) the container restarts in place:
   restartCount + 1, lastState.terminated, `CrashLoopBackOff` for 10 s doubling to 5 min.
-  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`.
+  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`. A main
+  container of a `restartPolicy: Always` pod whose command gives no duration (a server, as
+  Deployments run) runs until the pod is deleted.
 - Graceful deletion: a pod being deleted is stopped (exit 137) and reported terminal after
   min(grace period * time-scale, 0.2 s); the API server then removes it once its finalizers
   are gone.
