@@ -1,6 +1,6 @@
 # The JobSet controller image: `jobset controller` on a slim Python, as a non-root user.
 #   docker build -t ghcr.io/jobset-py/jobset:0.1.0 .
-# Only the project's runtime dependencies are installed (no test or bench extras).
+# Only the project's runtime dependencies are installed (no test, bench or sim extras).
 
 FROM python:3.11-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -8,6 +8,9 @@ RUN python -m venv /opt/jobset
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src ./src
+# The targets of the package-data symlinks in src/jobset/data (the CRD and the examples).
+COPY config/crd/bases ./config/crd/bases
+COPY examples ./examples
 RUN /opt/jobset/bin/pip install . \
     && /opt/jobset/bin/jobset controller --help > /dev/null
 

@@ -2,15 +2,25 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+HASH   := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(HASH)
+# What `make demo` needs and no more: the package and the simulator's extra.
+DEMO_STAMP := $(VENV)/.installed-sim-$(HASH)
 
 .PHONY: venv test soak lint typecheck unit demo bench crd clean prometheus
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	$(BIN)/python -m pip install -q -e '.[test,bench,sim]'
 	rm -f $(VENV)/.installed-*
+	touch $@
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[sim]'
+	rm -f $(VENV)/.installed-sim-*
 	touch $@
 
 venv: $(STAMP)
@@ -18,6 +28,7 @@ venv: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
+	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy src
@@ -40,8 +51,8 @@ unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
 # The demo starts `jobset dev` and runs a multislice job, a restarting job and a dependsOn pipeline.
-demo: $(STAMP)
-	$(BIN)/python -m jobset.demo
+demo: $(DEMO_STAMP)
+	$(BIN)/python -m jobset.dev.demo
 
 # Controller vs a minimal baseline client at 1k/4k/16k Jobs on `jobset sim` (< 10 min on 2 cores);
 # bench-large adds 64k Jobs and has no time budget. Results: benchmarks/RESULTS.md, docs/benchmarks.md.

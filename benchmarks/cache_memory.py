@@ -17,7 +17,7 @@ one `Informer` indexed by controller owner UID, as the controller's is, and repo
   allocator slack and what parsing the list pages left behind; noisier).
 
 Variants: `full` (no transform), `slim_job` (the runtime's generic `slim_job`: drops the
-pod spec and managedFields) and `jobset_controller` (the JobSet controller's `slim_job`:
+pod spec and managedFields) and `jobset_controller` (the JobSet controller's `jobcache.job_record`:
 only what reconciles read, shared where Jobs agree).
 
     .venv/bin/python -m benchmarks.cache_memory --count 50000
@@ -87,7 +87,7 @@ async def populate(kubeconfig: str, count: int, concurrency: int) -> tuple[float
 
 async def measure(kubeconfig: str, variant: str) -> dict[str, Any]:
     from benchmarks.workload import NAMESPACE
-    from jobset.controllers import jobset_controller
+    from jobset.controllers import jobcache
     from jobset.runtime import transforms
     from jobset.runtime.cache import (
         BY_CONTROLLER_UID,
@@ -100,7 +100,7 @@ async def measure(kubeconfig: str, variant: str) -> dict[str, Any]:
     transform = {
         "full": None,
         "slim_job": transforms.slim_job,
-        "jobset_controller": jobset_controller.slim_job,
+        "jobset_controller": jobcache.job_record,
     }[variant]
     proc = psutil.Process()
     client = await Client.connect(kubeconfig, qps=0, burst=0)

@@ -1,7 +1,7 @@
 """The simulated cluster at 100,000 objects: create, paged list, three watchers.
 
 Runs `jobset sim --sim-level none` as a separate process, drives it with
-`kubesim.loadgen` (kubernetes_asyncio over HTTPS), and records the server's peak RSS
+`benchmarks.loadgen` (kubernetes_asyncio over HTTPS), and records the server's peak RSS
 and CPU seconds with psutil. Writes `benchmarks/results/sim_scale.json`.
 
     .venv/bin/python -m benchmarks.sim_scale --count 100000
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from kubesim.loadgen import run_load
+from benchmarks.loadgen import run_load
 from kubesim.process import start_sim
 
 RESULTS = Path(__file__).parent / "results"

@@ -1,3 +1,23 @@
-"""jobset-py: a JobSet controller for Kubernetes, and the simulated cluster it is tested on."""
+"""jobset-py: a JobSet controller for Kubernetes, in asyncio Python.
+
+Where each concept lives (imports go only downwards in this list; `.importlinter` enforces it):
+
+* `cli`: the `jobset` console script: parses, then hands each sub-command to its home below;
+* `commands/`: the user commands (`jobset get/describe/watch/tree/submit/delete`);
+* `dev/`: `jobset sim` and `jobset dev` (the simulated cluster from `kubesim`), the demo,
+  the examples' outcome checks;
+* `wiring`: the product assembled on a runtime Manager and run: `jobset controller`;
+* `controllers/`: the JobSet reconciler (observe -> plan -> act -> status), its policies,
+  the Job cache record, the CRD installer; `webhooks/`: admission server and webhooks;
+  `sdk/`: typed models, builders and a client for Python users;
+* `placement/`: exclusive topology placement;
+* `api/`: the JobSet API: types, constants, defaulting, validation, presets (pure);
+* `runtime/`: the controller runtime (client, informers, workqueue, manager, leader
+  election); knows nothing of JobSets;
+* `data/`: files the commands read (CRD, examples), shipped in the wheel;
+* `metrics`: the Prometheus metrics of the runtime and the reconciler.
+
+The simulated cluster is its own package, `kubesim`; helpers both use are in `kubeutil`.
+"""
 
 __version__ = "0.1.0"

@@ -174,6 +174,20 @@ class RuntimeMetrics:
             ["name"],
             registry=r,
         )
+        # This runtime's own: how late the event loop runs what is due (see runtime/looplag.py).
+        self.event_loop_lag_seconds = Histogram(
+            "asyncio_event_loop_lag_seconds",
+            "How late the event loop woke a task that was due (seconds): the time every "
+            "reconcile, webhook answer and lease renewal waits behind work on the loop",
+            buckets=EVENT_LOOP_LAG_BUCKETS,
+            registry=r,
+        )
+
+
+# A healthy loop answers within a millisecond; 100 ms is where the alert starts.
+EVENT_LOOP_LAG_BUCKETS: tuple[float, ...] = (
+    *(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -11,11 +11,5 @@ def now_rfc3339(t: float | None = None) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def now_micro(t: float | None = None) -> str:
-    """MicroTime, as used by Leases and events.k8s.io Events."""
-    stamp = dt.datetime.fromtimestamp(time.time() if t is None else t, tz=dt.UTC)
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def parse_rfc3339(s: str) -> float:
     return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()

@@ -16,15 +16,16 @@ from typing import Any
 
 from aiohttp import web
 
-from kubesim import certs
-from kubesim.admission import WebhookAdmission
-from kubesim.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.crds import CrdHooks
-from kubesim.errors import ApiError
-from kubesim.gc import GarbageCollector
-from kubesim.resources import Registry
-from kubesim.server import ApiHttpServer
-from kubesim.store import Store
+from kubesim.aio import cancel_and_wait
+from kubesim.apiserver import certs
+from kubesim.apiserver.admission import WebhookAdmission
+from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.crds import CrdHooks
+from kubesim.apiserver.resources import Registry
+from kubesim.apiserver.server import ApiHttpServer
+from kubesim.apiserver.store import Store
+from kubesim.controllers.gc import GarbageCollector
+from kubesim.machinery.errors import ApiError
 
 SIM_LEVELS = ("pods", "jobs", "none")
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -86,13 +87,13 @@ class SimCluster:
         opts = self.options
         self.started_at = time.monotonic()
         if opts.data_dir:
-            from kubesim.persistence import Persistence
+            from kubesim.apiserver.persistence import Persistence
 
             self.persistence = Persistence(Path(opts.data_dir), self.core)
             self.persistence.load()
         await self._bootstrap()
         if opts.faults:
-            from kubesim.faults import load_faults
+            from kubesim.apiserver.faults import load_faults
 
             plan = load_faults(opts.faults, seed=opts.seed)
             plan.arm(time.monotonic())
@@ -160,7 +161,7 @@ class SimCluster:
             for component in self.components:
                 component.start()
             return
-        from kubesim.jobcontroller import JobController
+        from kubesim.controllers.job import JobController
 
         jobs = JobController(
             self.core, level=level, time_scale=self.options.time_scale, rng=self.rng
@@ -169,8 +170,8 @@ class SimCluster:
         if level == "pods":
             from kubesim.controllers.deployment import DeploymentController
             from kubesim.controllers.replicaset import ReplicaSetController
-            from kubesim.kubelet import Kubelet
-            from kubesim.schedloop import Scheduler
+            from kubesim.controllers.scheduler.loop import Scheduler
+            from kubesim.kubelet.kubelet import Kubelet
 
             self.components.append(Scheduler(self.core, self.rng))
             self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
@@ -230,10 +231,7 @@ class SimCluster:
         for component in reversed(self.components):
             await component.stop()
         await self.gc.stop()
-        for task in self._background:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._background)
         for rs in self.store.resources.values():
             for w in list(rs.watchers):
                 w.close()

@@ -243,6 +243,19 @@ def namespace_of(js: Mapping[str, Any]) -> str:
     return str((js.get("metadata") or {}).get("namespace") or "")
 
 
+def owner_reference(js: Mapping[str, Any]) -> dict[str, Any]:
+    """The controller ownerReference every child of the JobSet carries (Jobs, the headless
+    Service, PVCs)."""
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "name": name_of(js),
+        "uid": str((js.get("metadata") or {}).get("uid") or ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def is_suspended(js: Mapping[str, Any]) -> bool:
     """spec.suspend is true."""
     return bool((js.get("spec") or {}).get("suspend") or False)

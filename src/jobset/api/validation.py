@@ -28,6 +28,14 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.api import types as t
+from kubeutil.names import (
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_valid_label_value,
+    regex_error,
+)
+from kubeutil.quantity import parse_quantity
 
 __all__ = [
     "ErrorType",
@@ -216,107 +224,10 @@ def invalid_status(name: str, errors: Sequence[FieldError]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------
-# Kubernetes name formats (texts as apimachinery's validation package words them)
+# Kubernetes name formats: the checks are `kubeutil.names` (shared with the simulated cluster)
 
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = rf"{_DNS1123_LABEL_FMT}(\.{_DNS1123_LABEL_FMT})*"
-_DNS1035_LABEL_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_QUALIFIED_NAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT: Final = f"({_QUALIFIED_NAME_FMT})?"
 _HTTP_PATH_FMT: Final = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
-
-_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1035_LABEL_RE: Final = re.compile(_DNS1035_LABEL_FMT)
-_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
 _HTTP_PATH_RE: Final = re.compile(_HTTP_PATH_FMT)
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    # Kubernetes joins examples as "'a',  or 'b', " (sic, two spaces): kept for identical text.
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    """Reasons `value` is not an RFC 1123 label (empty when it is one)."""
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-            errs.append("must not contain dots")
-        else:
-            errs.append(
-                _regex_error(
-                    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                    "characters or '-', and must start and end with an alphanumeric character",
-                    _DNS1123_LABEL_FMT,
-                    "my-name",
-                    "123-abc",
-                )
-            )
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    """Reasons `value` is not an RFC 1123 subdomain (empty when it is one)."""
-    errs = []
-    if len(value) > 253:
-        errs.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character",
-                _DNS1123_SUBDOMAIN_FMT,
-                "example.com",
-            )
-        )
-    return errs
-
-
-def is_dns1035_label(value: str) -> list[str]:
-    """Reasons `value` is not an RFC 1035 label (empty when it is one)."""
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _DNS1035_LABEL_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character",
-                _DNS1035_LABEL_FMT,
-                "my-name",
-                "abc-123",
-            )
-        )
-    return errs
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    """Reasons `value` is not a valid label value (empty when it is one)."""
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a valid label must be an empty string or consist of alphanumeric characters, "
-                "'-', '_' or '.', and must start and end with an alphanumeric character",
-                _LABEL_VALUE_FMT,
-                "MyValue",
-                "my_value",
-                "12345",
-            )
-        )
-    return errs
 
 
 def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
@@ -328,7 +239,7 @@ def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
         return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
     errs = [invalid(path, host, msg) for msg in is_dns1123_subdomain(host)]
     if not _HTTP_PATH_RE.fullmatch(rest):
-        errs.append(invalid(path, rest, _regex_error("Invalid path", _HTTP_PATH_FMT)))
+        errs.append(invalid(path, rest, regex_error("Invalid path", _HTTP_PATH_FMT)))
     return errs
 
 
@@ -381,12 +292,34 @@ def _gate(features: Mapping[str, bool] | None, name: str) -> bool:
     return c.DEFAULT_FEATURE_GATES.get(name, False)
 
 
-def _normalize(value: Any) -> Any:
-    """Drop nulls and empty containers, which Go's typed objects cannot tell from absence."""
+# Where Kubernetes types hold `resource.Quantity` values, which semantic DeepEqual compares
+# by amount (`1Gi` == `1024Mi`): maps of quantities, and single quantities.
+_QUANTITY_MAPS: Final = frozenset({"requests", "limits", "overhead"})
+_QUANTITY_FIELDS: Final = frozenset({"sizeLimit"})
+
+
+def _quantity(value: Any) -> Any:
+    """A quantity's amount, tagged so it cannot equal a plain number (else: the value)."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            return ("quantity", parse_quantity(value))
+        except ValueError:
+            return value  # not a quantity: the schema reports it; compare as written
+    return value
+
+
+def _normalize(value: Any, key: str = "") -> Any:
+    """Drop nulls and empty containers, which Go's typed objects cannot tell from absence;
+    quantities become their amounts."""
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            nv = _normalize(v)
+            if key in _QUANTITY_MAPS:
+                nv = _quantity(v)
+            elif k in _QUANTITY_FIELDS:
+                nv = _quantity(v)
+            else:
+                nv = _normalize(v, k)
             if nv is None or nv == {} or nv == []:
                 continue
             out[k] = nv
@@ -400,7 +333,8 @@ def semantic_equal(a: Any, b: Any) -> bool:
     """Equality as Kubernetes' semantic DeepEqual sees two JSON values.
 
     null, absent, `{}` and `[]` are the same (Go decodes them all to nil / empty). Resource
-    quantities are compared textually (`1Gi` and `1024Mi` differ here).
+    quantities compare by amount (`1Gi` equals `1024Mi`, `0.5` equals `500m`), as
+    `resource.Quantity` does under apiequality.Semantic.
     """
     na, nb = _normalize(a), _normalize(b)
     if na in ({}, []):
@@ -599,10 +533,20 @@ def _validate_replicated_job(
                 )
             )
 
-    # A ReplicatedJob may depend only on ReplicatedJobs listed before it.
-    for dep in rjob.get("dependsOn") or []:
+    # A ReplicatedJob may depend only on ReplicatedJobs listed before it. Upstream's check
+    # lets one name itself (it is in `names` by now) and then never creates it; refused here
+    # instead, since such a JobSet can never run (docs/upstream-differences.md).
+    for didx, dep in enumerate(rjob.get("dependsOn") or []):
         dep_name = str(dep.get("name") or "")
-        if dep_name not in names:
+        if dep_name == name:
+            errs.append(
+                invalid(
+                    f"{path}.dependsOn[{didx}].name",
+                    dep_name,
+                    "a ReplicatedJob cannot depend on itself: it would never start",
+                )
+            )
+        elif dep_name not in names:
             errs.append(
                 internal(
                     f"replicatedJob: {name} cannot depend on replicatedJob: {dep_name}",

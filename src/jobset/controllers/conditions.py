@@ -64,7 +64,13 @@ class StatusUpdate:
     @classmethod
     def of(cls, js: dict[str, Any], now: datetime) -> StatusUpdate:
         original = js.get("status") or {}
-        return cls(copy.deepcopy(original), now, original=original)
+        update = cls(copy.deepcopy(original), now, original=original)
+        if "restarts" not in update.status:
+            # Upstream serialises `restarts` always (no omitempty): `kubectl get jobsets`
+            # shows 0 in RESTARTS for a JobSet that never restarted, not an empty cell.
+            update.status["restarts"] = 0
+            update.changed = True
+        return update
 
     def only_counts_changed(self) -> bool:
         """Changed, but only in the Job counts of `replicatedJobsStatus` (ready, active,
@@ -224,6 +230,7 @@ _COUNTS: Final = frozenset({"ready", "active", "succeeded", "failed", "suspended
 def _without_counts(status: dict[str, Any]) -> dict[str, Any]:
     """The status with the Job counts taken out (an entry holding nothing else vanishes)."""
     out = {k: v for k, v in status.items() if k != "replicatedJobsStatus"}
+    out.setdefault("restarts", 0)  # a missing `restarts` written as 0 is no news either
     rest: dict[str, dict[str, Any]] = {}
     for rjs in status.get("replicatedJobsStatus") or ():
         kept = {k: v for k, v in rjs.items() if k not in _COUNTS and k != "name"}

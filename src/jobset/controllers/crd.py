@@ -2,6 +2,8 @@
 
 Used by `jobset dev` (a fresh simulated cluster starts without CRDs) and by the tests.
 In a real cluster the CRD comes with the Helm chart or `kubectl apply -k config/default`.
+The CRD files ship in the wheel as package data (`jobset.data.CRD_DIR`), so this works from
+an installed package as well as from a source checkout.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Final
 
 import yaml
 
+from jobset.data import CRD_DIR
 from jobset.runtime.client import ApiError, Client, Resource
 
 __all__ = ["CRDS", "DEFAULT_CRD_DIR", "apply_crds", "wait_established"]
@@ -20,8 +23,8 @@ __all__ = ["CRDS", "DEFAULT_CRD_DIR", "apply_crds", "wait_established"]
 CRDS: Final = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
-# config/crd/bases of a source checkout (src/jobset/controllers/crd.py → repo root).
-DEFAULT_CRD_DIR: Final = Path(__file__).resolve().parents[3] / "config" / "crd" / "bases"
+# The package's copy of config/crd/bases.
+DEFAULT_CRD_DIR: Final = CRD_DIR
 
 
 def _load(directory: Path) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from jobset.api import constants as c
+from jobset.api.presets import apply_presets
 from jobset.api.types import (
     coordinator_endpoint,
     dns_hostnames_enabled,
@@ -39,6 +40,7 @@ from jobset.api.types import (
     job_name,
     name_of,
     namespace_of,
+    owner_reference,
     replicas,
     subdomain,
 )
@@ -49,7 +51,6 @@ from jobset.placement.labels import (
     exclusive_placement_annotations,
     uses_node_selector_strategy,
 )
-from jobset.presets import apply_presets
 
 __all__ = [
     "PendingJobs",
@@ -58,23 +59,10 @@ __all__ = [
     "merge_lists",
     "merge_maps",
     "missing_indices",
-    "owner_reference",
     "resume_patch",
 ]
 
 Job = dict[str, Any]
-
-
-def owner_reference(js: Mapping[str, Any]) -> dict[str, Any]:
-    """The controller ownerReference every child of the JobSet carries."""
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "name": name_of(js),
-        "uid": str((js.get("metadata") or {}).get("uid") or ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def _opt(value: int | None) -> str:

@@ -4,9 +4,7 @@ Watches JobSets (primary), and Jobs and Services mapped to their controller owne
 Every read of a reconcile is served by the informer caches:
 
 - Jobs are indexed by controller owner UID (a Job with the right name but another owner is
-  not a child) and kept slim by a transform: managedFields and the pod template are
-  dropped, except the five pod-template fields a resume merges into (labels, annotations,
-  nodeSelector, tolerations, schedulingGates) - the pod template is most of a Job's bytes;
+  not a child) and cached as the small records of `jobset.controllers.jobcache`;
 - Services are looked up by name (the headless Service exists or not);
 - PVCs, when volumeClaimPolicies are used, are looked up by name among those labelled with
   a JobSet name (the PVCs this controller creates carry that label).
@@ -41,9 +39,9 @@ from jobset.api.types import headless_service_name, is_suspended, iter_job_names
 from jobset.api.validation import format_invalid_message, validate_create
 from jobset.controllers.classify import Children
 from jobset.controllers.expectations import Awaited
+from jobset.controllers.jobcache import job_record
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
 from jobset.metrics import JobSetMetrics, JobSetPhaseCollector
-from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
 from jobset.runtime import (
     BY_CONTROLLER_UID,
     ApiError,
@@ -56,9 +54,9 @@ from jobset.runtime import (
     index_by_controller_uid,
     strip_managed_fields,
 )
-from jobset.runtime.client import JOBS, Object, Resource
+from jobset.runtime.client import JOBS, Resource
 from jobset.runtime.logging import get_logger
-from jobset.runtime.transforms import Interner
+from kubeutil.rfc3339 import parse_rfc3339
 
 __all__ = [
     "JOBSETS",
@@ -67,7 +65,6 @@ __all__ = [
     "ActionError",
     "JobSetController",
     "jobset_phase",
-    "slim_job",
 ]
 
 JOBSETS: Final = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
@@ -118,176 +115,6 @@ class JobPlacer(Protocol):
     def release(self, namespace: str, job_name: str) -> None: ...
 
 
-# What reconciles read of a cached Job, and nothing else (`slim_job`). Readers: classify
-# (labels below, status counts and conditions, spec parallelism/completions/suspend),
-# the failure policy (the Failed condition's reason, message and time; job-index), resume
-# (the pod template of a suspended Job, its startTime), act (uid, resourceVersion,
-# deletionTimestamp), the owner index and event mapping (the controller ownerReference),
-# and planned placement, which shares this cache (domain label, exclusive-topology and
-# priority annotations, creationTimestamp, the jobset-name label).
-_JOB_LABELS: Final = (
-    c.JOBSET_NAME_KEY,
-    c.REPLICATED_JOB_NAME_KEY,
-    c.RESTART_ATTEMPT_KEY,
-    c.JOB_RESTART_ATTEMPT_KEY,
-    DOMAIN_KEY,
-)
-_JOB_ANNOTATIONS: Final = (c.EXCLUSIVE_KEY, PRIORITY_ANNOTATION)
-_JOB_METADATA: Final = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
-_JOB_COUNTS: Final = ("active", "ready", "succeeded", "failed")
-_RESUME_POD_FIELDS: Final = ("nodeSelector", "tolerations", "schedulingGates")
-
-_interned = Interner()
-
-
-def _owner_references(refs: Any) -> Any:
-    """The ownerReferences list, one shared copy per distinct content (all children of a
-    JobSet carry the same one)."""
-    if not isinstance(refs, list) or not all(isinstance(ref, dict) for ref in refs):
-        return refs
-    items = [tuple(ref.items()) for ref in refs]
-    # Owner references hold strings and booleans only; a key of anything else (where
-    # `True == 1` could merge different values) is not worth the care.
-    if not all(isinstance(v, str | bool) for item in items for _, v in item):
-        return refs
-
-    def build() -> list[dict[str, Any]]:
-        return [
-            {k: _interned.str(v) if isinstance(v, str) else v for k, v in item} for item in items
-        ]
-
-    return _interned.shared(("ownerReferences", *items), build)
-
-
-def _complete(status: Any) -> dict[str, Any]:
-    return _interned.shared(("Complete", status), lambda: {"type": "Complete", "status": status})
-
-
-def _conditions(conds: Any) -> list[dict[str, Any]] | None:
-    """The Complete and Failed conditions (the only ones read): Complete as type and
-    status, Failed with reason, message and time too (the failure policy reads them)."""
-    if not isinstance(conds, list):
-        return None
-    out: list[dict[str, Any]] = []
-    for cond in conds:
-        if not isinstance(cond, dict):
-            continue
-        ctype = cond.get("type")
-        if ctype == "Complete":
-            out.append(_complete(cond.get("status")))
-        elif ctype == "Failed":
-            out.append(
-                {
-                    k: _interned.str(v) if isinstance(v, str) and k != "lastTransitionTime" else v
-                    for k, v in cond.items()
-                    if k in ("type", "status", "reason", "message", "lastTransitionTime")
-                }
-            )
-    return out
-
-
-def slim_job(job: Object) -> Object:
-    """Cache transform for Jobs: a new, small record of what reconciles read (see
-    `_JOB_LABELS` and friends above), with every part many Jobs have in common shared.
-
-    A child Job as stored is about 9 KB of Python objects once its pod spec and
-    managedFields are gone (its 12 JobSet keys appear four times: labels and annotations,
-    on the Job and on its pod template); this record is a few hundred bytes plus what is
-    unique to the Job (name, uid, resourceVersion, creation time, index label). The pod
-    template is kept only while the Job is suspended, for the resume merge. A record is a
-    dict shaped like the Job (same paths), so every reader works on it unchanged; like
-    every cached object it is shared and must not be modified.
-    """
-    meta = job.get("metadata")
-    if not isinstance(meta, dict):
-        return job
-    out_meta: dict[str, Any] = {"name": meta.get("name")}
-    ns = meta.get("namespace")
-    if isinstance(ns, str):
-        out_meta["namespace"] = _interned.str(ns)
-    for key in _JOB_METADATA:
-        if key in meta:
-            out_meta[key] = meta[key]
-    labels = meta.get("labels")
-    if isinstance(labels, dict):
-        kept = {k: _interned.str(labels[k]) for k in _JOB_LABELS if k in labels}
-        index = labels.get(c.JOB_INDEX_KEY)
-        if index is not None:
-            kept[c.JOB_INDEX_KEY] = index  # unique per Job: not worth a table entry
-        out_meta["labels"] = kept
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict):
-        kept = {k: _interned.str(annotations[k]) for k in _JOB_ANNOTATIONS if k in annotations}
-        if kept:
-            out_meta["annotations"] = kept
-    if "ownerReferences" in meta:
-        out_meta["ownerReferences"] = _owner_references(meta["ownerReferences"])
-    out: Object = {
-        "apiVersion": _interned.str(str(job.get("apiVersion") or "batch/v1")),
-        "kind": _interned.str(str(job.get("kind") or "Job")),
-        "metadata": out_meta,
-    }
-    spec = job.get("spec")
-    suspended = False
-    if isinstance(spec, dict):
-        fields = {k: spec[k] for k in ("parallelism", "completions", "suspend") if k in spec}
-        suspended = bool(spec.get("suspend"))
-        if suspended:
-            fields["template"] = _resume_template(spec.get("template"))
-            out["spec"] = fields
-        else:
-            out["spec"] = _shared_flat("spec", fields)
-    status = job.get("status")
-    if isinstance(status, dict):
-        out["status"] = _status(status, suspended)
-    return out
-
-
-def _resume_template(template: Any) -> dict[str, Any]:
-    """The pod-template fields a resume merges into (see module docstring)."""
-    if not isinstance(template, dict):
-        return {}
-    tmeta = template.get("metadata") or {}
-    tspec = template.get("spec") or {}
-    slim: dict[str, Any] = {}
-    kept_meta = {k: tmeta[k] for k in ("labels", "annotations") if k in tmeta}
-    if kept_meta:
-        slim["metadata"] = kept_meta
-    kept_spec = {k: tspec[k] for k in _RESUME_POD_FIELDS if k in tspec}
-    if kept_spec:
-        slim["spec"] = kept_spec
-    return slim
-
-
-def _status(status: dict[str, Any], suspended: bool) -> dict[str, Any]:
-    """Counts and the read conditions; shared between Jobs unless it holds something of
-    one Job's own (a Failed condition's time, the startTime of a suspended Job)."""
-    out = {k: status[k] for k in _JOB_COUNTS if status.get(k) is not None}
-    conds = _conditions(status.get("conditions"))
-    if conds is not None:
-        out["conditions"] = conds
-    if suspended and status.get("startTime"):
-        out["startTime"] = status["startTime"]  # read by resume only
-        return out
-    if conds is None:
-        return _shared_flat("status", out)
-    if any(cond["type"] == "Failed" for cond in conds):
-        return out
-    return _shared_flat("status", out, tuple(cond["status"] for cond in conds))
-
-
-def _shared_flat(
-    kind: str, fields: dict[str, Any], conditions: tuple[Any, ...] | None = None
-) -> dict[str, Any]:
-    """`fields` - scalars, and a `conditions` list of shared Complete conditions with these
-    statuses (None: no list) - or the shared dict equal to it. A key keeps each value's
-    type: `True == 1` in Python, not in JSON."""
-    scalars = [(k, type(v), v) for k, v in fields.items() if k != "conditions"]
-    if not all(isinstance(v, int | str | float | None) for _, _, v in scalars):
-        return fields
-    return _interned.shared((kind, conditions, *scalars), lambda: fields)
-
-
 def jobset_phase(js: Mapping[str, Any]) -> str:
     """The phase a JobSet is counted in by the `jobset_jobsets` gauge."""
     conds = {
@@ -307,15 +134,6 @@ def jobset_phase(js: Mapping[str, Any]) -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _parse_time(value: Any) -> float | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 class JobSetController:
@@ -347,7 +165,7 @@ class JobSetController:
             JOBSETS, transform=strip_managed_fields, resync_period=resync_period
         )
         self.jobs = manager.informer(
-            JOBS, transform=slim_job, indexers={BY_CONTROLLER_UID: index_by_controller_uid}
+            JOBS, transform=job_record, indexers={BY_CONTROLLER_UID: index_by_controller_uid}
         )
         self.services = manager.informer(SERVICES, transform=strip_managed_fields)
         self.pvcs = manager.informer(
@@ -528,7 +346,8 @@ class JobSetController:
             self.metrics.jobset_restarted(name, ns, "job")
 
     def _observe_latencies(self, js: Mapping[str, Any], key: str, uid: str, p: Plan) -> None:
-        created_at = _parse_time(js["metadata"].get("creationTimestamp"))
+        created = parse_rfc3339(js["metadata"].get("creationTimestamp"))
+        created_at = None if created is None else created.timestamp()
         if created_at is None:
             return
         ns = str(js["metadata"].get("namespace") or "")

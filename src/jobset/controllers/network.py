@@ -12,8 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobset.api import constants as c
-from jobset.api.types import dns_hostnames_enabled, headless_service_name, name_of, namespace_of
-from jobset.controllers.jobs import owner_reference
+from jobset.api.types import (
+    dns_hostnames_enabled,
+    headless_service_name,
+    name_of,
+    namespace_of,
+    owner_reference,
+)
 
 __all__ = ["headless_service", "wants_headless_service"]
 

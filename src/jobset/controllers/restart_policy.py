@@ -1,14 +1,11 @@
-"""The failure policy: what a failed child Job does to its JobSet.
+"""The restart policy: what a failed child Job does to its JobSet, and how restarts count.
 
 Runs only when at least one current child Job has failed (upstream `executeFailurePolicy`):
 
 - no `failurePolicy`: the JobSet fails (`FailedJobs`), naming the earliest failed Job;
-- otherwise rules are tried in order; a rule applies to a failed Job when its reasons are
-  empty or hold the Job's Failed-condition reason, its message patterns are empty or one
-  matches the condition message (unanchored search, like Go's `regexp.MatchString`), and
-  its targets are empty or hold the Job's ReplicatedJob. The first rule that applies to any
-  failed Job wins; among the Jobs it applies to, the earliest failure. No rule applies:
-  `RestartJobSet` with the earliest failed Job.
+- otherwise the first rule that applies (see `failure_rules`, which matches rules to
+  failed Jobs) decides the action; no rule applies: `RestartJobSet` with the earliest
+  failed Job.
 
 Actions: `FailJobSet`; `RestartJobSet` (fails with `ReachedMaxRestarts` once the counted
 restarts reach maxRestarts); `RestartJobSetAndIgnoreMaxRestarts`; and, behind the
@@ -26,29 +23,20 @@ crash after it cannot count it twice (the failed Job is then previous, not faile
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from jobset.api import constants as c
-from jobset.controllers.classify import (
-    Children,
-    failed_condition,
-    job_restarts,
-    job_restarts_count_towards_max,
-    rjob_name_of,
-)
+from jobset.controllers.classify import Children, job_restarts, job_restarts_count_towards_max
 from jobset.controllers.conditions import WARNING, StatusUpdate
+from jobset.controllers.failure_rules import first_failed_job, first_matching_rule
 
 __all__ = [
     "FailureOutcome",
     "FailurePolicyError",
     "execute_failure_policy",
-    "first_failed_job",
     "message_with_first_failed_job",
-    "rule_applies",
     "total_restarts_count_towards_max",
 ]
 
@@ -73,72 +61,6 @@ class FailureOutcome:
 
 def message_with_first_failed_job(message: str, job_name: str) -> str:
     return f"{message} (first failed job: {job_name})"
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _failure_time(job: Mapping[str, Any]) -> datetime | None:
-    cond = failed_condition(job)
-    if cond is None:
-        return None
-    # A missing time is Go's zero time: earlier than any real failure.
-    return _parse_time(cond.get("lastTransitionTime")) or datetime.min.replace(tzinfo=UTC)
-
-
-def first_failed_job(failed: Sequence[Job]) -> Job | None:
-    """The failed Job whose Failed condition is oldest (ties: the first in order)."""
-    best: Job | None = None
-    best_time: datetime | None = None
-    for job in failed:
-        t = _failure_time(job)
-        if t is not None and (best_time is None or t < best_time):
-            best, best_time = job, t
-    return best
-
-
-def _any_pattern_matches(patterns: Sequence[str], message: str) -> bool:
-    for pattern in patterns:
-        try:
-            if re.search(pattern, message):
-                return True
-        except re.error:
-            continue  # upstream logs invalid patterns and skips them
-    return False
-
-
-def rule_applies(rule: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
-    """Whether a failure-policy rule applies to this failed Job."""
-    cond = failed_condition(job)
-    if cond is None:
-        return False
-    reasons = rule.get("onJobFailureReasons") or []
-    if reasons and cond.get("reason", "") not in reasons:
-        return False
-    patterns = rule.get("onJobFailureMessagePatterns") or []
-    if patterns and not _any_pattern_matches(patterns, str(cond.get("message") or "")):
-        return False
-    rjob = rjob_name_of(job)
-    if not rjob:
-        return False
-    targets = rule.get("targetReplicatedJobs") or []
-    return not targets or rjob in targets
-
-
-def _first_matching_rule(
-    rules: Sequence[Mapping[str, Any]], failed: Sequence[Job]
-) -> tuple[Mapping[str, Any], Job] | None:
-    for rule in rules:
-        matched = first_failed_job([j for j in failed if rule_applies(rule, j)])
-        if matched is not None:
-            return rule, matched
-    return None
 
 
 def total_restarts_count_towards_max(status: Mapping[str, Any]) -> int:
@@ -167,7 +89,7 @@ def execute_failure_policy(
         )
         return FailureOutcome("", _job_name(first), failed=True)
 
-    found = _first_matching_rule(policy.get("rules") or [], children.failed)
+    found = first_matching_rule(policy.get("rules") or [], children.failed)
     rule: Mapping[str, Any] | None
     if found is None:
         rule = None

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from jobset.api import constants as c
+from kubeutil.rfc3339 import parse_rfc3339
 
 __all__ = ["TtlDecision", "finish_time", "ttl_decision"]
 
@@ -31,13 +32,7 @@ def finish_time(js: Mapping[str, Any]) -> datetime | None:
         if cond.get("type") in (c.CONDITION_COMPLETED, c.CONDITION_FAILED) and (
             cond.get("status") == "True"
         ):
-            value = cond.get("lastTransitionTime")
-            if not value:
-                return None
-            try:
-                return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-            except ValueError:
-                return None
+            return parse_rfc3339(cond.get("lastTransitionTime"))
     return None
 
 

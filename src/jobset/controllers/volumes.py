@@ -15,20 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobset.api import constants as c
-from jobset.api.types import name_of, namespace_of, pvc_name
+from jobset.api.types import name_of, namespace_of, owner_reference, pvc_name
 
 __all__ = ["add_volumes", "persistent_volume_claims"]
-
-
-def _owner_reference(js: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "name": name_of(js),
-        "uid": str((js.get("metadata") or {}).get("uid") or ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def persistent_volume_claims(js: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -47,7 +36,7 @@ def persistent_volume_claims(js: Mapping[str, Any]) -> list[dict[str, Any]]:
             if tmeta.get("annotations"):
                 meta["annotations"] = dict(tmeta["annotations"])
             if retention == c.RETENTION_DELETE:
-                meta["ownerReferences"] = [_owner_reference(js)]
+                meta["ownerReferences"] = [owner_reference(js)]
             out.append(
                 {
                     "apiVersion": "v1",

@@ -25,6 +25,12 @@ therefore keeps working for at most that long - the same trade-off every Kuberne
 component makes. The caches hold at most `max_entries` entries each (least recently used
 evicted first), so a flood of random tokens cannot grow memory; tokens are kept as SHA-256
 digests, never in clear.
+
+Reviews cost API requests, and anyone who can reach the metrics port can make the
+controller send them (one per random token). So the reviews go through their own client
+budget (the manager gives this class a client with its own token bucket), and at most
+`max_in_flight` reviews are outstanding at once: a request that would need another one is
+answered 429 at once, without an API call, until some complete.
 """
 
 from __future__ import annotations
@@ -61,6 +67,9 @@ ALLOW_TTL: Final = 300.0
 DENY_TTL: Final = 30.0
 REVIEW_TIMEOUT: Final = 10.0  # controller-runtime's TokenAccessReviewTimeout
 MAX_ENTRIES: Final = 1024
+# Reviews outstanding at once; beyond it callers get a fast 429 (a flood of random tokens
+# must not queue thousands of API calls).
+MAX_IN_FLIGHT: Final = 16
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -142,6 +151,13 @@ class AuthDecision:
         return self.status == 200
 
 
+class Overloaded(Exception):
+    """`max_in_flight` reviews are outstanding: answer 429 instead of queueing another."""
+
+
+OVERLOADED: Final = AuthDecision(429, "Too many authentication requests in flight, retry later")
+
+
 class DelegatingAuth:
     """TokenReview + SubjectAccessReview through `client`, with the caches described above."""
 
@@ -155,8 +171,11 @@ class DelegatingAuth:
         max_entries: int = MAX_ENTRIES,
         timeout: float = REVIEW_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self.client = client
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
         self.authn_ttl = authn_ttl
         self.allow_ttl = allow_ttl
         self.deny_ttl = deny_ttl
@@ -172,16 +191,7 @@ class DelegatingAuth:
         cached = self._tokens.get(key)
         if cached is not None:
             return cached[0]
-        review = await self.client.request(
-            "POST",
-            TOKEN_REVIEWS.path(),
-            body={
-                "apiVersion": TOKEN_REVIEWS.api_version,
-                "kind": TOKEN_REVIEWS.kind,
-                "spec": {"token": token},
-            },
-            request_timeout=self.timeout,
-        )
+        review = await self._review(TOKEN_REVIEWS, {"token": token})
         user = _reviewed_user(review)
         self._tokens.put(key, (user,), self.authn_ttl)
         return user
@@ -201,20 +211,26 @@ class DelegatingAuth:
             spec["uid"] = user.uid
         if user.extra:
             spec["extra"] = {k: list(v) for k, v in user.extra}
-        review = await self.client.request(
-            "POST",
-            SUBJECT_ACCESS_REVIEWS.path(),
-            body={
-                "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
-                "kind": SUBJECT_ACCESS_REVIEWS.kind,
-                "spec": spec,
-            },
-            request_timeout=self.timeout,
-        )
+        review = await self._review(SUBJECT_ACCESS_REVIEWS, spec)
         status = (review or {}).get("status") or {}
         allowed = bool(status.get("allowed")) and not status.get("denied")
         self._decisions.put(key, allowed, self.allow_ttl if allowed else self.deny_ttl)
         return allowed
+
+    async def _review(self, resource: Resource, spec: Mapping[str, Any]) -> Any:
+        """POST one review, unless `max_in_flight` are already outstanding (`Overloaded`)."""
+        if self.in_flight >= self.max_in_flight:
+            raise Overloaded
+        self.in_flight += 1
+        try:
+            return await self.client.request(
+                "POST",
+                resource.path(),
+                body={"apiVersion": resource.api_version, "kind": resource.kind, "spec": spec},
+                request_timeout=self.timeout,
+            )
+        finally:
+            self.in_flight -= 1
 
     async def check(self, headers: Mapping[str, str], method: str, path: str) -> AuthDecision:
         """Authenticate and authorize one HTTP request (see the module docstring)."""
@@ -223,6 +239,8 @@ class DelegatingAuth:
             return AuthDecision(401, "Unauthorized")
         try:
             user = await self.authenticate(token)
+        except Overloaded:
+            return OVERLOADED
         except (ApiError, OSError, TimeoutError) as exc:
             self.log.error("authentication failed", error=repr(exc))
             return AuthDecision(401, "Authentication failed")
@@ -231,6 +249,8 @@ class DelegatingAuth:
         verb = method.lower()
         try:
             allowed = await self.authorize(user, verb, path)
+        except Overloaded:
+            return OVERLOADED
         except (ApiError, OSError, TimeoutError) as exc:
             self.log.error("authorization failed", user=user.name, error=repr(exc))
             return AuthDecision(500, f"Authorization for user {user.name} failed", user)

@@ -218,6 +218,7 @@ class Client:
         self.failing_since: float | None = None
         self.last_failure = ""
         self._metric_children: dict[tuple[str, ...], Any] = {}
+        self._owns_api = True
 
     # ------------------------------------------------------------------ construction
 
@@ -245,8 +246,29 @@ class Client:
             _untrust_env(api)
         return cls(api, **kwargs)
 
+    def with_budget(self, qps: float, burst: int) -> Client:
+        """A client over the same connection pool with its own token bucket.
+
+        Each concern of the process (reconciles and informers, leader election, webhooks,
+        events, metrics authentication) gets one, so that no concern can spend another's
+        budget: a webhook flooded with lookups must not delay a lease renewal. client-go
+        reaches the same by building one client per concern from a rest.Config. Only the
+        client it derives from closes the pool.
+        """
+        derived = Client(
+            self.api,
+            qps=qps,
+            burst=burst,
+            metrics=self.metrics,
+            retry=self.retry,
+            user_agent=str(self.api.user_agent),
+        )
+        derived._owns_api = False
+        return derived
+
     async def close(self) -> None:
-        await self.api.close()
+        if self._owns_api:
+            await self.api.close()
 
     async def __aenter__(self) -> Client:
         return self

@@ -127,7 +127,10 @@ def _auth_middleware(auth: DelegatingAuth) -> Callable[..., Awaitable[web.Stream
         decision = await auth.check(request.headers, request.method, request.path)
         if not decision.ok:
             return web.Response(
-                status=decision.status, text=decision.message + "\n", content_type="text/plain"
+                status=decision.status,
+                text=decision.message + "\n",
+                content_type="text/plain",
+                headers={"Retry-After": "1"} if decision.status == 429 else None,
             )
         return await handler(request)
 

@@ -34,7 +34,11 @@ def configure_logging(
         shared.append(structlog.processors.format_exc_info)
         renderer = structlog.processors.JSONRenderer()
     elif fmt == "console":
-        renderer = structlog.dev.ConsoleRenderer(colors=False)
+        # Plain tracebacks: the default (rich, when installed) prints every frame's local
+        # variables, which hold request bodies, tokens and keys.
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        )
     else:
         raise ValueError(f"--log-format must be json or console, not {fmt!r}")
     structlog.configure(

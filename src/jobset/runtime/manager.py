@@ -31,6 +31,7 @@ import ssl
 import time
 from collections.abc import Hashable, Mapping
 from pathlib import Path
+from typing import Final
 
 from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime.authn import DelegatingAuth
@@ -43,11 +44,23 @@ from jobset.runtime.health import Check, CheckResult, HttpServer, Probes, metric
 from jobset.runtime.informer import Informer
 from jobset.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
 from jobset.runtime.logging import get_logger
+from jobset.runtime.looplag import LoopLagMonitor
 from jobset.runtime.options import ManagerOptions
 from jobset.runtime.ratelimit import RateLimiter
 from kubeutil import tls
 
-__all__ = ["Manager"]
+__all__ = ["API_BUDGETS", "Manager"]
+
+# Each concern's own API budget (qps, burst) over the shared connection pool; None: the
+# --qps/--burst numbers, in a bucket of its own. Reconciles and informers use `client`
+# itself. Separate buckets are what keeps one tenant's flood of admissions from delaying
+# the lease renewal (losing the lease stops every controller) or another tenant's Jobs.
+API_BUDGETS: Final[Mapping[str, tuple[float, int] | None]] = {
+    "leader-election": (5.0, 10),  # a renewal every retry period (2 s) needs 0.5 qps
+    "webhooks": None,  # PVC lookups of JobSet validation, certificate rotation
+    "events": None,
+    "metrics-auth": (20.0, 40),  # Token/SubjectAccessReviews; cached, bounded in flight
+}
 
 
 class Manager:
@@ -55,6 +68,7 @@ class Manager:
         self, client: Client, options: ManagerOptions, metrics: RuntimeMetrics | None = None
     ) -> None:
         self.client = client
+        self.clients: dict[str, Client] = {}
         self.options = options
         self.metrics = metrics or client.metrics or RuntimeMetrics(new_registry())
         self.informers: dict[tuple[Resource, str | None, str], Informer] = {}
@@ -63,6 +77,7 @@ class Manager:
         self.probes = Probes()
         self.elector: LeaderElector | None = None
         self.servers: dict[str, HttpServer] = {}
+        self.loop_lag = LoopLagMonitor(self.metrics.event_loop_lag_seconds)
         self.metrics_auth: DelegatingAuth | None = None
         self.metrics_cert: tls.ServingCert | None = None
         self._metrics_cert_files: CertFiles | None = None
@@ -141,8 +156,16 @@ class Manager:
         self.controllers.append(ctrl)
         return ctrl
 
+    def client_for(self, concern: str) -> Client:
+        """The client of one concern of `API_BUDGETS`, with its own token bucket."""
+        derived = self.clients.get(concern)
+        if derived is None:
+            budget = API_BUDGETS[concern] or (self.options.qps, self.options.burst)
+            derived = self.clients[concern] = self.client.with_budget(*budget)
+        return derived
+
     def recorder(self, component: str) -> EventRecorder:
-        rec = EventRecorder(self.client, component)
+        rec = EventRecorder(self.client_for("events"), component)
         self.recorders.append(rec)
         return rec
 
@@ -212,6 +235,7 @@ class Manager:
         opts = self.options
         elector_task: asyncio.Task[object] | None = None
         try:
+            self.loop_lag.start()
             await self._start_servers()
             self._started_informers = True
             for inf in self.informers.values():
@@ -230,7 +254,9 @@ class Manager:
                 )
                 self.elector = LeaderElector(
                     cfg,
-                    LeaseLock(self.client, cfg.lease_namespace, cfg.lease_name),
+                    LeaseLock(
+                        self.client_for("leader-election"), cfg.lease_namespace, cfg.lease_name
+                    ),
                     on_started_leading=self._start_controllers,
                     on_stopped_leading=self._leadership_over,
                     metrics=self.metrics,
@@ -309,7 +335,7 @@ class Manager:
         opts = self.options
         if opts.metrics_port is not None:
             if opts.metrics_secure:
-                self.metrics_auth = DelegatingAuth(self.client)
+                self.metrics_auth = DelegatingAuth(self.client_for("metrics-auth"))
                 self.servers["metrics"] = HttpServer(
                     metrics_app(self.metrics.registry, self.metrics_auth),
                     opts.bind_address,
@@ -355,6 +381,7 @@ class Manager:
             await server.stop()
         if self._metrics_cert_files is not None:
             await self._metrics_cert_files.stop()
+        await self.loop_lag.stop()
         await self.client.close()
         self.log.info(
             "stopped",

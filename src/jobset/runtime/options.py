@@ -51,8 +51,9 @@ def default_namespace() -> str:
 class ManagerOptions:
     kubeconfig: str | None = None
     namespace: str | None = None  # watch only this namespace (None: all)
-    qps: float = 50.0
-    burst: int = 100
+    # upstream's --kube-api-qps/--kube-api-burst defaults; docs/operations.md has the figures
+    qps: float = 500.0
+    burst: int = 500
     concurrency: int = 5
     bind_address: str = "0.0.0.0"
     metrics_port: int | None = 8080  # None: no metrics server; 0: any free port
@@ -130,8 +131,22 @@ def add_runtime_flags(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--kubeconfig", default=None, help="kubeconfig file (default: in-cluster config)")
     add("--namespace", default="", help="watch only this namespace (default: all)")
-    add("--qps", type=float, default=d.qps, help="client-side request rate limit")
-    add("--burst", type=int, default=d.burst, help="client-side request burst")
+    add(
+        "--qps",
+        "--kube-api-qps",  # upstream's name, so its manifests' flags work here too
+        dest="qps",
+        type=float,
+        default=d.qps,
+        help="client-side request rate limit (per concern, see docs/operations.md)",
+    )
+    add(
+        "--burst",
+        "--kube-api-burst",
+        dest="burst",
+        type=int,
+        default=d.burst,
+        help="client-side request burst",
+    )
     add("--concurrency", type=int, default=d.concurrency, help="reconcile workers per controller")
     add("--bind-address", default=d.bind_address, help="address of the metrics/health servers")
     add("--metrics-port", type=int, default=d.metrics_port, help="Prometheus /metrics (-1: off)")

@@ -58,11 +58,29 @@ class TokenBucket:
         self._tokens -= 1.0
         return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
 
+    def refund(self) -> None:
+        """Give back the token of a reservation that will not be used.
+
+        A waiter that is cancelled (its reconcile was cancelled, its webhook request timed
+        out) must not keep its token: otherwise a burst of abandoned waits pushes the
+        balance far below zero and every later caller waits for requests never sent
+        (golang.org/x/time/rate's `Reservation.Cancel` restores tokens the same way).
+        """
+        if self.qps > 0:
+            self._tokens = min(float(self.burst), self._tokens + 1.0)
+
     async def wait(self) -> float:
-        """Take a token, sleeping until it is available; returns the time waited."""
+        """Take a token, sleeping until it is available; returns the time waited.
+
+        Cancelled while sleeping: the token is refunded.
+        """
         delay = self.reserve()
         if delay > 0:
-            await asyncio.sleep(delay)
+            try:
+                await asyncio.sleep(delay)
+            except asyncio.CancelledError:
+                self.refund()
+                raise
         return delay
 
 

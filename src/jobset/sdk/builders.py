@@ -12,7 +12,7 @@ Shapes:
   workers start once it is ready;
 - `multislice`: N identical Jobs ("slices"), each placed exclusively in its own topology
   domain (node pool, rack, TPU slice); any failure restarts the whole set;
-- `pytorch`, `jax`: the same, with the environment presets (`jobset.presets`) switched on.
+- `pytorch`, `jax`: the same, with the environment presets (`jobset.api.presets`) switched on.
 
 The objects built are not defaulted: the API server and webhook default them, and what the
 user sees in `to_yaml()` stays what they asked for.
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 from jobset.api import constants as c
-from jobset.presets import FRAMEWORK_KEY, FRAMEWORKS, NPROC_PER_NODE_KEY, PORT_KEY
+from jobset.api.presets import FRAMEWORK_KEY, FRAMEWORKS, NPROC_PER_NODE_KEY, PORT_KEY
 from jobset.sdk.models import (
     Container,
     Coordinator,
@@ -260,7 +260,7 @@ class JobSetBuilder:
     def preset(
         self, framework: str, *, port: int | None = None, nproc_per_node: int | None = None
     ) -> Self:
-        """Switch on the environment presets (`jobset.presets`) for every ReplicatedJob."""
+        """Switch on the environment presets (`jobset.api.presets`) for every ReplicatedJob."""
         if framework not in FRAMEWORKS:
             raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}")
         self.annotate(FRAMEWORK_KEY, framework)

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobset.api import default_jobset, format_invalid_message, validate_create
+from jobset.api.presets import validate_presets
 from jobset.api.validation import ErrorType, FieldError, name_for_validation
-from jobset.presets import validate_presets
 from jobset.sdk.models import JobSet
 
 __all__ = ["ValidationError", "check", "validate"]

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from jobset.api.defaulting import default_jobset
+from jobset.api.regex import go_regexp_error
 from jobset.api.validation import (
     invalid_status,
     validate_create,
@@ -53,6 +54,34 @@ def _shape_error(js: Mapping[str, Any]) -> str | None:
         if spec.get(key) is not None and not isinstance(spec.get(key), dict):
             return f"spec.{key}: must be an object"
     return None
+
+
+def _pattern_warnings(js: Mapping[str, Any]) -> list[str]:
+    """Admission warnings for message patterns Go's regexp would not compile.
+
+    Upstream accepts such a JobSet and skips the pattern at run time; so does this
+    controller (the same YAML must be admitted the same way), but the user is told now,
+    through the warning kubectl prints, instead of finding out from the controller's log.
+    """
+    policy = (js.get("spec") or {}).get("failurePolicy")
+    rules = policy.get("rules") if isinstance(policy, dict) else None
+    if not isinstance(rules, list):
+        return []
+    warnings: list[str] = []
+    for i, rule in enumerate(rules):
+        patterns = rule.get("onJobFailureMessagePatterns") if isinstance(rule, dict) else None
+        for j, pattern in enumerate(patterns if isinstance(patterns, list) else []):
+            error = go_regexp_error(pattern) if isinstance(pattern, str) else "not a string"
+            if error is not None and len(warnings) < MAX_PATTERN_WARNINGS:
+                warnings.append(
+                    f"spec.failurePolicy.rules[{i}].onJobFailureMessagePatterns[{j}]: "
+                    f"not a valid RE2 (Go regexp) pattern, it will never match: {error[:200]}"
+                )
+    return warnings
+
+
+# Kubernetes caps the warnings of one admission response; a handful says enough.
+MAX_PATTERN_WARNINGS = 10
 
 
 class JobSetWebhook:
@@ -105,17 +134,26 @@ class JobSetWebhook:
         except (TypeError, AttributeError, ValueError) as exc:
             return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc!r}")
         if not errors:
-            return AdmissionResponse.allow()
+            return AdmissionResponse.allow(*_pattern_warnings(js))
         name = str((js.get("metadata") or {}).get("name") or req.name)
         return AdmissionResponse.with_status(invalid_status(name, errors))
 
     async def _existing_pvcs(
         self, js: Mapping[str, Any], namespace: str
     ) -> dict[str, Mapping[str, Any] | Exception]:
+        """The existing PVCs among those the JobSet would create (absent ones left out).
+
+        A JobSet may name 50 x 50 claim templates, and a dry-run costs the tenant nothing:
+        the lookups are deduplicated, at most `MAX_PVC_GETS` are single GETs (in parallel),
+        and more than that are answered by one paginated LIST of the namespace, so the
+        webhook's API cost is bounded whatever the JobSet asks for.
+        """
         if not (js.get("spec") or {}).get("volumeClaimPolicies") or self.client is None:
             return {}
         ns = namespace or str((js.get("metadata") or {}).get("namespace") or "")
-        names = volume_claim_pvc_names(js)
+        names = list(dict.fromkeys(volume_claim_pvc_names(js)))
+        if len(names) > MAX_PVC_GETS:
+            return await self._listed_pvcs(self.client, ns, set(names))
         client = self.client
 
         async def lookup(name: str) -> Mapping[str, Any] | Exception | None:
@@ -126,3 +164,27 @@ class JobSetWebhook:
 
         found = await asyncio.gather(*(lookup(n) for n in names))
         return {n: f for n, f in zip(names, found, strict=True) if f is not None}
+
+    @staticmethod
+    async def _listed_pvcs(
+        client: Client, ns: str, wanted: set[str]
+    ) -> dict[str, Mapping[str, Any] | Exception]:
+        out: dict[str, Mapping[str, Any] | Exception] = {}
+        token = ""
+        while True:
+            try:
+                page = await client.list(PVCS, ns, limit=PVC_LIST_PAGE, continue_token=token)
+            except ApiError as err:
+                return dict.fromkeys(wanted, err)  # every claim is then "cannot be checked"
+            for pvc in page.get("items") or []:
+                name = (pvc.get("metadata") or {}).get("name")
+                if name in wanted:
+                    out[name] = pvc
+            token = str((page.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return out
+
+
+# Distinct claims looked up one GET each; beyond this one LIST of the namespace is cheaper.
+MAX_PVC_GETS: Final = 8
+PVC_LIST_PAGE: Final = 500

@@ -191,9 +191,13 @@ class WebhookServer:
                 response = AdmissionResponse.errored(
                     504, f"webhook {path} did not answer within {self.timeout:g}s"
                 )
-            except Exception as exc:  # a handler bug must still produce an answer
+            except Exception:  # a handler bug must still produce an answer
+                # The details go to the operator's log only: an exception's text can hold
+                # parts of the request or of objects the caller may not read.
                 self.log.exception("webhook handler failed", path=path, uid=uid)
-                response = AdmissionResponse.errored(500, f"internal error: {exc!r}")
+                response = AdmissionResponse.errored(
+                    500, f"internal error in webhook {path} (request {uid}); see the controller log"
+                )
             body_out = encode_review(response, uid, api_version)
         finally:
             m.in_flight.labels(path).dec()

@@ -104,14 +104,14 @@ def setup_webhooks(manager: Manager, options: WebhookOptions | None = None) -> W
         timeout=options.timeout,
         registry=manager.metrics.registry,
     )
-    jobsets = JobSetWebhook(manager.client, options.features)
+    jobsets = JobSetWebhook(manager.client_for("webhooks"), options.features)
     pods = PodWebhook(PlacementCaches(pod_informer(manager), node_informer(manager)))
     server.register(c.MUTATING_JOBSET_WEBHOOK_PATH, jobsets.mutate)
     server.register(c.VALIDATING_JOBSET_WEBHOOK_PATH, jobsets.validate)
     server.register(c.MUTATING_POD_WEBHOOK_PATH, pods.mutate)
     server.register(c.VALIDATING_POD_WEBHOOK_PATH, pods.validate)
     rotator = (
-        CertRotator(manager.client, serving, options.certs)
+        CertRotator(manager.client_for("webhooks"), serving, options.certs)
         if options.cert_management == "internal"
         else None
     )

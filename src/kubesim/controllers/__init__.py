@@ -1,14 +1,23 @@
-"""Simulated kube-controller-manager controllers for workloads and networking.
+"""The simulated kube-controller-manager and kube-scheduler: loops that watch the store and write.
 
-- `deployment.py`, `replicaset.py`: apps/v1 Deployments (RollingUpdate, Recreate, revisions,
+Each controller reads store events through `kubesim.apiserver.apicore.ApiCore` and writes
+back through it, as a real controller does through the API server:
+
+- `job.py` - the Job controller (batch/v1): pods for Jobs, Job status and conditions. Its
+  decision for one sync is pure, in `jobplan.py` (testable without a server); the facts it
+  reads about Jobs and pods (indexes, failure and success policies, conditions) are
+  `jobpolicy.py`.
+- `workqueue.py` - client-go style work queue and one-timer-for-many-keys, shared with the
+  simulated kubelet.
+- `gc.py` - garbage collection by ownerReferences, and namespace teardown.
+- `scheduler/` - kube-scheduler: `scheduling.py` decides (pure), `loop.py` binds.
+- `deployment.py`, `replicaset.py` - apps/v1 Deployments (RollingUpdate, Recreate, revisions,
   conditions) and ReplicaSets (pods with controller references, adoption, deletion ranking);
-  their decisions are the pure functions of `rollout.py`.
-- `endpoints.py`: core/v1 Endpoints and discovery.k8s.io/v1 EndpointSlices from the ready pods
-  behind each Service's selector, and `resolve_service`, how the API server reaches a Service
-  (admission webhooks).
-- `disruption.py`: policy/v1 PodDisruptionBudget status, and the pods/eviction subresource
+  their decisions are pure, in `rollout.py`.
+- `endpoints.py` - core/v1 Endpoints and discovery.k8s.io/v1 EndpointSlices from the ready
+  pods behind each Service's selector, and `resolve_service`: how the API server reaches a
+  Service (admission webhooks).
+- `disruption.py` - policy/v1 PodDisruptionBudget status, and the pods/eviction subresource
   that honours it (`kubectl drain`).
-
-`base.py` holds the store-listener-plus-work-queue loop they share. Nothing here imports the
-JobSet controller.
+- `base.py` - the store-listener-plus-work-queue loop those four share.
 """

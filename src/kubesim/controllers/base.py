@@ -10,11 +10,11 @@ from typing import Any, Final, Generic, TypeVar
 
 import structlog
 
-from kubesim.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.errors import ApiError
-from kubesim.jobcontroller import WorkQueue
-from kubesim.resources import ResourceType
-from kubesim.store import ResourceKey, WatchEvent
+from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.store import ResourceKey, WatchEvent
+from kubesim.controllers.workqueue import WorkQueue
+from kubesim.machinery.errors import ApiError
 
 log = structlog.get_logger("sim.controllers")
 

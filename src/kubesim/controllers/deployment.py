@@ -30,12 +30,13 @@ import time
 from collections.abc import Iterable
 from typing import Any, Final
 
+from kubesim.apiserver.apicore import ApiCore
+from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339
 from kubesim.controllers import rollout
 from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key
 from kubesim.controllers.replicaset import RSS, Claimer, owner_reference, selector_of
-from kubesim.errors import ApiError
-from kubesim.store import DELETED, ResourceKey, WatchEvent
+from kubesim.machinery.errors import ApiError
 
 DEPLOYMENTS: Final[ResourceKey] = ("apps", "deployments")
 
@@ -46,7 +47,7 @@ class DeploymentController(Controller[Key]):
     name = "deployment-controller"
     workers = 2
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ApiCore) -> None:
         super().__init__(core)
         self.deploy_rt = self.rt("apps", "deployments")
         self.rs_rt = self.rt("apps", "replicasets")

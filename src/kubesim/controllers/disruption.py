@@ -29,14 +29,14 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from kubesim.apicore import ApiCore, Request
+from kubesim.apiserver.apicore import ApiCore, Request
+from kubesim.apiserver.resources import Registry, ResourceType
+from kubesim.apiserver.store import DELETED, ResourceKey, Store, WatchEvent
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key
 from kubesim.controllers.rollout import IntOrPercentError, pod_ready, scaled_value
-from kubesim.errors import ApiError, Cause, not_found
-from kubesim.resources import ResourceType
-from kubesim.selectors import LabelSelector
-from kubesim.store import DELETED, ResourceKey, Store, WatchEvent
+from kubesim.machinery.errors import ApiError, Cause, not_found
+from kubesim.machinery.selectors import LabelSelector
 
 PDBS: Final[ResourceKey] = ("policy", "poddisruptionbudgets")
 DELETION_TIMEOUT: Final = 120.0  # seconds a disrupted pod is awaited (upstream's DeletionTimeout)
@@ -231,7 +231,7 @@ def can_ignore_pdb(pod: Mapping[str, Any]) -> bool:
 
 
 def controllers_scale(
-    store: Store, core_registry: Any, pods: Iterable[Mapping[str, Any]]
+    store: Store, core_registry: Registry, pods: Iterable[Mapping[str, Any]]
 ) -> int | None:
     """Sum of the replicas of the pods' distinct controllers; None if a pod has none with a
     scale (a bare pod, a Job)."""
@@ -250,9 +250,10 @@ def controllers_scale(
 
 
 def _scale_of(
-    store: Store, registry: Any, ns: str, ref: Mapping[str, Any]
+    store: Store, registry: Registry, ns: str, ref: Mapping[str, Any]
 ) -> tuple[str, int] | None:
-    rt = registry.by_api_version_kind(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
+    group, _, version = str(ref.get("apiVersion") or "").rpartition("/")
+    rt = registry.by_kind(group, version, str(ref.get("kind") or ""))
     if rt is None:
         return None
     obj = store.get(rt.key, (ns, str(ref.get("name"))))

@@ -33,10 +33,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubesim.apiserver.apicore import ApiCore
+from kubesim.apiserver.store import DELETED, ResourceKey, Store, WatchEvent
 from kubesim.controllers.base import PODS, Controller, meta_key
 from kubesim.controllers.rollout import pod_ready
-from kubesim.errors import ApiError
-from kubesim.store import DELETED, ResourceKey, Store, WatchEvent
+from kubesim.machinery.errors import ApiError
 
 SERVICES: Final[ResourceKey] = ("", "services")
 ENDPOINTS: Final[ResourceKey] = ("", "endpoints")
@@ -349,7 +350,7 @@ class EndpointsController(Controller[Key]):
     name = "endpoint-controller"
     workers = 2
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ApiCore) -> None:
         super().__init__(core)
         self.ep_rt = self.rt("", "endpoints")
         self.slice_rt = self.rt("discovery.k8s.io", "endpointslices")

@@ -23,12 +23,13 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from kubesim.apiserver.apicore import ApiCore
+from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339
 from kubesim.controllers import rollout
 from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key
-from kubesim.errors import ApiError
-from kubesim.selectors import LabelSelector
-from kubesim.store import DELETED, ResourceKey, WatchEvent
+from kubesim.machinery.errors import ApiError
+from kubesim.machinery.selectors import LabelSelector
 
 RSS: Final[ResourceKey] = ("apps", "replicasets")
 BURST: Final = 500
@@ -120,7 +121,7 @@ class ReplicaSetController(Controller[Key]):
     name = "replicaset-controller"
     workers = 4
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ApiCore) -> None:
         super().__init__(core)
         self.rs_rt = self.rt("apps", "replicasets")
         self.pods_rt = self.rt("", "pods")

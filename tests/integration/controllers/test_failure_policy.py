@@ -191,3 +191,37 @@ class TestRestartJobGate:
         js = await env.wait_jobset("rg", lambda o: o["status"].get("restarts") == 1)
         assert all("jobRestarts" not in s for s in js["status"]["replicatedJobsStatus"])
         await env.wait_jobs("rg", 2, lambda jobs: _attempts(jobs) == {1: 2})
+
+
+@pytest.mark.timeout(120)  # with a backtracking engine the loop stalls for hours: fail fast
+async def test_catastrophic_message_pattern_does_not_stall_other_jobsets(env: Env) -> None:
+    # The reproduction from the security report: a tenant's rule with `(a+)+$` and a Job
+    # failure message of 40 `a`s and `!`. Python's re backtracks ~2**40 steps on it; the
+    # controller shares one event loop with this test, so without RE2 nothing below runs.
+    fp = {
+        "maxRestarts": 3,
+        "rules": [{"action": "FailJobSet", "onJobFailureMessagePatterns": ["(a+)+$"]}],
+    }
+    await env.create(jobset("evil", rjob("a", 1), failurePolicy=fp))
+    jobs = await env.wait_jobs("evil", 1)
+    await env.fail_job(jobs[0], reason=PFP, message="a" * 40 + "!")
+    # The pattern does not match (the message ends in `!`): the default action restarts.
+    js = await env.wait_jobset("evil", lambda o: (o.get("status") or {}).get("restarts") == 1)
+    assert not has_condition(js, "Failed")
+    await env.create(jobset("normal", rjob("a", 2)))
+    await env.wait_jobs("normal", 2)
+
+
+async def test_invalid_message_pattern_is_skipped_like_upstream(env: Env) -> None:
+    # `(?=x)` is Python-only syntax (lookahead); Go's regexp refuses it and upstream skips
+    # the pattern, so the rule's other pattern decides.
+    fp = {
+        "maxRestarts": 1,
+        "rules": [{"action": "FailJobSet", "onJobFailureMessagePatterns": ["(?=fatal)", "fat"]}],
+    }
+    await env.create(jobset("inv", rjob("a", 1), failurePolicy=fp))
+    jobs = await env.wait_jobs("inv", 1)
+    await env.fail_job(jobs[0], reason=PFP, message="fatal error")
+    await env.wait_jobset(
+        "inv", lambda o: has_condition(o, "Failed", reason="FailJobSetFailurePolicyAction")
+    )

@@ -215,3 +215,16 @@ async def test_invalid_stored_jobset_fails_with_warning_event(env: Env) -> None:
 
     evs = await eventually(events, lambda e: len(e) == 1)
     assert evs[0]["type"] == "Warning"
+
+
+async def test_restarts_is_serialised_before_any_restart(env: Env) -> None:
+    # Upstream's status always carries `restarts` (no omitempty): RESTARTS reads 0, not "".
+    await env.create(jobset("zero", rjob("a", 2)))
+    jobs = await env.wait_jobs("zero", 2)
+    for job in jobs:
+        await env.ready_job(job)
+    js = await env.wait_jobset("zero", lambda o: "restarts" in (o.get("status") or {}))
+    assert js["status"]["restarts"] == 0
+    out = env.sim.kubectl("get", "jobsets", "zero", "-n", env.ns, "--no-headers").stdout
+    columns = out.split()
+    assert columns[0] == "zero" and "0" in columns[1:], out

@@ -234,6 +234,9 @@ def test_cert_manager_mode() -> None:
     assert "--cert-dir=/tmp/k8s-webhook-server/serving-certs" in args
     mounts = {m["name"]: m["mountPath"] for m in _container(objs)["volumeMounts"]}
     assert mounts["cert"] == "/tmp/k8s-webhook-server/serving-certs"
+    pod = one(objs, "Deployment", "jobset-controller-manager")["spec"]["template"]["spec"]
+    cert = next(v for v in pod["volumes"] if v["name"] == "cert")["secret"]
+    assert {i["key"] for i in cert["items"]} == {"tls.crt", "tls.key"}  # never ca.key
     assert "cert-manager issues the webhook certificate" in notes(
         {"certificate": {"mode": "cert-manager"}}
     )
@@ -281,6 +284,7 @@ def test_monitoring_objects() -> None:
         "JobSetReconcileErrorsHigh",
         "JobSetWorkqueueBackingUp",
         "JobSetFailuresSpiking",
+        "JobSetControllerEventLoopLagHigh",
     } <= alerts
     cm = one(objs, "ConfigMap", "jobset-grafana-dashboard")
     assert cm["metadata"]["namespace"] == "monitoring"

@@ -92,6 +92,8 @@ def test_deployment_is_hardened(default: list[dict[str, Any]]) -> None:
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert "emptyDir" in volumes[mounts["/tmp"]]
     assert volumes["cert"]["secret"]["secretName"] == "jobset-webhook-server-cert"
+    # Only the serving pair is mounted: the internal CA's private key never reaches a file.
+    assert {i["key"] for i in volumes["cert"]["secret"]["items"]} == {"tls.crt", "tls.key"}
     # The webhook and metrics Services select these pods.
     labels = deploy["spec"]["template"]["metadata"]["labels"]
     for svc in ("jobset-webhook-service", "jobset-controller-manager-metrics-service"):

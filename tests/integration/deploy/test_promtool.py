@@ -24,7 +24,7 @@ def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
 def test_rules_file_passes_check_rules() -> None:
     out = _promtool("check", "rules", str(RULES))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 6 rules found" in out.stdout
+    assert "SUCCESS: 7 rules found" in out.stdout
 
 
 def test_kustomize_prometheus_rule_passes_check_rules(tmp_path: Path) -> None:

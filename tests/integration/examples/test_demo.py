@@ -20,7 +20,7 @@ def test_demo_runs_non_interactively_and_exits_zero(tmp_path: Path) -> None:
     }
     env.pop("JOBSET_DEMO_EXIT", None)  # stdin not being a terminal must be enough
     result = subprocess.run(
-        [sys.executable, "-m", "jobset.demo"],
+        [sys.executable, "-m", "jobset.dev.demo"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from jobset.examplekit import (
+from jobset.dev.examplekit import (
     EXAMPLES_DIR,
     Example,
     Expectation,

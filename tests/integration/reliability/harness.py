@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 from jobset.api import constants as c
 from jobset.controllers.jobset_controller import JOBSETS
 from jobset.runtime.client import NAMESPACES, ApiError, Client
+from kubesim.apiserver.store import WatchEvent
 from kubesim.process import controller_command, free_port
-from kubesim.store import WatchEvent
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[3]

@@ -2,7 +2,7 @@
 rendered RBAC - enforced by the simulated cluster.
 
 `jobset sim --sim-level pods` authorizes every request of a ServiceAccount token with RBAC
-(src/kubesim/rbac.py). A real `jobset controller` gets a token for the
+(src/kubesim/apiserver/rbac.py). A real `jobset controller` gets a token for the
 `jobset-controller-manager` ServiceAccount (TokenRequest, as the kubelet mounts one) with
 the RBAC objects applied as kustomize renders config/rbac or as Helm's engine renders
 charts/jobset (the module runs once for each), and the webhooks installed as in

@@ -18,8 +18,8 @@ import pytest
 from jobset.metrics import RuntimeMetrics
 from jobset.runtime.client import CONFIGMAPS, NAMESPACES, ApiError, Client, RetryPolicy
 from jobset.runtime.informer import FuncHandler, Informer
+from kubesim.apiserver.faults import FaultPlan
 from kubesim.cluster import SimCluster, SimOptions
-from kubesim.faults import FaultPlan
 from tests.integration.runtime.helpers import eventually
 
 CUT_WATCHES = """\

@@ -23,7 +23,7 @@ from aiohttp import web
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubesim import certs
+from kubesim.apiserver import certs
 from kubesim.cluster import SimCluster, SimOptions
 from kubesim.process import free_port
 

@@ -19,10 +19,10 @@ import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
-from kubesim.apicore import Request
+from kubesim.apiserver.apicore import Request
+from kubesim.apiserver.store import WatchEvent
 from kubesim.cluster import SimCluster, SimOptions
-from kubesim.jobcontroller import format_indexes, match_pod_failure_policy, parse_indexes
-from kubesim.store import WatchEvent
+from kubesim.controllers.jobpolicy import format_indexes, match_pod_failure_policy, parse_indexes
 
 T = TypeVar("T")
 NS = "default"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubesim.loadgen import run_load
+from benchmarks.loadgen import run_load
 from kubesim.process import start_sim
 
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kubesim import certs
+from kubesim.apiserver import certs
 from kubesim.process import SimProcess, start_sim
 
 T = TypeVar("T")

@@ -343,3 +343,21 @@ def test_becoming_suspended_allows_the_change_in_the_same_update(
         ],
     )
     assert code == 0, out
+
+
+def test_invalid_message_pattern_is_admitted_with_a_warning(
+    sim_none: SimProcess, harness: HarnessProcess
+) -> None:
+    # Upstream admits it and skips the pattern at run time; we admit it too, and say why
+    # it will never match through the warning kubectl prints.
+    obj = jobset(
+        "badpattern",
+        failurePolicy={
+            "rules": [{"action": "FailJobSet", "onJobFailureMessagePatterns": ["ok", "(?=x)"]}]
+        },
+    )
+    code, out = apply(sim_none, obj)
+    assert code == 0, out
+    assert "Warning: spec.failurePolicy.rules[0].onJobFailureMessagePatterns[1]" in out, out
+    assert "not a valid RE2 (Go regexp) pattern" in out
+    sim_none.kubectl("delete", "jobset", "badpattern")

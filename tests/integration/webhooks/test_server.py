@@ -85,3 +85,26 @@ async def test_a_new_certificate_is_served_without_restart() -> None:
     finally:
         await server.stop()
         serving.close()
+
+
+async def test_a_handler_bug_answers_500_without_its_details() -> None:
+    bundle = certs.issue_bundle(["localhost"])
+    serving = ServingCert()
+    serving.update(bundle.cert, bundle.key)
+    server = WebhookServer(serving, host="127.0.0.1", port=0)
+
+    async def buggy(req: AdmissionRequest) -> AdmissionResponse:
+        raise KeyError(f"pvc team-b/secret-claim of {req.uid}")  # what a bug might hold
+
+    server.register("/buggy", buggy)
+    await server.start()
+    try:
+        response = (await _post(server.port, bundle.ca_cert, "/buggy"))["response"]
+        assert isinstance(response, dict)
+        assert response["allowed"] is False and response["status"]["code"] == 500
+        message = response["status"]["message"]
+        assert "/buggy" in message and "u-1" in message
+        assert "secret-claim" not in message and "KeyError" not in message
+    finally:
+        await server.stop()
+        serving.close()

@@ -20,8 +20,8 @@ import yaml
 
 from jobset.api import constants as c
 from jobset.api import default_jobset, validate_create
-from kubesim import schema as structural
-from kubesim.errors import Cause
+from kubesim.machinery import schema as structural
+from kubesim.machinery.errors import Cause
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_FILE = REPO / "config" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"

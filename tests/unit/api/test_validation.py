@@ -557,6 +557,15 @@ def test_depends_on_later_job_is_invalid() -> None:
     assert err.message == "replicatedJob: job-2 cannot depend on replicatedJob: job-3"
 
 
+def test_depends_on_itself_is_refused() -> None:
+    # Upstream admits it and then never creates the ReplicatedJob; refused here.
+    err = one(validate_create(chain(None, [ready("job-2")])))
+    assert str(err) == (
+        'spec.replicatedJobs[1].dependsOn[0].name: Invalid value: "job-2": '
+        "a ReplicatedJob cannot depend on itself: it would never start"
+    )
+
+
 def test_depends_on_unknown_job_is_invalid() -> None:
     err = one(validate_create(chain(None, [ready("invalid")])))
     assert err.message == "replicatedJob: job-2 cannot depend on replicatedJob: invalid"
@@ -915,3 +924,28 @@ def test_elastic_scaling_matches_replicated_jobs_by_name() -> None:
     # Reordered: scaling is judged per name (no error about b's values), but order is immutable.
     immutable(validate_update(upd([b2, a]), old, features=ELASTIC))
     assert validate_update(upd([a, b2]), old, features=ELASTIC) == []
+
+
+def _with_resources(memory: str, cpu: str, size: str) -> list[dict[str, Any]]:
+    out = rjobs_for_update()
+    pod = out[0]["template"]["spec"].setdefault("template", {}).setdefault("spec", {})
+    pod["containers"] = [
+        {
+            "name": "c",
+            "image": "busybox",
+            "resources": {"requests": {"memory": memory, "cpu": cpu}, "limits": {"cpu": cpu}},
+        }
+    ]
+    pod["volumes"] = [{"name": "scratch", "emptyDir": {"sizeLimit": size}}]
+    return out
+
+
+def test_quantities_compare_by_amount_not_text() -> None:
+    # `1024Mi` resubmitted for `1Gi` (what `kubectl apply` of a re-rendered manifest does)
+    # is the same JobSet, as resource.Quantity's semantic equality says upstream.
+    old = upd(_with_resources("1Gi", "0.5", "1G"))
+    assert validate_update(upd(_with_resources("1024Mi", "500m", "1000M")), old) == []
+    immutable(validate_update(upd(_with_resources("1025Mi", "500m", "1G")), old))
+    immutable(validate_update(upd(_with_resources("1Gi", "501m", "1G")), old))
+    assert semantic_equal({"requests": {"cpu": "1"}}, {"requests": {"cpu": 1}})
+    assert not semantic_equal({"image": "1Gi"}, {"image": "1024Mi"})  # only quantity fields

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from jobset.controllers import jobs as jobs_module
-from jobset.controllers.jobset_controller import ActionError, JobSetController, slim_job
+from jobset.controllers.jobcache import job_record
+from jobset.controllers.jobset_controller import ActionError, JobSetController
 from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime import Manager, ManagerOptions, Request
 from jobset.runtime.cache import object_key
@@ -34,6 +35,9 @@ class FakeClient:
         self.fail: dict[str, Exception] = {}
         self.exists: set[str] = set()
         self.finished_creates = 0
+
+    def with_budget(self, qps: float, burst: int) -> FakeClient:
+        return self  # one fake serves every concern (events, webhooks...)
 
     async def create(self, res: Resource, obj: Object, namespace: str | None = None) -> Object:
         await asyncio.sleep(0)  # a request: other workers run meanwhile
@@ -67,7 +71,7 @@ def _observe_created(ctl: JobSetController, client: FakeClient, js: Object) -> N
             js, js["spec"]["replicatedJobs"][0], int(name.rsplit("-", 1)[1])
         )
         body["metadata"].update(uid=f"uid-{next(_uids)}", resourceVersion="1")
-        ctl.jobs.store.put(object_key(body), slim_job(body))
+        ctl.jobs.store.put(object_key(body), job_record(body))
 
 
 async def test_bodies_are_built_as_they_are_sent(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,12 +8,8 @@ import pytest
 
 from jobset.controllers.classify import classify, replicated_job_statuses
 from jobset.controllers.conditions import WARNING, Event, StatusUpdate
-from jobset.controllers.restart_policy import (
-    FailurePolicyError,
-    execute_failure_policy,
-    first_failed_job,
-    rule_applies,
-)
+from jobset.controllers.failure_rules import first_failed_job, rule_applies
+from jobset.controllers.restart_policy import FailurePolicyError, execute_failure_policy
 
 from .helpers import NOW, child, cond, jobset, rjob
 

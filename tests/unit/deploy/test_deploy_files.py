@@ -167,11 +167,23 @@ def test_dockerfile_builds_a_slim_non_root_image_of_the_runtime_only() -> None:
     # What the image copies exists, and .dockerignore lets exactly that through.
     copies = [shlex.split(rest) for w, rest in ins if w == "COPY" and "--from" not in rest]
     sources = [s for c in copies for s in c[:-1]]
-    assert sources == ["pyproject.toml", "README.md", "src"]
+    # src/jobset/data's symlinks point into config/crd/bases and examples/: their targets go
+    # into the build context too, or the image's wheel would lack the package data.
+    assert sources == ["pyproject.toml", "README.md", "src", "config/crd/bases", "examples"]
     for s in sources:
         assert (REPO / s).exists(), s
+    for link in (REPO / "src" / "jobset" / "data").iterdir():
+        if link.is_symlink():
+            target = link.resolve().relative_to(REPO)
+            assert str(target) in sources, f"{link} -> {target} is not copied"
     ignore = (REPO / ".dockerignore").read_text().split()
-    assert ignore[ignore.index("*") + 1 :][:3] == ["!pyproject.toml", "!README.md", "!src/"]
+    assert ignore[ignore.index("*") + 1 :][:5] == [
+        "!pyproject.toml",
+        "!README.md",
+        "!src/",
+        "!config/crd/bases/",
+        "!examples/",
+    ]
 
 
 def test_deployment_command_is_the_image_entry_point() -> None:

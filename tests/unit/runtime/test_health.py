@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import aiohttp
+from prometheus_client import CollectorRegistry, Histogram
 
 from jobset.metrics import RuntimeMetrics
 from jobset.runtime.health import CheckResult, HttpServer, Probes, metrics_app, probes_app
+from jobset.runtime.looplag import LoopLagMonitor
 
 
 async def test_probes_and_metrics_endpoints() -> None:
@@ -56,3 +61,19 @@ async def test_probes_and_metrics_endpoints() -> None:
     finally:
         for s in servers:
             await s.stop()
+
+
+async def test_loop_lag_monitor_records_a_blocked_loop() -> None:
+    hist = Histogram("lag", "lag", registry=CollectorRegistry(), buckets=(0.1, 0.2, 1.0))
+    monitor = LoopLagMonitor(hist, interval=0.01)
+    monitor.start()
+    try:
+        await asyncio.sleep(0.05)
+        time.sleep(0.3)  # noqa: ASYNC251 - the point: a pass that blocks the loop
+        await asyncio.sleep(0.05)
+    finally:
+        await monitor.stop()
+    assert monitor.max_lag >= 0.25
+    samples = hist.collect()[0].samples
+    below = {s.labels["le"]: s.value for s in samples if s.name == "lag_bucket"}
+    assert below["+Inf"] > below["0.2"]  # at least one sample was later than 200 ms

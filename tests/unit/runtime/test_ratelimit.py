@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
@@ -61,3 +62,25 @@ def test_default_controller_rate_limiter_is_max_of_item_and_bucket() -> None:
     assert limited.when("b") == pytest.approx(0.1)  # the overall bucket dominates
     limited.forget("a")
     assert limited.num_requeues("a") == 0
+
+
+async def test_cancelled_waits_give_their_tokens_back() -> None:
+    # A flood of waiters that are then abandoned (cancelled reconciles, timed-out webhook
+    # requests) must not leave the bucket in debt for requests that are never sent.
+    bucket = TokenBucket(qps=1.0, burst=1)
+    assert bucket.reserve() == 0.0  # the burst is spent
+    waiters = [asyncio.create_task(bucket.wait()) for _ in range(30)]
+    await asyncio.sleep(0)  # each has reserved its token and is sleeping
+    for w in waiters:
+        w.cancel()
+    await asyncio.gather(*waiters, return_exceptions=True)
+    # Only the one real reservation remains: the next caller waits about a second, not 31.
+    assert bucket.reserve() <= 2.0
+
+
+def test_refund_never_exceeds_the_burst() -> None:
+    clock = FakeClock(0.0)
+    bucket = TokenBucket(qps=1.0, burst=2, clock=clock)
+    bucket.refund()
+    bucket.refund()
+    assert [bucket.reserve() for _ in range(3)] == [0.0, 0.0, 1.0]

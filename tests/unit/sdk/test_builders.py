@@ -6,7 +6,7 @@ import pytest
 
 from jobset.api import constants as c
 from jobset.api import default_jobset, validate_create
-from jobset.presets import FRAMEWORK_KEY, NPROC_PER_NODE_KEY, PORT_KEY
+from jobset.api.presets import FRAMEWORK_KEY, NPROC_PER_NODE_KEY, PORT_KEY
 from jobset.sdk import (
     JobSet,
     JobSetBuilder,

@@ -1,0 +1,49 @@
+"""The user-facing `jobset` commands: get, describe, watch, tree, submit, delete.
+
+Wiring (in `jobset.cli`): `add_user_commands(sub)` on the sub-parsers object, and in
+`main`, `if args.command in USER_COMMANDS: return run_user_command(args)`.
+
+Every command takes `--kubeconfig`, `--context` and `-n`; errors are one line on stderr
+and exit 1 (see `jobset.commands.common` for every exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Final
+
+from jobset.commands import delete, describe, get, submit, tree, watch
+from jobset.commands.common import EXIT_ERROR, error_line
+
+__all__ = ["USER_COMMANDS", "add_user_commands", "run_user_command"]
+
+_MODULES = (get, describe, watch, tree, submit, delete)
+USER_COMMANDS: Final = frozenset({"get", "describe", "watch", "tree", "submit", "delete"})
+
+
+def add_user_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the user commands on the `jobset` command's sub-parsers."""
+    for module in _MODULES:
+        module.register(sub)
+
+
+def _quiet_logging() -> None:
+    """Client retries log through structlog; a user command keeps stdout for its output."""
+    from jobset.runtime.logging import configure_logging
+
+    configure_logging("console", "ERROR", stream=sys.stderr)
+
+
+def run_user_command(args: argparse.Namespace) -> int:
+    """Run the parsed user command; the exit code (never raises, never a traceback)."""
+    _quiet_logging()
+    try:
+        code: int = asyncio.run(args.user_command(args))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # every failure becomes one clear line
+        print(error_line(exc), file=sys.stderr)
+        return EXIT_ERROR
+    return code

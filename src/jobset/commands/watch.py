@@ -1,0 +1,160 @@
+"""`jobset watch NAME`: live progress per ReplicatedJob until the JobSet finishes.
+
+Exit codes, for scripts (`jobset watch train && deploy-model`):
+
+  0  the JobSet Completed
+  1  error (the JobSet does not exist, the API cannot be reached...)
+  3  the JobSet Failed
+  4  --timeout expired first
+  5  the JobSet was deleted while being watched
+
+On a terminal, one progress bar per ReplicatedJob (succeeded Jobs of replicas, with ready
+and failed counts); otherwise one plain line per change, for logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import time
+from typing import Protocol
+
+from rich.console import Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+from rich.progress import Progress as Bars
+from rich.text import Text
+
+from jobset.api import constants as c
+from jobset.commands.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_VANISHED,
+    Out,
+    add_connection_flags,
+    connect,
+)
+from jobset.commands.summary import phase, progress, progress_text
+from jobset.sdk.client import JobSetClient
+from jobset.sdk.models import JobSet
+
+__all__ = ["follow", "register", "run", "status_line"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="follow a JobSet until it finishes (exit 0 Completed, 3 Failed)",
+        description=__doc__.split("\n", 2)[2] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("name")
+    add_connection_flags(p)
+    p.add_argument("--timeout", type=float, default=None, help="give up after SECONDS (exit 4)")
+    p.set_defaults(user_command=run)
+
+
+def status_line(js: JobSet) -> str:
+    """`Running, restarts 0: leader 1/0/0 of 1, workers 2/0/0 of 3` (ready/succeeded/failed)."""
+    restarts = (js.status.restarts if js.status else None) or 0
+    return f"{phase(js)}, restarts {restarts}: {progress_text(progress(js))}"
+
+
+def _final_line(js: JobSet) -> str:
+    state = js.terminal_state or ""
+    cond = js.condition(state if state == c.TERMINAL_STATE_FAILED else c.CONDITION_COMPLETED)
+    why = f" ({cond.reason}: {cond.message})" if cond is not None and cond.reason else ""
+    return f"JobSet {js.name} {state}{why}"
+
+
+class _View(Protocol):
+    def update(self, js: JobSet) -> None: ...
+    def close(self) -> None: ...
+
+
+class _PlainView:
+    """A line per visible change, prefixed with the time since the watch started."""
+
+    def __init__(self, out: Out) -> None:
+        self.out = out
+        self.t0 = time.monotonic()
+        self.last = ""
+
+    def update(self, js: JobSet) -> None:
+        text = status_line(js)
+        if text != self.last:
+            self.last = text
+            self.out.line(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
+
+    def close(self) -> None:
+        pass
+
+
+class _LiveView:
+    """Rich progress bars, one per ReplicatedJob, under a header with phase and restarts."""
+
+    def __init__(self, out: Out, js: JobSet) -> None:
+        self.bars = Bars(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("succeeded  ready {task.fields[ready]}  failed {task.fields[failed]}"),
+            console=out.console,
+        )
+        self.tasks = {
+            p.name: self.bars.add_task(p.name, total=p.replicas, ready=0, failed=0)
+            for p in progress(js)
+        }
+        self.header = Text("")
+        self.live = Live(Group(self.header, self.bars), console=out.console, refresh_per_second=8)
+        self.live.start()
+
+    def update(self, js: JobSet) -> None:
+        restarts = (js.status.restarts if js.status else None) or 0
+        self.header.plain = f"JobSet {js.name}: {phase(js)}, restarts {restarts}"
+        for p in progress(js):
+            task = self.tasks.get(p.name)
+            if task is not None:
+                self.bars.update(task, completed=p.succeeded, ready=p.ready, failed=p.failed)
+
+    def close(self) -> None:
+        self.live.stop()
+
+
+async def follow(
+    sdk: JobSetClient,
+    name: str,
+    out: Out,
+    timeout: float | None = None,  # noqa: ASYNC109
+) -> int:
+    """Show `name` until it finishes; return the exit code (see the module docstring)."""
+    js = await sdk.get(name)  # NotFound here is an error (exit 1), not a vanished JobSet
+    view: _View = _LiveView(out, js) if out.tty else _PlainView(out)
+    try:
+        async with asyncio.timeout(timeout):
+            async with contextlib.aclosing(sdk.watch(name)) as events:
+                async for event in events:
+                    if event.type == "DELETED":
+                        view.close()
+                        out.line(f"JobSet {name} was deleted")
+                        return EXIT_VANISHED
+                    view.update(event.jobset)
+                    if event.jobset.is_finished:
+                        view.close()
+                        out.line(_final_line(event.jobset))
+                        completed = event.jobset.terminal_state == c.TERMINAL_STATE_COMPLETED
+                        return EXIT_OK if completed else EXIT_FAILED
+    except TimeoutError:
+        view.close()
+        out.line(f"timed out after {timeout:g}s; JobSet {name} is still running")
+        return EXIT_TIMEOUT
+    finally:
+        view.close()
+    return EXIT_VANISHED  # the watch never ends by itself
+
+
+async def run(args: argparse.Namespace) -> int:
+    async with await connect(args) as sdk:
+        return await follow(sdk, args.name, Out(), args.timeout)

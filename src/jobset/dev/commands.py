@@ -1,0 +1,169 @@
+"""`jobset sim` and `jobset dev`: the simulated cluster alone, or with the product on it.
+
+The only commands that import the simulator (`kubesim`, whose dependencies are the `[sim]`
+extra: `missing_sim_extra` turns their absence into one line). `jobset dev` starts a
+`kubesim.cluster.SimCluster`, installs the CRD (`jobset.controllers.crd`) and the webhook
+configurations, and runs the same components as `jobset controller` (`jobset.wiring`) in the
+same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import signal
+from typing import TYPE_CHECKING, Final
+
+from jobset.wiring import add_jobset_components, check_flags, run_manager
+
+if TYPE_CHECKING:
+    from kubesim.cluster import SimOptions
+
+__all__ = [
+    "DEV_DEFAULT_NODES",
+    "SIM_EXTRA",
+    "SIM_EXTRA_MODULES",
+    "add_sim_flags",
+    "missing_sim_extra",
+    "run_dev",
+    "run_sim",
+    "sim_options",
+]
+
+# A new user's cluster needs somewhere to run pods: 4 node pools of 4 nodes by default.
+DEV_DEFAULT_NODES: Final = "pools=4x4,label=cloud.google.com/gke-nodepool"
+
+
+def add_sim_flags(p: argparse.ArgumentParser) -> None:
+    from kubesim.nodespec import NODE_SPEC_HELP
+
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
+    p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig for clients")
+    p.add_argument(
+        "--sim-level",
+        choices=("pods", "jobs", "none"),
+        default="pods",
+        help="pods: job controller, scheduler and kubelet; jobs: Job status advanced without "
+        "pods; none: no simulated controllers (tests patch Job status themselves)",
+    )
+    p.add_argument("--nodes", default="", help=NODE_SPEC_HELP)
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="multiply every simulated duration (0.01: `sleep 100s` takes about 1 s)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed for every simulated random choice")
+    p.add_argument("--faults", default=None, help="fault-injection plan (YAML), see docs/sim.md")
+    p.add_argument("--data-dir", default=None, help="keep the cluster state here across restarts")
+    p.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS")
+
+
+def sim_options(args: argparse.Namespace) -> SimOptions:
+    """The simulated cluster's options from the flags `add_sim_flags` declares (`sim`, `dev`)."""
+    from kubesim.cluster import SimOptions
+
+    return SimOptions(
+        port=args.port,
+        kubeconfig=args.kubeconfig,
+        sim_level=args.sim_level,
+        nodes=args.nodes,
+        time_scale=args.time_scale,
+        seed=args.seed,
+        faults=args.faults,
+        data_dir=args.data_dir,
+        tls=not args.insecure_http,
+    )
+
+
+# What the `[sim]` extra installs (pyproject.toml), by top-level module; the simulator imports
+# them. A unit test keeps this list and the extra in step.
+SIM_EXTRA: Final = "jobset[sim]"
+SIM_EXTRA_MODULES: Final = ("celpy", "lark")
+
+
+def missing_sim_extra(command: str) -> str | None:
+    """The one line `jobset sim` / `jobset dev` print when the simulator's dependencies are
+    not installed (the controller image and a plain `pip install jobset` have none), or None.
+
+    Checked before anything starts: a missing module would otherwise surface as a traceback
+    from deep inside the simulator, or only once a CRD with CEL rules is applied.
+    """
+    for module in SIM_EXTRA_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            return (
+                f"jobset {command}: the simulated cluster needs the {exc.name or module!r} module, "
+                f"from the sim extra: pip install '{SIM_EXTRA}'"
+            )
+    return None
+
+
+async def run_sim(args: argparse.Namespace) -> int:
+    from kubesim.cluster import SimCluster
+
+    cluster = SimCluster(sim_options(args))
+    await cluster.start()
+    print(
+        f"jobset sim ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
+        f"sim-level {args.sim_level})",
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await cluster.stop()
+    print("jobset sim stopped", flush=True)
+    return 0
+
+
+async def run_dev(args: argparse.Namespace) -> int:
+    from jobset.controllers.crd import apply_crds
+    from jobset.runtime import Manager, ManagerOptions
+    from jobset.runtime.health import Probes
+    from jobset.runtime.logging import configure_logging
+    from jobset.webhooks import install_webhooks
+    from kubesim.cluster import SimCluster
+    from kubesim.process import free_port
+
+    configure_logging(args.log_format, args.log_level)
+    check_flags(args)
+    options = ManagerOptions(
+        kubeconfig=args.kubeconfig,
+        concurrency=args.concurrency,
+        metrics_port=None if args.metrics_port < 0 else args.metrics_port,
+        metrics_secure=args.metrics_secure,
+        metrics_cert_dir=args.metrics_cert_dir or None,
+        health_port=None if args.health_port < 0 else args.health_port,
+        log_format=args.log_format,
+        log_level=args.log_level,
+    )
+    options.validate()
+    cluster = SimCluster(sim_options(args))
+    await cluster.start()
+    try:
+        manager = await Manager.create(options)
+        await apply_crds(manager.client)
+        port = args.webhook_port or free_port()
+        webhooks = add_jobset_components(manager, args, port, host="127.0.0.1")
+        # The simulated API server reaches the webhook Service at this process's port.
+        await install_webhooks(manager.client, target_port=port, address=f"127.0.0.1:{port}")
+        run = asyncio.create_task(run_manager(manager, webhooks))
+        while not Probes.evaluate(manager.probes.readiness)[0]:
+            if run.done():
+                return run.result()
+            await asyncio.sleep(0.05)
+        print(
+            f"jobset dev ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
+            f"sim-level {args.sim_level}, webhooks on 127.0.0.1:{port})",
+            flush=True,
+        )
+        code = await run
+    finally:
+        await cluster.stop()
+    print("jobset dev stopped", flush=True)
+    return code

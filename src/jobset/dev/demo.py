@@ -1,0 +1,427 @@
+"""`make demo`: a simulated cluster with the JobSet controller, three examples, live.
+
+Starts `jobset dev` (with TPU node pools, as examples/tpu-multislice.yaml asks), submits
+
+* examples/tpu-multislice.yaml - a JAX multislice job, one slice per node pool
+  (exclusive placement),
+* examples/failure-policy-ignore-max-restarts.yaml - a job that fails, restarts three
+  times and recovers,
+* examples/depends-on.yaml - a pipeline: initializer, then launcher, then workers,
+
+and shows their progress in a table refreshed every second (phase, ready / succeeded /
+failed Jobs per ReplicatedJob, restarts, the node pool each Job landed in), then each
+one's final state against the outcome its header promises, and how to use the cluster
+with kubectl.
+
+Interactive (stdin and stdout are terminals) it keeps the cluster running until Ctrl-C.
+With `JOBSET_DEMO_EXIT=1`, or when stdin is not a terminal (CI), it prints plain text,
+stops the cluster and exits: 0 when every example reached its expected state.
+
+Environment: `JOBSET_DEMO_TIME_SCALE` (default 0.25: a simulated minute takes 15 s),
+`JOBSET_DEMO_TIMEOUT` (seconds, default 300), `JOBSET_DEMO_DIR` (where the kubeconfig goes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from jobset.controllers.jobset_controller import jobset_phase
+from jobset.dev.examplekit import (
+    EXAMPLES_DIR,
+    Example,
+    job_placements,
+    load_example,
+    observed_from,
+    start_dev,
+    unmet,
+)
+from kubesim.process import SimProcess
+
+DEMO_EXAMPLES: Final = (
+    "tpu-multislice.yaml",
+    "failure-policy-ignore-max-restarts.yaml",
+    "depends-on.yaml",
+)
+POOL_LABEL: Final = "cloud.google.com/gke-nodepool"
+NAMESPACE: Final = "default"
+SETTLE_SECONDS: Final = 10.0  # after a JobSet finished, time for the rest to follow
+FIRST_PLACEMENT_WAIT: Final = 15.0  # seconds the multislice leaders get to claim pools
+
+RJ_KEY: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX_KEY: Final = "jobset.sigs.k8s.io/job-index"
+ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/restart-attempt"
+JOBSET_KEY: Final = "jobset.sigs.k8s.io/jobset-name"
+
+
+@dataclass
+class Row:
+    jobset: str
+    phase: str
+    restarts: str
+    rjob: str
+    ready: str
+    succeeded: str
+    failed: str
+    placement: str
+
+
+HEADERS: Final = Row(
+    "JOBSET",
+    "PHASE",
+    "RESTARTS",
+    "REPLICATEDJOB",
+    "READY",
+    "SUCCEEDED",
+    "FAILED",
+    "NODE POOL OF EACH JOB",
+)
+
+
+def _kubectl(
+    kubeconfig: Path, *args: str, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    return subprocess.run(
+        ["kubectl", *args], input=input, capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def _pool_of_jobs(
+    jobs: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+) -> dict[str, str]:
+    """Job name -> the pool(s) its pods run on ("-": none scheduled yet)."""
+    return {
+        name: "+".join(sorted(p.domains)) or "-"
+        for name, p in job_placements(POOL_LABEL, jobs, pods, nodes).items()
+    }
+
+
+def rows_for(
+    js: Mapping[str, Any],
+    jobs: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+) -> list[Row]:
+    """The table rows of one JobSet: one per ReplicatedJob."""
+    status = js.get("status") or {}
+    restarts = int(status.get("restarts") or 0)
+    name = str(js["metadata"]["name"])
+    current = [
+        j
+        for j in jobs
+        if (j["metadata"].get("labels") or {}).get(JOBSET_KEY) == name
+        and (j["metadata"].get("labels") or {}).get(ATTEMPT_KEY) == str(restarts)
+    ]
+    pools = _pool_of_jobs(current, pods, nodes)
+    counts = {str(rj.get("name")): rj for rj in status.get("replicatedJobsStatus") or []}
+    rows: list[Row] = []
+    for i, rjob in enumerate((js.get("spec") or {}).get("replicatedJobs") or []):
+        rname = str(rjob.get("name"))
+        mine = sorted(
+            (j for j in current if (j["metadata"].get("labels") or {}).get(RJ_KEY) == rname),
+            key=lambda j: int((j["metadata"].get("labels") or {}).get(JOB_INDEX_KEY) or 0),
+        )
+        placement = " ".join(
+            f"{(j['metadata'].get('labels') or {}).get(JOB_INDEX_KEY)}:"
+            f"{pools.get(j['metadata']['name'], '-')}"
+            for j in mine
+        )
+        rs = counts.get(rname) or {}
+        rows.append(
+            Row(
+                jobset=name if i == 0 else "",
+                phase=jobset_phase(js) if i == 0 else "",
+                restarts=str(restarts) if i == 0 else "",
+                rjob=rname,
+                ready=str(int(rs.get("ready") or 0)),
+                succeeded=str(int(rs.get("succeeded") or 0)),
+                failed=str(int(rs.get("failed") or 0)),
+                placement=placement or "-",
+            )
+        )
+    return rows
+
+
+def render_plain(rows: Sequence[Row]) -> str:
+    table = [HEADERS, *rows]
+    columns = list(zip(*(list(vars(r).values()) for r in table), strict=True))
+    widths = [max(len(v) for v in col) for col in columns]
+    lines = [
+        "  ".join(v.ljust(w) for v, w in zip(vars(r).values(), widths, strict=True)).rstrip()
+        for r in table
+    ]
+    return "\n".join(lines)
+
+
+class Display:
+    """Prints messages and the live table: redrawn in place on a terminal, printed when it
+    changes (with the elapsed time) otherwise."""
+
+    def __init__(self, out: TextIO, live: bool) -> None:
+        self.out = out
+        self.live = live
+        self._drawn = 0  # lines of the table on screen (live mode)
+        self._last = ""
+        self._start = time.monotonic()
+
+    def message(self, text: str) -> None:
+        self._erase()
+        print(text, file=self.out, flush=True)
+        if self.live and self._last:
+            self._draw(self._last)
+
+    def table(self, rows: Sequence[Row]) -> None:
+        text = render_plain(rows)
+        elapsed = f"[{time.monotonic() - self._start:5.1f}s]"
+        if self.live:
+            self._erase()
+            self._draw(f"{elapsed}\n{text}")
+            self._last = f"{elapsed}\n{text}"
+        elif text != self._last:
+            self._last = text
+            print(f"{elapsed}\n{text}\n", file=self.out, flush=True)
+
+    def done(self) -> None:
+        self._drawn = 0
+        self._last = ""
+
+    def _draw(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+        width = max(1, shutil.get_terminal_size().columns)
+        # lines the terminal shows, counting those it wraps, so the redraw lands exactly
+        self._drawn = sum(max(1, -(-len(line) // width)) for line in text.split("\n"))
+
+    def _erase(self) -> None:
+        if self.live and self._drawn:
+            self.out.write(f"\x1b[{self._drawn}F\x1b[J")
+            self.out.flush()
+            self._drawn = 0
+
+
+@dataclass
+class Snapshot:
+    jobsets: dict[str, dict[str, Any]]
+    items: list[dict[str, Any]]
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [i for i in self.items if i.get("kind") == kind]
+
+
+def snapshot(dev: SimProcess) -> Snapshot | None:
+    result = _kubectl(
+        dev.kubeconfig,
+        "get",
+        "jobsets.jobset.x-k8s.io,jobs,pods,services,pvc",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "json",
+    )
+    if result.returncode != 0:
+        return None
+    items = json.loads(result.stdout).get("items") or []
+    jobsets = {str(i["metadata"]["name"]): i for i in items if i.get("kind") == "JobSet"}
+    return Snapshot(jobsets, [i for i in items if i.get("kind") != "JobSet"])
+
+
+def _leaders_placed(snap: Snapshot, name: str) -> bool:
+    leaders = [
+        p
+        for p in snap.of_kind("Pod")
+        if (p["metadata"].get("labels") or {}).get(JOBSET_KEY) == name
+        and (p["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-completion-index")
+        == "0"
+    ]
+    return bool(leaders) and all((p.get("spec") or {}).get("nodeName") for p in leaders)
+
+
+def main() -> int:
+    interactive = sys.stdin.isatty() and not os.environ.get("JOBSET_DEMO_EXIT")
+    out = sys.stdout
+    display = Display(out, live=out.isatty() and os.environ.get("TERM") != "dumb")
+    if shutil.which("kubectl") is None:
+        print("kubectl is not on PATH; the demo needs it to talk to the cluster", file=sys.stderr)
+        return 1
+    try:
+        examples = [load_example(EXAMPLES_DIR / name) for name in DEMO_EXAMPLES]
+    except (OSError, ValueError) as exc:
+        print(f"cannot read the examples in {EXAMPLES_DIR}: {exc}", file=sys.stderr)
+        return 1
+    time_scale = os.environ.get("JOBSET_DEMO_TIME_SCALE", "0.25")
+    timeout = float(os.environ.get("JOBSET_DEMO_TIMEOUT", "300"))
+    workdir = Path(os.environ.get("JOBSET_DEMO_DIR") or tempfile.mkdtemp(prefix="jobset-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    # The examples' own flags: the TPU node pools tpu-multislice.yaml asks for.
+    flags = [*(f for e in examples for f in e.dev_flags), "--time-scale", time_scale]
+    display.message(
+        "Starting the simulated cluster and the JobSet controller:\n"
+        f"  jobset dev {shlex.join(flags)}"
+    )
+    try:
+        dev = start_dev(workdir, *flags)
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    try:
+        return _run(dev, examples, display, timeout, interactive)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        dev.stop()
+
+
+def _run(
+    dev: SimProcess,
+    examples: Sequence[Example],
+    display: Display,
+    timeout: float,
+    interactive: bool,
+) -> int:
+    kubeconfig = dev.kubeconfig
+    display.message("  " + next(ln for ln in dev.output if "jobset dev ready" in ln).strip())
+    nodes_out = _kubectl(kubeconfig, "get", "nodes", "-o", "json")
+    nodes: list[dict[str, Any]] = json.loads(nodes_out.stdout).get("items") or []
+    pools = sorted({str((n["metadata"].get("labels") or {}).get(POOL_LABEL)) for n in nodes})
+    tpus = {
+        str((n.get("status") or {}).get("allocatable", {}).get("google.com/tpu")) for n in nodes
+    }
+    display.message(
+        f"  {len(nodes)} nodes in {len(pools)} node pools ({', '.join(pools)}), "
+        f"google.com/tpu per node: {', '.join(sorted(tpus))}\n"
+    )
+    submitted: dict[str, float] = {}
+    finished_at: dict[str, float] = {}
+
+    def submit(example: Example) -> bool:
+        result = _kubectl(kubeconfig, "apply", "-n", NAMESPACE, "-f", str(example.path))
+        what = example.title.split(" - ", 1)[-1]
+        if result.returncode != 0:
+            display.message(
+                f"kubectl apply -f examples/{example.path.name} failed: {result.stderr.strip()}"
+            )
+            return False
+        display.message(f"$ kubectl apply -f examples/{example.path.name}    # {what}")
+        submitted[example.name] = time.monotonic()
+        return True
+
+    if not submit(examples[0]):
+        return 1
+    first_at = time.monotonic()
+    deadline = time.monotonic() + timeout
+    snap: Snapshot | None = None
+    while time.monotonic() < deadline:
+        tick = time.monotonic()
+        snap = snapshot(dev) or snap
+        if snap is not None:
+            waiting = [e for e in examples if e.name not in submitted]
+            if waiting and (
+                _leaders_placed(snap, examples[0].name)
+                or time.monotonic() - first_at > FIRST_PLACEMENT_WAIT
+            ):
+                for example in waiting:
+                    if not submit(example):
+                        return 1
+            rows: list[Row] = []
+            for example in examples:
+                js = snap.jobsets.get(example.name)
+                if js is None:
+                    continue
+                rows += rows_for(js, snap.of_kind("Job"), snap.of_kind("Pod"), nodes)
+                if (js.get("status") or {}).get("terminalState"):
+                    finished_at.setdefault(example.name, time.monotonic())
+            display.table(rows)
+            if len(submitted) == len(examples) and all(
+                _met(e, snap, nodes)
+                or time.monotonic() - finished_at.get(e.name, time.monotonic()) > SETTLE_SECONDS
+                for e in examples
+            ):
+                break
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+    else:
+        display.message(f"Timed out after {timeout:.0f}s (JOBSET_DEMO_TIMEOUT).")
+    display.done()
+    ok = _final_report(dev, examples, snap, nodes, display)
+    if interactive:
+        display.message(
+            "The cluster keeps running: use it from another terminal as above.\n"
+            "Press Ctrl-C here to stop it."
+        )
+        try:
+            dev.proc.wait()
+        except KeyboardInterrupt:
+            pass
+        return 0
+    display.message(
+        "Not interactive: the cluster has been stopped (run `make demo` in a terminal to keep it)."
+    )
+    return 0 if ok else 1
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the working directory when it is below it (as `make demo` runs)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _met(example: Example, snap: Snapshot, nodes: Sequence[dict[str, Any]]) -> bool:
+    return not _problems(example, snap, nodes)
+
+
+def _problems(example: Example, snap: Snapshot, nodes: Sequence[dict[str, Any]]) -> list[str]:
+    seen = observed_from(example.name, snap.jobsets.get(example.name), snap.items, nodes)
+    return unmet(example.expect, seen)
+
+
+def _final_report(
+    dev: SimProcess,
+    examples: Sequence[Example],
+    snap: Snapshot | None,
+    nodes: Sequence[dict[str, Any]],
+    display: Display,
+) -> bool:
+    ok = True
+    lines = ["", "Final states:"]
+    for example in examples:
+        js = (snap.jobsets.get(example.name) if snap else None) or {}
+        status = js.get("status") or {}
+        state = jobset_phase(js) if js else "not found"
+        problems = _problems(example, snap, nodes) if snap else ["no data"]
+        ok = ok and not problems
+        verdict = "as expected" if not problems else "NOT as expected: " + "; ".join(problems)
+        lines.append(
+            f"  {example.name:<20} {state:<10} restarts={int(status.get('restarts') or 0)}"
+            f"   expected: {example.expect}   -> {verdict}"
+        )
+    display.message("\n".join(lines))
+    display.message("\n$ kubectl get jobsets")
+    display.message(_kubectl(dev.kubeconfig, "get", "jobsets").stdout.rstrip())
+    display.message(
+        "\nPoke at the cluster with kubectl:\n"
+        f"  export KUBECONFIG={dev.kubeconfig}\n"
+        "  kubectl get jobsets\n"
+        "  kubectl get jobs,pods -o wide -l jobset.sigs.k8s.io/jobset-name=multislice\n"
+        f"  kubectl get nodes -L {POOL_LABEL}\n"
+        "  kubectl describe jobset ignore-max-restarts      # restarts and conditions\n"
+        "  kubectl logs job/multislice-slice-0              # what the JAX processes printed\n"
+        f"  kubectl apply -f {_shown(EXAMPLES_DIR / 'simple.yaml')}   # any file in examples/\n"
+    )
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(main())

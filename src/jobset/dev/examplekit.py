@@ -1,0 +1,437 @@
+"""The manifests in `examples/`: their header, their expected outcome, and checking it.
+
+Each example starts with a comment block. Besides free text for people, it holds lines
+for machines (one per key, `# key: value`):
+
+``# expect: STATE [CHECK ...]``
+    the end state the JobSet reaches by itself. STATE is one of
+    ``Completed``, ``Failed`` (``status.terminalState``), ``Suspended`` (condition
+    Suspended=True and every child Job suspended) or ``deleted`` (the JobSet is gone).
+    CHECKs, all of which must hold too:
+
+    ``reason=R``          reason of the Completed / Failed / Suspended condition
+    ``restarts=N``        ``status.restarts``
+    ``job-restarts=N``    per-Job restarts (RestartJob), summed over
+                          ``status.replicatedJobsStatus[].jobRestarts``
+    ``jobs=N``            number of child Jobs left
+    ``condition=TYPE``    that condition is True as well (repeatable)
+    ``service=NAME``      a headless Service NAME with publishNotReadyAddresses
+    ``exclusive=LABEL``   every child Job's pods ran on nodes sharing one value of the node
+                          label LABEL, and no two Jobs share a value
+    ``present=KIND/NAME`` that object exists (repeatable), e.g. ``present=pvc/data-train``
+    ``absent=KIND/NAME``  that object does not exist (repeatable)
+
+``# then-run: kubectl ARGS``
+    optional: a follow-up step (shell quoting), run once ``expect`` holds, e.g. resuming
+    a suspended JobSet; the namespace flag is appended by whoever runs it.
+``# then-expect: STATE [CHECK ...]``
+    what holds after ``then-run``.
+``# jobset-dev-flags: FLAGS``
+    flags `jobset dev` needs for this example (feature gates, nodes); shell quoting.
+
+`start_dev` starts `jobset dev` as a child process (as `kubesim.process.start_sim` does
+for `jobset sim`); `observe` reads what the checks need with kubectl; `unmet` compares.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from jobset.data import EXAMPLES_DIR
+from kubesim.process import SimProcess, start_command
+
+__all__ = [
+    "EXAMPLES_DIR",
+    "STATES",
+    "Example",
+    "Expectation",
+    "JobPlacement",
+    "Observed",
+    "job_placements",
+    "load_example",
+    "load_examples",
+    "observe",
+    "observed_from",
+    "parse_expectation",
+    "start_dev",
+    "unmet",
+]
+
+STATES: Final = ("Completed", "Failed", "Suspended", "deleted")
+SERVER_SIDE_APPLY_BYTES: Final = 200_000  # client-side apply keeps a copy in an annotation
+
+_KINDS: Final = {
+    "pvc": "persistentvolumeclaims",
+    "persistentvolumeclaim": "persistentvolumeclaims",
+    "persistentvolumeclaims": "persistentvolumeclaims",
+    "service": "services",
+    "svc": "services",
+    "services": "services",
+    "job": "jobs",
+    "jobs": "jobs",
+    "configmap": "configmaps",
+    "cm": "configmaps",
+    "configmaps": "configmaps",
+}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    state: str
+    reason: str | None = None
+    restarts: int | None = None
+    job_restarts: int | None = None
+    jobs: int | None = None
+    conditions: tuple[str, ...] = ()
+    services: tuple[str, ...] = ()
+    exclusive: str | None = None
+    present: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        parts = [self.state]
+        for key, value in (
+            ("reason", self.reason),
+            ("restarts", self.restarts),
+            ("job-restarts", self.job_restarts),
+            ("jobs", self.jobs),
+            ("exclusive", self.exclusive),
+        ):
+            if value is not None:
+                parts.append(f"{key}={value}")
+        parts += [f"condition={v}" for v in self.conditions]
+        parts += [f"service={v}" for v in self.services]
+        parts += [f"present={v}" for v in self.present]
+        parts += [f"absent={v}" for v in self.absent]
+        return " ".join(parts)
+
+
+def parse_expectation(text: str) -> Expectation:
+    """`Completed restarts=1 condition=X` -> Expectation; ValueError on anything unknown."""
+    words = text.split()
+    if not words or words[0] not in STATES:
+        raise ValueError(f"expectation must start with one of {', '.join(STATES)}: {text!r}")
+    fields: dict[str, Any] = {}
+    lists: dict[str, list[str]] = {"conditions": [], "services": [], "present": [], "absent": []}
+    for word in words[1:]:
+        key, sep, value = word.partition("=")
+        if not sep or not value:
+            raise ValueError(f"expected KEY=VALUE, got {word!r} in {text!r}")
+        if key in ("restarts", "job-restarts", "jobs"):
+            if not value.isdigit():
+                raise ValueError(f"{key} needs a number, got {value!r}")
+            fields[key.replace("-", "_")] = int(value)
+        elif key in ("reason", "exclusive"):
+            fields[key] = value
+        elif key in ("condition", "service"):
+            lists[key + "s"].append(value)
+        elif key in ("present", "absent"):
+            kind, slash, name = value.partition("/")
+            if not slash or not name or kind.lower() not in _KINDS:
+                raise ValueError(f"{key} needs KIND/NAME with KIND in {sorted(_KINDS)}: {value!r}")
+            lists[key].append(f"{kind.lower()}/{name}")
+        else:
+            raise ValueError(f"unknown check {key!r} in {text!r}")
+    return Expectation(
+        state=words[0],
+        reason=fields.get("reason"),
+        restarts=fields.get("restarts"),
+        job_restarts=fields.get("job_restarts"),
+        jobs=fields.get("jobs"),
+        exclusive=fields.get("exclusive"),
+        conditions=tuple(lists["conditions"]),
+        services=tuple(lists["services"]),
+        present=tuple(lists["present"]),
+        absent=tuple(lists["absent"]),
+    )
+
+
+@dataclass(frozen=True)
+class Example:
+    path: Path
+    name: str  # metadata.name of the JobSet
+    title: str  # the first header line
+    expect: Expectation
+    dev_flags: tuple[str, ...] = ()
+    then_run: tuple[str, ...] = ()  # kubectl arguments
+    then_expect: Expectation | None = None
+
+    @property
+    def manifest(self) -> str:
+        return self.path.read_text()
+
+    def apply_args(self) -> list[str]:
+        """`kubectl` arguments applying this file (server-side when it is large)."""
+        args = ["apply", "-f", str(self.path)]
+        if self.path.stat().st_size > SERVER_SIDE_APPLY_BYTES:
+            args.insert(1, "--server-side")
+        return args
+
+
+def load_example(path: Path) -> Example:
+    text = path.read_text()
+    header: dict[str, str] = {}
+    title = ""
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        body = line[1:].strip()
+        if not title and body:
+            title = body
+        key, sep, value = body.partition(":")
+        if sep and key in ("expect", "then-run", "then-expect", "jobset-dev-flags"):
+            if key in header:
+                raise ValueError(f"{path.name}: '# {key}:' given twice")
+            header[key] = value.strip()
+    if "expect" not in header:
+        raise ValueError(f"{path.name}: the header has no '# expect:' line")
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    jobsets = [d for d in docs if d.get("kind") == "JobSet"]
+    if len(jobsets) != 1:
+        raise ValueError(f"{path.name}: expected exactly one JobSet, found {len(jobsets)}")
+    then_run: tuple[str, ...] = ()
+    if "then-run" in header:
+        argv = shlex.split(header["then-run"])
+        if not argv or argv[0] != "kubectl":
+            raise ValueError(f"{path.name}: then-run must be a kubectl command")
+        then_run = tuple(argv[1:])
+    if bool(then_run) != ("then-expect" in header):
+        raise ValueError(f"{path.name}: then-run and then-expect go together")
+    return Example(
+        path=path,
+        name=str(jobsets[0]["metadata"]["name"]),
+        title=title,
+        expect=parse_expectation(header["expect"]),
+        dev_flags=tuple(shlex.split(header.get("jobset-dev-flags", ""))),
+        then_run=then_run,
+        then_expect=parse_expectation(header["then-expect"]) if "then-expect" in header else None,
+    )
+
+
+def load_examples(directory: Path = EXAMPLES_DIR) -> list[Example]:
+    return [load_example(p) for p in sorted(directory.glob("*.yaml"))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Observing and checking
+
+
+@dataclass
+class Observed:
+    """What the checks look at: the JobSet (None: not found) and objects of its namespace."""
+
+    jobset: dict[str, Any] | None
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    objects: dict[str, set[str]] = field(default_factory=dict)  # resource -> names
+
+
+Kubectl = Callable[..., str]  # kubectl(*args) -> stdout; raises on failure
+
+
+def observe(kubectl: Kubectl, namespace: str, name: str, expect: Expectation) -> Observed:
+    """Read, with kubectl, everything `expect` needs to be checked."""
+    raw = kubectl(
+        "get", "jobsets.jobset.x-k8s.io", name, "-n", namespace, "-o", "json", "--ignore-not-found"
+    )
+    resources = {"jobs"}
+    if expect.exclusive:
+        resources.add("pods")
+    if expect.services:
+        resources.add("services")
+    for ref in (*expect.present, *expect.absent):
+        resources.add(_KINDS[ref.split("/", 1)[0]])
+    items = json.loads(kubectl("get", ",".join(sorted(resources)), "-n", namespace, "-o", "json"))
+    nodes: list[dict[str, Any]] = []
+    if expect.exclusive:
+        nodes = json.loads(kubectl("get", "nodes", "-o", "json")).get("items") or []
+    jobset = json.loads(raw) if raw.strip() else None
+    return observed_from(name, jobset, items.get("items") or [], nodes)
+
+
+def observed_from(
+    name: str,
+    jobset: dict[str, Any] | None,
+    items: Sequence[dict[str, Any]],
+    nodes: Sequence[dict[str, Any]] = (),
+) -> Observed:
+    """An `Observed` for JobSet `name` out of listed objects of its namespace (Jobs, Pods,
+    Services, PVCs, ... in any mix) and the Nodes."""
+    out = Observed(jobset, nodes=list(nodes))
+    headless: set[str] = set()
+    for item in items:
+        kind = str(item.get("kind"))
+        meta = item.get("metadata") or {}
+        if kind == "Job":
+            if (meta.get("labels") or {}).get("jobset.sigs.k8s.io/jobset-name") == name:
+                out.jobs.append(item)
+        elif kind == "Pod":
+            out.pods.append(item)
+        elif kind == "Service":
+            spec = item.get("spec") or {}
+            if spec.get("clusterIP") == "None" and spec.get("publishNotReadyAddresses") is True:
+                headless.add(str(meta.get("name")))
+        plural = _KINDS.get(kind.lower())
+        if plural:
+            out.objects.setdefault(plural, set()).add(str(meta.get("name")))
+    out.objects["services/headless"] = headless
+    return out
+
+
+def _condition(js: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    for cond in (js.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype and cond.get("status") == "True":
+            return dict(cond)
+    return None
+
+
+def unmet(expect: Expectation, seen: Observed) -> list[str]:
+    """The parts of `expect` that do not hold in `seen` (empty: all hold)."""
+    problems: list[str] = []
+    js = seen.jobset
+    if expect.state == "deleted":
+        if js is not None:
+            problems.append("the JobSet still exists")
+    elif js is None:
+        problems.append("the JobSet does not exist")
+    else:
+        status = js.get("status") or {}
+        state_cond = {"Completed": "Completed", "Failed": "Failed", "Suspended": "Suspended"}
+        cond = _condition(js, state_cond[expect.state])
+        if expect.state in ("Completed", "Failed"):
+            if status.get("terminalState") != expect.state:
+                problems.append(f"terminalState is {status.get('terminalState')!r}")
+        elif cond is None:
+            problems.append("condition Suspended is not True")
+        else:
+            running = [j["metadata"]["name"] for j in seen.jobs if not j["spec"].get("suspend")]
+            if running:
+                problems.append(f"Jobs not suspended: {', '.join(sorted(running))}")
+        if expect.reason is not None and (cond or {}).get("reason") != expect.reason:
+            problems.append(
+                f"{expect.state} reason is {(cond or {}).get('reason')!r}, want {expect.reason!r}"
+            )
+        if expect.restarts is not None and int(status.get("restarts") or 0) != expect.restarts:
+            problems.append(f"restarts is {int(status.get('restarts') or 0)}")
+        if expect.job_restarts is not None:
+            total = sum(
+                sum(int(n) for n in rj.get("jobRestarts") or [])
+                for rj in status.get("replicatedJobsStatus") or []
+            )
+            if total != expect.job_restarts:
+                problems.append(f"job restarts add up to {total}")
+        for ctype in expect.conditions:
+            if _condition(js, ctype) is None:
+                problems.append(f"condition {ctype} is not True")
+    if expect.jobs is not None and len(seen.jobs) != expect.jobs:
+        problems.append(f"{len(seen.jobs)} child Jobs, want {expect.jobs}")
+    for svc in expect.services:
+        if svc not in seen.objects.get("services/headless", set()):
+            problems.append(f"no headless Service {svc} publishing not-ready addresses")
+    for ref in expect.present:
+        kind, name = ref.split("/", 1)
+        if name not in seen.objects.get(_KINDS[kind], set()):
+            problems.append(f"{ref} does not exist")
+    for ref in expect.absent:
+        kind, name = ref.split("/", 1)
+        if name in seen.objects.get(_KINDS[kind], set()):
+            problems.append(f"{ref} still exists")
+    if expect.exclusive:
+        problems += _exclusive_problems(expect.exclusive, seen)
+    return problems
+
+
+def _pod_interval(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(start, end) of a pod that ran, as RFC 3339 strings (which sort as times); a pod
+    still running ends at "~" (after any time)."""
+    status = pod.get("status") or {}
+    start = status.get("startTime")
+    if not start:
+        return None
+    ends = [
+        str(((cs.get("state") or {}).get("terminated") or {}).get("finishedAt") or "")
+        for cs in status.get("containerStatuses") or []
+    ]
+    if status.get("phase") in ("Succeeded", "Failed") and all(ends):
+        return str(start), max(ends, default=str(start))
+    return str(start), "~"
+
+
+@dataclass
+class JobPlacement:
+    """Where a Job's pods ran: the values of the topology label, and when."""
+
+    domains: set[str] = field(default_factory=set)
+    start: str = "~"
+    end: str = ""
+
+
+def job_placements(
+    label: str,
+    jobs: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+) -> dict[str, JobPlacement]:
+    """Job name -> the values of node label `label` its scheduled pods are on, and the
+    time span they ran in."""
+    node_value = {
+        str(n["metadata"]["name"]): str(((n["metadata"].get("labels") or {}).get(label)) or "?")
+        for n in nodes
+    }
+    uids = {str(j["metadata"].get("uid")): str(j["metadata"]["name"]) for j in jobs}
+    out = {name: JobPlacement() for name in uids.values()}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        owner = next(
+            (o for o in pod["metadata"].get("ownerReferences") or [] if o.get("controller")),
+            None,
+        )
+        if not node or owner is None or str(owner.get("uid")) not in uids:
+            continue
+        placement = out[uids[str(owner["uid"])]]
+        placement.domains.add(node_value.get(str(node), "?"))
+        span = _pod_interval(pod)
+        if span is not None:
+            placement.start = min(placement.start, span[0])
+            placement.end = max(placement.end, span[1])
+    return out
+
+
+def _exclusive_problems(label: str, seen: Observed) -> list[str]:
+    """Each Job in one domain; two Jobs in the same domain only one after the other (a
+    domain freed by a finished Job may take the next one, as in Kubernetes)."""
+    placements = sorted(job_placements(label, seen.jobs, seen.pods, seen.nodes).items())
+    problems: list[str] = []
+    for job, where in placements:
+        if not where.domains:
+            problems.append(f"no scheduled pods of Job {job} to check")
+        elif len(where.domains) > 1:
+            problems.append(f"Job {job} spans {label} values {sorted(where.domains)}")
+    for i, (job_a, a) in enumerate(placements):
+        for job_b, b in placements[i + 1 :]:
+            shared = a.domains & b.domains
+            if shared and a.start < b.end and b.start < a.end:
+                problems.append(
+                    f"Jobs {job_a} and {job_b} ran at the same time in {label}="
+                    f"{','.join(sorted(shared))}"
+                )
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# `jobset dev` as a child process
+
+
+def start_dev(tmp: Path, *extra: str, timeout: float = 60) -> SimProcess:
+    """Start `jobset dev --kubeconfig tmp/kubeconfig EXTRA...` and wait for its `ready` line.
+    Quiet unless told otherwise (`--log-level WARNING` unless EXTRA sets one)."""
+    quiet = () if "--log-level" in extra else ("--log-level", "WARNING")
+    return start_command(tmp, "dev", *quiet, *extra, timeout=timeout)

@@ -1,0 +1,151 @@
+"""The product assembled and run: `jobset controller`.
+
+`add_jobset_components` puts the JobSet reconciler (`jobset.controllers`), exclusive placement
+(`jobset.placement`) and the admission webhooks (`jobset.webhooks`) on a runtime `Manager`;
+`jobset controller` (`run_controller`) and `jobset dev` (`jobset.dev.commands`) both call it,
+so the simulated setup runs exactly the product. The flags of the controller process are
+declared here too. Imports are deferred into the functions: `jobset get` builds the same
+parser and should not load the reconciler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+from typing import Any
+
+__all__ = [
+    "add_controller_flags",
+    "add_jobset_components",
+    "add_jobset_flags",
+    "add_metrics_security_flags",
+    "check_flags",
+    "run_controller",
+    "run_manager",
+]
+
+
+def add_jobset_flags(p: argparse.ArgumentParser) -> None:
+    """Flags of the JobSet reconciler itself (shared by `controller` and `dev`)."""
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        help="comma-separated K=V of upstream feature gates "
+        "(RestartJob, ElasticJobSet, InPlaceRestart, TLSOptions)",
+    )
+    p.add_argument(
+        "--per-jobset-metrics",
+        action="store_true",
+        help="label jobset_* counters with each JobSet's name (unbounded cardinality; "
+        "off: the jobset_name label is empty, see docs/metrics.md)",
+    )
+
+
+def add_metrics_security_flags(p: argparse.ArgumentParser) -> None:
+    from jobset.runtime.options import add_metrics_security_flags
+
+    add_metrics_security_flags(p)
+
+
+def add_controller_flags(p: argparse.ArgumentParser) -> None:
+    from jobset.runtime.options import add_runtime_flags
+
+    add_runtime_flags(p)
+    add_jobset_flags(p)
+    p.add_argument("--webhook-port", type=int, default=9443, help="admission webhook server port")
+    p.add_argument(
+        "--cert-management",
+        choices=("internal", "files"),
+        default="internal",
+        help="internal: the controller keeps its own CA and serving certificate in a Secret and "
+        "injects the caBundle; files: serve tls.crt/tls.key from --cert-dir (cert-manager)",
+    )
+    p.add_argument(
+        "--cert-dir",
+        default="/tmp/k8s-webhook-server/serving-certs",
+        help="directory of tls.crt/tls.key with --cert-management=files",
+    )
+
+
+def add_jobset_components(
+    manager: Any, args: argparse.Namespace, webhook_port: int, host: str = "0.0.0.0"
+) -> Any:
+    """The JobSet reconciler, exclusive placement and the admission webhooks on `manager`.
+
+    Shared by `jobset controller` and `jobset dev` so both run exactly the same product.
+    Returns the webhooks, which must be started before `manager.run()` and stopped after
+    (every replica serves admission, leader or not).
+    """
+    from jobset.controllers.features import parse_feature_gates
+    from jobset.controllers.jobset_controller import JobSetController
+    from jobset.placement.setup import add_placement_controllers
+    from jobset.webhooks import CertOptions, WebhookOptions, setup_webhooks
+
+    features = parse_feature_gates(args.feature_gates)
+    controller = JobSetController(
+        manager, features=features, per_jobset_metrics=args.per_jobset_metrics
+    )
+    # After the reconciler: placement reuses the Job informer it declared.
+    placement = add_placement_controllers(manager)
+    controller.attach_placement(placement.planner)
+    cert_options = CertOptions(extra_dns_names=("localhost",) if host == "127.0.0.1" else ())
+    return setup_webhooks(
+        manager,
+        WebhookOptions(
+            port=webhook_port,
+            host=host,
+            features=features,
+            cert_management=getattr(args, "cert_management", "internal"),
+            cert_dir=getattr(args, "cert_dir", "/tmp/k8s-webhook-server/serving-certs"),
+            certs=cert_options,
+        ),
+    )
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Reject bad flag values before anything is started (raises ValueError)."""
+    from jobset.controllers.features import parse_feature_gates
+
+    parse_feature_gates(args.feature_gates)
+
+
+async def run_manager(manager: Any, webhooks: Any) -> int:
+    """Run the manager; bring the webhook server up alongside it.
+
+    Reconciling does not wait for the webhook certificate (a missing namespace or RBAC for
+    its Secret must not stop JobSets from progressing); `/readyz` stays false until the
+    webhook serves, which is what a Deployment's readiness probe and `jobset dev` wait on.
+    """
+    from jobset.runtime.logging import get_logger
+
+    log = get_logger("webhooks")
+
+    async def start_webhooks() -> None:
+        try:
+            await webhooks.start(first_timeout=None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # e.g. the port is taken: stay up, report not ready
+            log.error("webhook server failed to start", error=repr(exc))
+
+    starting = asyncio.create_task(start_webhooks(), name="webhooks start")
+    try:
+        return int(await manager.run_until_signal())
+    finally:
+        starting.cancel()
+        with contextlib.suppress(BaseException):
+            await starting
+        with contextlib.suppress(Exception):
+            await webhooks.stop()
+
+
+async def run_controller(args: argparse.Namespace) -> int:
+    from jobset.runtime import Manager, ManagerOptions
+    from jobset.runtime.logging import configure_logging
+
+    configure_logging(args.log_format, args.log_level)
+    check_flags(args)
+    manager = await Manager.create(ManagerOptions.from_args(args))
+    webhooks = add_jobset_components(manager, args, args.webhook_port)
+    return await run_manager(manager, webhooks)

@@ -1,0 +1,900 @@
+"""Admission webhooks for the simulated API server, called the way kube-apiserver calls them.
+
+The project's own webhooks (defaulting and validating JobSets) are tested against the
+simulated cluster, so this module reproduces what a webhook author can observe of
+kube-apiserver's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` plugins:
+
+* Configurations are the `admissionregistration.k8s.io/v1` `MutatingWebhookConfiguration` and
+  `ValidatingWebhookConfiguration` objects in the store, read on every request (parsed
+  configurations are cached by resourceVersion, so a registration takes effect at once and an
+  unchanged one costs a dict lookup). Requests for the webhook configuration and admission
+  policy objects themselves never go to webhooks, so a broken webhook cannot lock itself in.
+* Matching: `rules` (operations, apiGroups, apiVersions, resources with `*`, `*/*` and
+  `res/sub` forms, scope), `namespaceSelector` (labels of the request's namespace; the object's
+  own labels for a Namespace being created or updated; not applied to other cluster-scoped
+  objects), `objectSelector` (new or old object), `matchPolicy: Equivalent` (a rule naming
+  another served version of the same resource matches; the object is relabelled with that
+  apiVersion, since the simulated cluster stores one schema for all versions), and
+  `matchConditions` (CEL with `object`, `oldObject` and `request`, through `kubesim.machinery.cel`).
+* Calling: an HTTPS POST of an AdmissionReview (v1, or v1beta1 for webhooks that only accept
+  that) with the request's kind, resource, subresource, name, namespace, operation, user,
+  objects, dryRun and Create/Update/DeleteOptions. The server is verified against the
+  `caBundle` (the system roots when absent) and the host name: for a `url`, its host; for a
+  `service`, `<name>.<namespace>.svc`. `timeoutSeconds` (default 10) bounds each call.
+* Mutating webhooks run one after another, ordered by configuration name and then by their
+  order in the configuration; their JSONPatch is applied to the object. `reinvocationPolicy:
+  IfNeeded` is honoured as upstream does it: a webhook that ran is called once more, after the
+  first pass, if a webhook after it changed the object. Validating webhooks run concurrently;
+  if several fail, the first in configuration order is reported (upstream reports whichever
+  finished first). On DELETE, mutating webhooks whose rules include DELETE are called too (as
+  kube-apiserver does) and may deny; a patch is an error, there being no object to patch.
+* A denial becomes the webhook's Status: code 403 (Forbidden) when the webhook gave none, 400
+  when it gave a code below 400, and the message `admission webhook "<name>" denied the
+  request: <message>`. Warnings go to the client's `Warning` headers.
+* A failure to call a webhook (refused connection, TLS error, timeout, non-200 answer,
+  malformed AdmissionReview, a matchCondition that cannot be evaluated) obeys
+  `failurePolicy`: `Fail` (the default) answers 500 InternalError with kube-apiserver's text,
+  `Internal error occurred: failed calling webhook "<name>": failed to call webhook: Post
+  "<url>?timeout=10s": <reason>`, where the reason is worded as Go would word it
+  (`dial tcp 127.0.0.1:9443: connect: connection refused`, `tls: failed to verify certificate:
+  x509: certificate signed by unknown authority`, `context deadline exceeded`); `Ignore` skips
+  the webhook.
+* A dry-run request matching a webhook whose `sideEffects` is neither `None` nor
+  `NoneOnDryRun` is refused with 400, as kube-apiserver refuses it.
+
+How a `clientConfig.service` is reached: `kubesim.controllers.endpoints.resolve_service`.
+The Service must exist (else `service "<name>" not found`, as with kube-apiserver's
+resolver) and have the port the webhook names. An address annotation
+`sim.jobset.x-k8s.io/address: host:port` on the Service wins (the dial hint `jobset dev`
+uses for a controller on the host), then `spec.externalName`; otherwise a ready address of
+the Service's Endpoints is dialled at its endpoint port, a pod's address through
+`WebhookAdmission.pod_host` (127.0.0.1 for simulated pods, whose IPs nothing listens on; a
+runtime giving pods real network namespaces returns their IP). A Service whose Endpoints
+have no ready address fails the call with `no endpoints available for service "<name>"`
+(then failurePolicy decides); a selector-less Service without any Endpoints object is
+reached at 127.0.0.1 and its numeric targetPort. TLS still checks the
+`<name>.<namespace>.svc` name.
+
+Not modelled: admission policies (ValidatingAdmissionPolicy), the `authorizer` CEL variable,
+conversion of objects between versions, audit annotations, CONNECT requests, and
+kube-apiserver's request-wide deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import errno
+import ipaddress
+import ssl
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import jsonpatch
+import orjson
+import structlog
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+
+from kubesim.apiserver import certs
+from kubesim.apiserver.apicore import AdmissionAttributes, ApiCore
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.store import ResourceKey
+from kubesim.controllers.endpoints import (
+    ADDRESS_ANNOTATION,
+    PodHost,
+    ServiceUnavailable,
+    resolve_service,
+    simulated_pod_host,
+)
+from kubesim.machinery.cel import CelError, CelProgram, compile_expression
+from kubesim.machinery.errors import ApiError, Cause
+from kubesim.machinery.selectors import LabelSelector
+
+__all__ = ["ADDRESS_ANNOTATION", "Webhook", "WebhookAdmission"]
+
+log = structlog.get_logger("sim.admission")
+
+GROUP = "admissionregistration.k8s.io"
+MUTATING: ResourceKey = (GROUP, "mutatingwebhookconfigurations")
+VALIDATING: ResourceKey = (GROUP, "validatingwebhookconfigurations")
+
+# kube-apiserver never sends requests about these to webhooks: a webhook could otherwise
+# make itself impossible to remove or fix.
+_EXEMPT_RESOURCES = frozenset(
+    {
+        "mutatingwebhookconfigurations",
+        "validatingwebhookconfigurations",
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings",
+        "mutatingadmissionpolicies",
+        "mutatingadmissionpolicybindings",
+    }
+)
+_DRY_RUN_SAFE = frozenset({"None", "NoneOnDryRun"})
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+_CEL_VARIABLES = ("object", "oldObject", "request")
+_DEFAULT_TIMEOUT = 10
+_MAX_ERROR_BODY = 512
+
+
+class _CallError(Exception):
+    """The webhook could not be called or answered nonsense (kube-apiserver's
+    ErrCallingWebhook): the webhook's failurePolicy decides whether the request fails."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class _Condition:
+    """A compiled matchCondition; `error` is set instead when its expression does not compile,
+    which makes every evaluation fail (and the failurePolicy apply) rather than the write of
+    the configuration, since the simulated server does not validate configurations."""
+
+    name: str
+    program: CelProgram | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """One webhook of a configuration, with its defaults applied and selectors parsed."""
+
+    name: str
+    configuration: str
+    index: int
+    mutating: bool
+    rules: tuple[dict[str, Any], ...]
+    namespace_selector: LabelSelector | ApiError
+    object_selector: LabelSelector | ApiError
+    match_conditions: tuple[_Condition, ...]
+    match_policy: str
+    failure_policy: str
+    side_effects: str
+    timeout: float
+    review_versions: tuple[str, ...]
+    reinvoke: bool
+    client_config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Invocation:
+    """A webhook that matched a request, and the resource version it matched as."""
+
+    hook: Webhook
+    rt: ResourceType
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where a call goes: `display` is the URL as kube-apiserver prints it in errors, `connect`
+    the URL actually dialled (different for services), plus the TLS name to verify."""
+
+    display: str
+    connect: str
+    server_hostname: str | None
+    host_header: str | None
+
+
+def _go_duration(seconds: float) -> str:
+    """A duration as Go's `time.Duration.String()` writes it in the `timeout` query parameter."""
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    return f"{seconds:g}s"
+
+
+def _selector(raw: Any) -> LabelSelector | ApiError:
+    """Parse a webhook's selector; absent or `{}` selects everything, as its default does."""
+    if not raw:
+        return LabelSelector.everything()
+    try:
+        return LabelSelector.from_label_selector(raw)
+    except ApiError as err:
+        return ApiError(500, "InternalError", f"Internal error occurred: {err.message}")
+
+
+def _conditions(raw: Any) -> tuple[_Condition, ...]:
+    out: list[_Condition] = []
+    for cond in raw if isinstance(raw, list) else ():
+        if not isinstance(cond, dict):
+            continue
+        name = str(cond.get("name", ""))
+        try:
+            program = compile_expression(str(cond.get("expression", "")), _CEL_VARIABLES)
+        except ValueError as exc:
+            out.append(_Condition(name, None, str(exc)))
+        else:
+            out.append(_Condition(name, program))
+    return tuple(out)
+
+
+def parse_configuration(config: dict[str, Any], mutating: bool) -> list[Webhook]:
+    """The webhooks of one stored configuration object, defaults applied (v1 defaults)."""
+    name = str(config["metadata"]["name"])
+    hooks: list[Webhook] = []
+    for index, raw in enumerate(config.get("webhooks") or ()):
+        if not isinstance(raw, dict):
+            continue
+        try:
+            timeout = float(raw.get("timeoutSeconds") or _DEFAULT_TIMEOUT)
+        except (TypeError, ValueError):
+            timeout = float(_DEFAULT_TIMEOUT)
+        rules = tuple(r for r in raw.get("rules") or () if isinstance(r, dict))
+        versions = raw.get("admissionReviewVersions") or ()
+        hooks.append(
+            Webhook(
+                name=str(raw.get("name", "")),
+                configuration=name,
+                index=index,
+                mutating=mutating,
+                rules=rules,
+                namespace_selector=_selector(raw.get("namespaceSelector")),
+                object_selector=_selector(raw.get("objectSelector")),
+                match_conditions=_conditions(raw.get("matchConditions")),
+                match_policy=str(raw.get("matchPolicy") or "Equivalent"),
+                failure_policy=str(raw.get("failurePolicy") or "Fail"),
+                side_effects=str(raw.get("sideEffects") or ""),
+                timeout=timeout if timeout > 0 else float(_DEFAULT_TIMEOUT),
+                review_versions=tuple(str(v) for v in versions if isinstance(v, str)),
+                reinvoke=raw.get("reinvocationPolicy") == "IfNeeded",
+                client_config=dict(raw.get("clientConfig") or {}),
+            )
+        )
+    return hooks
+
+
+def _is_namespace(rt: ResourceType) -> bool:
+    return rt.group == "" and rt.plural == "namespaces"
+
+
+def _request_namespace(attrs: AdmissionAttributes) -> str:
+    """The namespace kube-apiserver puts in admission attributes.
+
+    For a Namespace object addressed by name (update, delete) that is its own name, a quirk of
+    kube-apiserver's request parsing that webhooks and scope matching can observe.
+    """
+    if _is_namespace(attrs.rt) and attrs.operation != "CREATE":
+        return attrs.name
+    return attrs.namespace
+
+
+def _rule_matches(
+    rule: dict[str, Any], attrs: AdmissionAttributes, rt: ResourceType, namespace: str
+) -> bool:
+    """Upstream's rules.Matcher: every list must allow the request, `*` allowing anything."""
+    operations = rule.get("operations") or ()
+    if "*" not in operations and attrs.operation not in operations:
+        return False
+    groups = rule.get("apiGroups") or ()
+    if "*" not in groups and rt.group not in groups:
+        return False
+    versions = rule.get("apiVersions") or ()
+    if "*" not in versions and rt.version not in versions:
+        return False
+    for entry in rule.get("resources") or ():
+        res, _, sub = str(entry).partition("/")
+        if (res in ("*", rt.plural)) and (sub in ("*", attrs.subresource)):
+            break
+    else:
+        return False
+    scope = rule.get("scope") or "*"
+    if scope == "Namespaced":
+        return not _is_namespace(rt) and namespace != ""
+    if scope == "Cluster":
+        return _is_namespace(rt) or namespace == ""
+    return True
+
+
+def _labels(obj: dict[str, Any] | None) -> dict[str, str] | None:
+    if obj is None:
+        return None
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def _versioned(obj: dict[str, Any] | None, rt: ResourceType) -> dict[str, Any] | None:
+    """The object as the webhook's matched version (only the apiVersion differs here)."""
+    if obj is None or obj.get("apiVersion") == rt.group_version:
+        return obj
+    return {**obj, "apiVersion": rt.group_version}
+
+
+def _status_error(hook: Webhook, result: Any) -> ApiError:
+    """The denial a webhook's `result` Status turns into (upstream's webhookerrors.ToStatusErr)."""
+    status = result if isinstance(result, dict) else {}
+    try:
+        code = int(status.get("code") or 0)
+    except (TypeError, ValueError):
+        code = 0
+    if code == 0:
+        code = 403
+    elif code < 400:
+        code = 400
+    message = str(status.get("message") or "")
+    reason = str(status.get("reason") or "")
+    denied = f'admission webhook "{hook.name}" denied the request'
+    if message:
+        text = f"{denied}: {message}"
+    elif reason:
+        text = f"{denied}: {reason}"
+    else:
+        text = f"{denied} without explanation"
+    raw_details = status.get("details")
+    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+    causes = [
+        Cause(str(c.get("reason", "")), str(c.get("message", "")), str(c.get("field", "")))
+        for c in details.get("causes") or ()
+        if isinstance(c, dict)
+    ]
+    retry = details.get("retryAfterSeconds")
+    return ApiError(
+        code,
+        reason or _REASONS.get(code, ""),
+        text,
+        group=str(details.get("group", "")),
+        kind=str(details.get("kind", "")),
+        name=str(details.get("name", "")),
+        causes=causes,
+        retry_after=retry if isinstance(retry, int) else None,
+    )
+
+
+def _internal(message: str) -> ApiError:
+    return ApiError(500, "InternalError", f"Internal error occurred: {message}")
+
+
+def _tls_reason(err: ssl.SSLCertVerificationError, host: str) -> str:
+    """Word a certificate failure as Go's crypto/tls does, since that is what users search for."""
+    code = getattr(err, "verify_code", 0)
+    if code in (2, 18, 19, 20, 21):  # unknown issuer, self-signed, incomplete chain
+        why = "x509: certificate signed by unknown authority"
+    elif code == 62:  # hostname mismatch
+        why = f"x509: certificate is not valid for {host}"
+    elif code in (9, 10):
+        why = "x509: certificate has expired or is not yet valid"
+    else:
+        why = f"x509: {getattr(err, 'verify_message', '') or err}"
+    return f"tls: failed to verify certificate: {why}"
+
+
+def _conn_reason(err: aiohttp.ClientConnectorError) -> str:
+    """Word a connection failure as Go's net package does (`dial tcp h:p: connect: ...`)."""
+    addr = f"{err.host}:{err.port}"
+    os_err = err.os_error
+    if os_err.errno == errno.ECONNREFUSED:
+        return f"dial tcp {addr}: connect: connection refused"
+    if isinstance(os_err, ssl.SSLError):
+        return f"remote error: tls: {os_err.reason or os_err}"
+    text = os_err.strerror or str(os_err)
+    return f"dial tcp {addr}: {text.lower() if text else 'connect failed'}"
+
+
+class WebhookAdmission:
+    """The simulated server's admission chain: registered mutating, then validating webhooks.
+
+    One shared aiohttp session (created on first use, closed by `close()`) keeps connections to
+    webhook servers alive between calls, as kube-apiserver's HTTP/1.1 client pool does.
+    """
+
+    def __init__(self, core: ApiCore) -> None:
+        self.core = core
+        # How a pod endpoint of a webhook Service is dialled (controllers.endpoints.PodHost):
+        # 127.0.0.1 for simulated pods; a runtime running real pods swaps in their IPs.
+        self.pod_host: PodHost = simulated_pod_host
+        self._session: aiohttp.ClientSession | None = None
+        self._parsed: dict[ResourceKey, dict[str, tuple[str, list[Webhook]]]] = {
+            MUTATING: {},
+            VALIDATING: {},
+        }
+        self._ssl: dict[str, ssl.SSLContext] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+                trust_env=False,
+                json_serialize=lambda o: orjson.dumps(o).decode(),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    # ------------------------------------------------------------------ configurations
+
+    def webhooks(self, key: ResourceKey) -> list[Webhook]:
+        """The current webhooks of one kind, ordered by configuration name then position."""
+        rs = self.core.store.resources.get(key)
+        cache = self._parsed[key]
+        if rs is None or not rs.objects:
+            cache.clear()
+            return []
+        mutating = key == MUTATING
+        out: list[Webhook] = []
+        for config in rs.range(None):  # key order: ("", name), i.e. by name as upstream sorts
+            meta = config["metadata"]
+            name, rv = meta["name"], str(meta.get("resourceVersion", ""))
+            cached = cache.get(name)
+            if cached is None or cached[0] != rv:
+                cached = cache[name] = (rv, parse_configuration(config, mutating))
+            out.extend(cached[1])
+        if len(cache) > len(rs.objects):
+            for gone in [n for n in cache if ("", n) not in rs.objects]:
+                del cache[gone]
+        return out
+
+    # ------------------------------------------------------------------ matching
+
+    def _namespace_labels(
+        self, attrs: AdmissionAttributes, obj: dict[str, Any] | None, namespace: str
+    ) -> dict[str, str]:
+        if (
+            _is_namespace(attrs.rt)
+            and not attrs.subresource
+            and attrs.operation in ("CREATE", "UPDATE")
+        ):
+            return _labels(obj) or {}
+        ns = self.core.store.get(("", "namespaces"), ("", namespace))
+        return _labels(ns) or {}
+
+    def _match(
+        self,
+        hook: Webhook,
+        attrs: AdmissionAttributes,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+    ) -> _Invocation | None:
+        """Upstream's ShouldCallHook: selectors, then rules (exact, then equivalent versions).
+
+        Selector errors are reported only when the rules match, as upstream does, so a broken
+        selector affects only the requests the webhook is about.
+        """
+        namespace = _request_namespace(attrs)
+        selector_error: ApiError | None = None
+        ns_sel = hook.namespace_selector
+        if isinstance(ns_sel, ApiError):
+            selector_error = ns_sel
+        elif not ns_sel.empty() and (namespace or _is_namespace(attrs.rt)):
+            if not ns_sel.matches(self._namespace_labels(attrs, obj, namespace)):
+                return None
+        obj_sel = hook.object_selector
+        if isinstance(obj_sel, ApiError):
+            selector_error = selector_error or obj_sel
+        elif not obj_sel.empty():
+            new_labels, old_labels = _labels(obj), _labels(old)
+            if not (
+                (new_labels is not None and obj_sel.matches(new_labels))
+                or (old_labels is not None and obj_sel.matches(old_labels))
+            ):
+                return None
+        invocation: _Invocation | None = None
+        if any(_rule_matches(r, attrs, attrs.rt, namespace) for r in hook.rules):
+            invocation = _Invocation(hook, attrs.rt)
+        elif hook.match_policy == "Equivalent":
+            equivalents = [
+                rt
+                for rt in self.core.registry.all()
+                if rt.key == attrs.rt.key and rt.version != attrs.rt.version
+            ]
+            for rule in hook.rules:
+                found = next(
+                    (e for e in equivalents if _rule_matches(rule, attrs, e, namespace)), None
+                )
+                if found is not None:
+                    invocation = _Invocation(hook, found)
+                    break
+        if invocation is not None and selector_error is not None:
+            raise selector_error
+        return invocation
+
+    def _conditions_match(self, hook: Webhook, request: dict[str, Any]) -> bool:
+        """All matchConditions true → call; any false → skip; otherwise an error (→ policy)."""
+        if not hook.match_conditions:
+            return True
+        variables = {
+            "object": json_to_cel(request.get("object")),
+            "oldObject": json_to_cel(request.get("oldObject")),
+            "request": json_to_cel(
+                {k: v for k, v in request.items() if k not in ("object", "oldObject")}
+            ),
+        }
+        errors: list[str] = []
+        for cond in hook.match_conditions:
+            if cond.program is None:
+                errors.append(f"matchCondition {cond.name!r}: {cond.error}")
+                continue
+            try:
+                result = cond.program.evaluate(variables)
+            except CelError as exc:
+                errors.append(f"matchCondition {cond.name!r}: {exc.message}")
+                continue
+            if not isinstance(result, bool | celtypes.BoolType):
+                errors.append(f"matchCondition {cond.name!r}: must evaluate to bool")
+            elif not result:
+                return False
+        if errors:
+            raise _CallError("; ".join(errors))
+        return True
+
+    # ------------------------------------------------------------------ calling
+
+    def _ssl_context(self, ca_bundle: str) -> ssl.SSLContext:
+        ctx = self._ssl.get(ca_bundle)
+        if ctx is None:
+            if ca_bundle:
+                try:
+                    pem = base64.b64decode(ca_bundle, validate=True)
+                    ctx = certs.client_ssl_context(pem)
+                except (binascii.Error, ValueError, ssl.SSLError) as exc:
+                    raise _CallError(
+                        f"could not get REST client: unable to load root certificates: {exc}"
+                    ) from None
+            else:
+                ctx = ssl.create_default_context()
+            self._ssl[ca_bundle] = ctx
+        return ctx
+
+    def _target(self, hook: Webhook) -> _Target:
+        cc = hook.client_config
+        timeout = f"timeout={_go_duration(hook.timeout)}"
+        url = cc.get("url")
+        if url:
+            url = str(url)
+            display = f"{url}{'&' if '?' in url else '?'}{timeout}"
+            return _Target(display, display, None, None)
+        svc = cc.get("service")
+        if not isinstance(svc, dict) or not svc.get("name"):
+            raise _CallError("could not get REST client: webhook has neither a url nor a service")
+        name, namespace = str(svc["name"]), str(svc.get("namespace") or "")
+        port = int(svc.get("port") or 443)
+        path = str(svc.get("path") or "/")
+        host = f"{name}.{namespace}.svc"
+        display = f"https://{host}:{port}{path}?{timeout}"
+        try:
+            endpoint = resolve_service(
+                self.core.store, namespace, name, port, pod_host=self.pod_host
+            )
+        except ServiceUnavailable as exc:
+            raise _CallError(f'failed to call webhook: Post "{display}": {exc}') from None
+        dial_host, target_port = endpoint.host, endpoint.port
+        dial_host = dial_host.strip("[]")
+        try:
+            if ipaddress.ip_address(dial_host).version == 6:
+                dial_host = f"[{dial_host}]"
+        except ValueError:
+            pass
+        connect = f"https://{dial_host}:{target_port}{path}?{timeout}"
+        return _Target(display, connect, host, f"{host}:{port}")
+
+    def _review(
+        self,
+        inv: _Invocation,
+        attrs: AdmissionAttributes,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The AdmissionRequest for one call (a fresh uid each time, as upstream)."""
+        rt, req = attrs.rt, attrs.request
+        user: dict[str, Any] = {"username": str(req.user.get("username", ""))}
+        if req.user.get("uid"):
+            user["uid"] = req.user["uid"]
+        if req.user.get("groups"):
+            user["groups"] = list(req.user["groups"])
+        if req.user.get("extra"):
+            user["extra"] = req.user["extra"]
+        if attrs.operation == "DELETE":
+            options: dict[str, Any] | None = {
+                **(attrs.options or {}),
+                "kind": "DeleteOptions",
+                "apiVersion": "meta.k8s.io/v1",
+            }
+        elif attrs.operation in ("CREATE", "UPDATE"):
+            kind = "CreateOptions" if attrs.operation == "CREATE" else "UpdateOptions"
+            options = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+            if req.field_manager:
+                options["fieldManager"] = req.field_manager
+        else:
+            options = None
+        if options is not None and req.dry_run:
+            options["dryRun"] = ["All"]
+        request: dict[str, Any] = {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": inv.rt.group, "version": inv.rt.version, "kind": inv.rt.kind},
+            "resource": {
+                "group": inv.rt.group,
+                "version": inv.rt.version,
+                "resource": inv.rt.plural,
+            },
+            "requestKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+            "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
+            "operation": attrs.operation,
+            "userInfo": user,
+            "object": _versioned(obj, inv.rt),
+            "oldObject": _versioned(old, inv.rt),
+            "dryRun": req.dry_run,
+            "options": options,
+        }
+        if attrs.subresource:
+            request["subResource"] = attrs.subresource
+            request["requestSubResource"] = attrs.subresource
+        if attrs.name:
+            request["name"] = attrs.name
+        namespace = _request_namespace(attrs)
+        if namespace:
+            request["namespace"] = namespace
+        return request
+
+    async def _post(self, hook: Webhook, version: str, request: dict[str, Any]) -> dict[str, Any]:
+        """POST the review and return the decoded, verified `response`."""
+        target = self._target(hook)
+        ctx = self._ssl_context(str(hook.client_config.get("caBundle") or ""))
+        body = orjson.dumps(
+            {
+                "apiVersion": f"admission.k8s.io/{version}",
+                "kind": "AdmissionReview",
+                "request": request,
+            }
+        )
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, */*",
+            "User-Agent": "kube-apiserver-admission",
+        }
+        if target.host_header:
+            headers["Host"] = target.host_header
+        prefix = f'failed to call webhook: Post "{target.display}"'
+        try:
+            async with asyncio.timeout(hook.timeout):
+                async with self._client().post(
+                    target.connect,
+                    data=body,
+                    headers=headers,
+                    ssl=ctx,
+                    server_hostname=target.server_hostname,
+                    allow_redirects=False,
+                ) as resp:
+                    status = resp.status
+                    raw = await resp.read()
+        except TimeoutError:
+            raise _CallError(f"{prefix}: context deadline exceeded") from None
+        except aiohttp.ClientConnectorCertificateError as exc:
+            host = target.server_hostname or exc.host
+            cert_error = exc.certificate_error
+            reason = (
+                _tls_reason(cert_error, host)
+                if isinstance(cert_error, ssl.SSLCertVerificationError)
+                else f"tls: {cert_error}"
+            )
+            raise _CallError(f"{prefix}: {reason}") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise _CallError(f"{prefix}: {_conn_reason(exc)}") from None
+        except aiohttp.ServerDisconnectedError:
+            raise _CallError(f"{prefix}: EOF") from None
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise _CallError(f"{prefix}: {exc or type(exc).__name__}") from None
+        if status != 200:
+            message = ""
+            try:
+                decoded = orjson.loads(raw)
+                if isinstance(decoded, dict) and decoded.get("kind") == "Status":
+                    message = str(decoded.get("message") or "")
+            except orjson.JSONDecodeError:
+                pass
+            if not message:
+                text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace").strip()
+                message = (
+                    f'an error on the server ("{text}") has prevented the request from succeeding'
+                )
+            raise _CallError(f"failed to call webhook: {message}")
+        try:
+            review = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise _CallError(
+                f"failed to call webhook: couldn't get version/kind; json parse error: {exc}"
+            ) from None
+        return self._verify(hook, version, request["uid"], review)
+
+    def _verify(self, hook: Webhook, version: str, uid: str, review: Any) -> dict[str, Any]:
+        """Upstream's VerifyAdmissionResponse, for the review version that was sent."""
+
+        def invalid(why: str) -> _CallError:
+            return _CallError(f"received invalid webhook response: {why}")
+
+        if not isinstance(review, dict):
+            raise invalid("expected an AdmissionReview object")
+        response = review.get("response")
+        if not isinstance(response, dict):
+            raise invalid("webhook response was absent")
+        if version == "v1":
+            if response.get("uid") != uid:
+                raise invalid(f'expected response.uid="{uid}", got "{response.get("uid", "")}"')
+            api_version, kind = review.get("apiVersion", ""), review.get("kind", "")
+            if (api_version, kind) != ("admission.k8s.io/v1", "AdmissionReview"):
+                raise invalid(
+                    "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, "
+                    f"got {api_version}, Kind={kind}"
+                )
+        patch, patch_type = response.get("patch"), response.get("patchType")
+        if hook.mutating:
+            if version == "v1":
+                if patch and patch_type is None:
+                    raise invalid("webhook returned response.patch but not response.patchType")
+                if not patch and patch_type is not None:
+                    raise invalid("webhook returned response.patchType but not response.patch")
+                if patch_type is not None and patch_type != "JSONPatch":
+                    raise invalid(f'webhook returned invalid response.patchType of "{patch_type}"')
+        elif version == "v1":
+            if patch:
+                raise invalid("validating webhook may not return response.patch")
+            if patch_type is not None:
+                raise invalid("validating webhook may not return response.patchType")
+        return response
+
+    async def _invoke(
+        self,
+        inv: _Invocation,
+        attrs: AdmissionAttributes,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """Call one matched webhook. Returns its allowing response, or None if it was skipped
+        (matchConditions false, or a call failure under `failurePolicy: Ignore`); raises the
+        ApiError a client must see for a denial or a failure under `Fail`."""
+        hook = inv.hook
+        if attrs.request.dry_run and hook.side_effects not in _DRY_RUN_SAFE:
+            raise ApiError(
+                400, "BadRequest", f'admission webhook "{hook.name}" does not support dry run'
+            )
+        request = self._review(inv, attrs, obj, old)
+        try:
+            if not self._conditions_match(hook, request):
+                return None
+            version = next((v for v in hook.review_versions if v in ("v1", "v1beta1")), None)
+            if version is None:
+                raise _CallError(
+                    "webhook does not accept known AdmissionReview versions (v1, v1beta1)"
+                )
+            response = await self._post(hook, version, request)
+        except _CallError as err:
+            message = f'failed calling webhook "{hook.name}": {err.reason}'
+            if hook.failure_policy == "Ignore":
+                log.warning("webhook call failed; ignored", webhook=hook.name, error=message)
+                return None
+            raise _internal(message) from None
+        warnings = response.get("warnings")
+        if isinstance(warnings, list):
+            attrs.request.warnings.extend(str(w) for w in warnings if w)
+        if not response.get("allowed"):
+            raise _status_error(hook, response.get("status"))
+        return response
+
+    # ------------------------------------------------------------------ mutating
+
+    async def _mutate_one(
+        self,
+        hook: Webhook,
+        attrs: AdmissionAttributes,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+    ) -> tuple[dict[str, Any] | None, bool, bool]:
+        """Run one mutating webhook: (object after its patch, whether it changed, whether it
+        was called)."""
+        inv = self._match(hook, attrs, obj, old)
+        if inv is None:
+            return obj, False, False
+        response = await self._invoke(inv, attrs, obj, old)
+        if response is None:
+            return obj, False, False
+        raw_patch = response.get("patch")
+        if not raw_patch:
+            return obj, False, True
+        try:
+            operations = orjson.loads(base64.b64decode(str(raw_patch), validate=True))
+        except (binascii.Error, ValueError) as exc:
+            raise _internal(
+                f'admission webhook "{hook.name}" returned an undecodable patch: {exc}'
+            ) from None
+        if not isinstance(operations, list):
+            raise _internal(f'admission webhook "{hook.name}" returned a patch that is not a list')
+        if not operations:
+            return obj, False, True
+        if obj is None:
+            raise _internal(
+                f'admission webhook "{hook.name}" attempted to modify the object, which is not '
+                "supported for this operation"
+            )
+        try:
+            patched = jsonpatch.apply_patch(_versioned(obj, inv.rt), operations)
+        except (
+            jsonpatch.JsonPatchException,
+            jsonpatch.JsonPointerException,
+            KeyError,
+            IndexError,
+            TypeError,
+            ValueError,
+        ) as exc:
+            raise _internal(
+                f'admission webhook "{hook.name}" returned a patch that cannot be applied: {exc}'
+            ) from None
+        if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+            raise _internal(
+                f'admission webhook "{hook.name}" returned a patch that leaves no object metadata'
+            )
+        if "apiVersion" in obj:
+            patched["apiVersion"] = obj["apiVersion"]
+        return patched, patched != obj, True
+
+    async def mutate(
+        self, attrs: AdmissionAttributes, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        if attrs.rt.group == GROUP and attrs.rt.plural in _EXEMPT_RESOURCES:
+            return obj
+        hooks = self.webhooks(MUTATING)
+        if not hooks:
+            return obj
+        current: dict[str, Any] | None = obj
+        # Upstream's reinvocation bookkeeping: IfNeeded webhooks that ran are remembered; when a
+        # later webhook changes the object they become due for one more call after the pass.
+        invoked_reinvocable: set[int] = set()
+        due: set[int] = set()
+        for i, hook in enumerate(hooks):
+            current, changed, called = await self._mutate_one(hook, attrs, current, old)
+            if changed:
+                due |= invoked_reinvocable
+                invoked_reinvocable = set()
+            if called and hook.reinvoke:
+                invoked_reinvocable.add(i)
+        for i, hook in enumerate(hooks):
+            if i in due:
+                current, _, _ = await self._mutate_one(hook, attrs, current, old)
+        assert current is not None
+        return current
+
+    # ------------------------------------------------------------------ validating
+
+    async def validate(
+        self, attrs: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> None:
+        if attrs.rt.group == GROUP and attrs.rt.plural in _EXEMPT_RESOURCES:
+            return
+        if attrs.operation == "DELETE":
+            # The core calls only `validate` for deletes; kube-apiserver also runs the mutating
+            # chain there (it can deny, it cannot patch).
+            for hook in self.webhooks(MUTATING):
+                await self._mutate_one(hook, attrs, None, old)
+        hooks = self.webhooks(VALIDATING)
+        if not hooks:
+            return
+        invocations = [inv for h in hooks if (inv := self._match(h, attrs, obj, old)) is not None]
+        if not invocations:
+            return
+        results = await asyncio.gather(
+            *(self._invoke(inv, attrs, obj, old) for inv in invocations),
+            return_exceptions=True,
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result

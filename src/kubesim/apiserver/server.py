@@ -1,0 +1,809 @@
+"""The HTTP face of the simulated API server: routing, auth, content types, watch streams.
+
+Authentication: the admin bearer token (a member of `system:masters`, allowed everything),
+or a token from a ServiceAccount's TokenRequest (`serviceaccounts/<name>/token`), which
+authenticates as `system:serviceaccount:<ns>:<name>` until it expires, as long as that
+ServiceAccount (the same object, by uid) exists and the token was issued for the API
+server's audiences. Every request is then authorized by RBAC (`rbac.py`) against the Roles,
+ClusterRoles and bindings in the store; a denial is kube-apiserver's 403 Forbidden Status.
+Other components can ask the same questions through TokenReview and SubjectAccessReview
+(`reviews.py`).
+
+It decodes requests, calls `ApiCore`, and encodes the answers the way kube-apiserver
+does (objects, lists, `Status` errors, Tables, watch event streams), so that kubectl,
+Helm and kubernetes_asyncio talk to it unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from kubesim import __version__
+from kubesim.apiserver import discovery, openapi, protobuf, rbac, reviews, tables
+from kubesim.apiserver.apicore import APPLY_PATCH, ApiCore, Request
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.store import WatchEvent
+from kubesim.clock import now_rfc3339
+from kubesim.controllers.disruption import evict
+from kubesim.machinery.errors import ApiError, bad_request
+from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_selectors_for
+
+JSON = "application/json"
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+LogSource = Callable[[dict[str, Any], str], str]
+_USER: web.RequestKey[rbac.UserInfo | None] = web.RequestKey("user", rbac.UserInfo)
+
+
+@dataclass
+class Target:
+    """A parsed resource URL."""
+
+    rt: ResourceType
+    namespace: str | None  # None: all namespaces (or cluster-scoped)
+    name: str
+    subresource: str
+    watch_path: bool  # the legacy /watch/ prefix
+
+
+def json_response(
+    data: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type=JSON, headers=headers)
+
+
+def status_response(err: ApiError) -> web.Response:
+    headers = dict(err.headers)
+    if err.retry_after is not None:
+        headers["Retry-After"] = str(err.retry_after)
+    return json_response(err.to_status(), err.code, headers)
+
+
+def _bool(q: str | None) -> bool:
+    return q is not None and q.lower() in ("true", "1", "")
+
+
+class ApiHttpServer:
+    """aiohttp application serving the Kubernetes REST API over an `ApiCore`."""
+
+    def __init__(
+        self,
+        core: ApiCore,
+        token: str | None,
+        bookmark_interval: float = 1.0,
+    ) -> None:
+        self.core = core
+        self.token = token
+        self.bookmark_interval = bookmark_interval
+        self.log_source: LogSource | None = None
+        # Fault injection, set by the cluster when `--faults` is given:
+        # called with (verb, group, resource, namespace); returns None or a decision.
+        self.faults: Any = None
+        self.requests: dict[tuple[str, str], int] = {}
+        # Per client (the user agent's product: "kubectl", "jobset-controller", ...), verb and
+        # resource[/subresource]; served read-only at /debug/requests for benchmarks.
+        self.requests_by_agent: dict[tuple[str, str, str], int] = {}
+        self.open_watches = 0
+        self.ready = True
+        # ServiceAccount tokens issued by TokenRequest.
+        self.sa_tokens: dict[str, IssuedToken] = {}
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        return app
+
+    # ------------------------------------------------------------- plumbing
+
+    @web.middleware
+    async def _middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as err:
+            return status_response(err)
+        except web.HTTPException:
+            raise
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a bug in the simulation: answer like the server would
+            import traceback
+
+            traceback.print_exc()
+            return status_response(
+                ApiError(500, "InternalError", f"Internal error occurred: {exc}")
+            )
+
+    def _authenticate(self, request: web.Request) -> rbac.UserInfo | None:
+        """The requesting user; None when the server runs without authentication."""
+        if self.token is None:
+            return None
+        header = request.headers.get("Authorization", "")
+        token = header[7:] if header.startswith("Bearer ") else ""
+        who = self.identity(token) if token else None
+        if who is None or not set(who.audiences) & set(reviews.API_AUDIENCES):
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        return who.user
+
+    def identity(self, token: str) -> reviews.Identity | None:
+        """Who `token` authenticates as (None: nobody): the admin, or the ServiceAccount of a
+        TokenRequest's token that has not expired and whose ServiceAccount still exists."""
+        if self.token is not None and token == self.token:
+            return reviews.Identity(rbac.UserInfo("admin", (rbac.MASTERS, rbac.AUTHENTICATED)))
+        issued = self.sa_tokens.get(token)
+        if issued is None:
+            return None
+        if time.time() >= issued.expires:
+            del self.sa_tokens[token]
+            return None
+        rt = self.core.registry.get("", "v1", "serviceaccounts")
+        assert rt is not None
+        account = self.core.try_get(rt, issued.namespace, issued.name)
+        if account is None or account["metadata"].get("uid") != issued.uid:
+            return None
+        return reviews.Identity(
+            rbac.service_account_user(issued.namespace, issued.name), issued.uid, issued.audiences
+        )
+
+    def _policy(self) -> rbac.Policy:
+        def objects(plural: str) -> list[dict[str, Any]]:
+            rt = self.core.registry.get("rbac.authorization.k8s.io", "v1", plural)
+            assert rt is not None
+            return list(self.core.store.resource(rt.key).objects.values())
+
+        return rbac.Policy.of(
+            objects("roles"),
+            objects("clusterroles"),
+            objects("rolebindings"),
+            objects("clusterrolebindings"),
+        )
+
+    def _authorize(self, user: rbac.UserInfo | None, attrs: rbac.Attributes) -> None:
+        if user is None or rbac.MASTERS in user.groups:
+            return
+        if not rbac.authorize(self._policy(), attrs):
+            raise ApiError(
+                403,
+                "Forbidden",
+                rbac.forbidden_message(attrs),
+                group=attrs.api_group,
+                kind=attrs.resource,
+                name=attrs.name,
+            )
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez", "/readyz"):
+            if not self.ready and path == "/readyz":
+                return web.Response(text="not ready", status=500)
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/version":
+            return json_response(discovery.version_info(__version__))
+        user = self._authenticate(request)
+        request[_USER] = user
+        parts = [p for p in path.split("/") if p]
+        is_resource = (parts[:1] == ["api"] and len(parts) >= 3) or (
+            parts[:1] == ["apis"] and len(parts) >= 4
+        )
+        if not is_resource:
+            attrs = rbac.Attributes(
+                user or rbac.UserInfo(""), request.method.lower(), False, path=path
+            )
+            self._authorize(user, attrs)
+        if path == "/debug/requests" and request.method == "GET":
+            return json_response(self._request_counts())
+        if not parts:
+            return json_response(
+                {"paths": ["/api", "/apis", "/healthz", "/openapi/v2", "/openapi/v3", "/version"]}
+            )
+        if parts[0] == "openapi":
+            return await self._openapi(request, parts)
+        if parts[0] == "api":
+            if len(parts) == 1:
+                return json_response(discovery.api_versions())
+            if len(parts) == 2:
+                if parts[1] != "v1":
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
+                return json_response(discovery.resource_list(self.core.registry, "", "v1"))
+            return await self._resource(request, "", parts[1], parts[2:])
+        if parts[0] == "apis":
+            if len(parts) == 1:
+                return json_response(discovery.group_list(self.core.registry))
+            if len(parts) == 2:
+                group = discovery.group(self.core.registry, parts[1])
+                if group is None:
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
+                return json_response(group)
+            if len(parts) == 3:
+                if not self.core.registry.in_group_version(parts[1], parts[2]):
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
+                return json_response(
+                    discovery.resource_list(self.core.registry, parts[1], parts[2])
+                )
+            return await self._resource(request, parts[1], parts[2], parts[3:])
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _request_counts(self) -> dict[str, Any]:
+        """Resource requests served so far, by verb and resource, and also by client."""
+        return {
+            "requests": [
+                {"verb": verb, "resource": res, "count": n}
+                for (verb, res), n in sorted(self.requests.items())
+            ],
+            "byUserAgent": [
+                {"userAgent": agent, "verb": verb, "resource": res, "count": n}
+                for (agent, verb, res), n in sorted(self.requests_by_agent.items())
+            ],
+        }
+
+    async def _openapi(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
+        if parts[1:] == ["v2"]:
+            if "protobuf" in request.headers.get("Accept", ""):
+                return web.Response(body=openapi.v2_protobuf(), content_type=openapi.V2_PROTOBUF)
+            return json_response(openapi.v2_document(self.core.registry))
+        if parts[1:] == ["v3"]:
+            return json_response(openapi.v3_index(self.core.registry))
+        if len(parts) >= 3 and parts[1] == "v3":
+            doc = openapi.v3_document(self.core.registry, "/".join(parts[2:]))
+            if doc is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return json_response(doc)
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _parse_target(self, group: str, version: str, rest: list[str]) -> Target:
+        watch_path = False
+        if rest and rest[0] == "watch":
+            watch_path = True
+            rest = rest[1:]
+        registry = self.core.registry
+        namespace: str | None = None
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and registry.get(group, version, rest[2])
+            and not (group == "" and rest[2] in ("status", "finalize"))
+        ):
+            namespace = rest[1]
+            rest = rest[2:]
+        if not rest:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        rt = registry.get(group, version, rest[0])
+        if rt is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if len(rest) > 3 or (sub and sub not in rt.subresources):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if rt.namespaced and namespace is None and name:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not rt.namespaced:
+            namespace = None
+        return Target(rt, namespace, name, sub, watch_path)
+
+    async def _body(self, request: web.Request) -> Any:
+        raw = await request.read()
+        if not raw:
+            return None
+        ctype = request.content_type
+        if "protobuf" in ctype:
+            try:
+                return protobuf.decode_body(raw)
+            except protobuf.ProtobufError as exc:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types "
+                    f"include: application/json, application/yaml ({exc})",
+                ) from None
+        if "cbor" in ctype:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json, application/yaml",
+            )
+        try:
+            if "yaml" in ctype:
+                return yaml.load(raw, Loader=_YAML_LOADER)
+            return orjson.loads(raw)
+        except Exception as exc:
+            raise bad_request(f"the body of the request could not be decoded: {exc}") from None
+
+    def _request_options(self, request: web.Request) -> Request:
+        q = request.query
+        dry = q.getall("dryRun", [])
+        return Request(
+            dry_run="All" in dry,
+            field_manager=q.get("fieldManager", "") or _user_agent_manager(request),
+            field_validation=q.get("fieldValidation", "Ignore"),
+            force=_bool(q.get("force")) if "force" in q else False,
+        )
+
+    # ------------------------------------------------------------- resources
+
+    async def _resource(
+        self, request: web.Request, group: str, version: str, rest: list[str]
+    ) -> web.StreamResponse:
+        t = self._parse_target(group, version, rest)
+        method = request.method
+        q = request.query
+        is_watch = (
+            t.watch_path or _bool(q.get("watch")) if ("watch" in q or t.watch_path) else False
+        )
+        verb = _verb(method, t, is_watch)
+        user = request.get(_USER)
+        if user is not None:
+            self._authorize(user, _attributes(user, verb, t, q.get("fieldSelector", "")))
+        self.requests[(verb, t.rt.plural)] = self.requests.get((verb, t.rt.plural), 0) + 1
+        agent = (request.headers.get("User-Agent") or "").split("/", 1)[0].strip()
+        akey = (agent, verb, f"{t.rt.plural}/{t.subresource}" if t.subresource else t.rt.plural)
+        self.requests_by_agent[akey] = self.requests_by_agent.get(akey, 0) + 1
+        decision = None
+        if self.faults is not None:
+            decision = self.faults.decide(
+                verb, t.rt.group, t.rt.plural, t.namespace or "", time.monotonic()
+            )
+            if decision.delay:
+                await asyncio.sleep(decision.delay)
+            if decision.reset_connection and request.transport is not None:
+                request.transport.close()
+                raise ConnectionResetError("fault injection: connection reset")
+            if decision.error is not None:
+                raise decision.error
+        rt = t.rt
+        ns = t.namespace or ""
+        req = self._request_options(request)
+        if rt.group in (reviews.AUTHN_GROUP, reviews.AUTHZ_GROUP) and (
+            rt.plural in reviews.REVIEW_RESOURCES
+        ):
+            return json_response(await self._review(request, t, verb, user), 201)
+        if verb == "watch":
+            return await self._watch(request, t, decision)
+        if verb == "list":
+            return self._list(request, t)
+        if verb == "get":
+            if t.subresource == "log":
+                return self._log(request, t)
+            obj = self.core.get(rt, ns, t.name)
+            if t.subresource == "scale":
+                return json_response(_scale_of(obj))
+            return self._object(request, rt, obj)
+        if verb == "create":
+            body = await self._body(request)
+            if t.subresource == "binding":
+                return json_response(await self._bind(t, body, req), 201)
+            if t.subresource == "eviction":
+                await evict(self.core, rt, ns, t.name, body, req)
+                return json_response(
+                    {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
+                )
+            if t.subresource == "token":
+                # 404 for a ServiceAccount that does not exist
+                account = self.core.get(rt, ns, t.name)
+                answer = _token_request(body)
+                self.sa_tokens[answer["status"]["token"]] = IssuedToken(
+                    ns,
+                    t.name,
+                    str(account["metadata"].get("uid", "")),
+                    tuple(answer["spec"]["audiences"]),
+                    time.time() + int(answer["spec"]["expirationSeconds"]),
+                )
+                return json_response(answer, 201)
+            obj = await self.core.create(rt, ns, body, req)
+            return self._object(request, rt, obj, 201, req)
+        if verb == "update":
+            body = await self._body(request)
+            if t.subresource == "scale":
+                return json_response(_scale_of(await self._set_scale(t, body, req)))
+            obj = await self.core.update(rt, ns, t.name, body, req, t.subresource)
+            return self._object(request, rt, obj, 200, req)
+        if verb == "patch":
+            body = await self._body(request)
+            ctype = request.content_type
+            if ctype == APPLY_PATCH and isinstance(body, dict):
+                pass
+            if t.subresource == "scale":  # `kubectl scale` patches the Scale, not the object
+                return json_response(_scale_of(await self._patch_scale(t, ctype, body, req)))
+            obj = await self.core.patch(rt, ns, t.name, ctype, body, req, t.subresource)
+            return self._object(request, rt, obj, 200, req)
+        if verb == "delete":
+            opts = dict(await self._body(request) or {})
+            if "propagationPolicy" in q:
+                opts["propagationPolicy"] = q["propagationPolicy"]
+            if "gracePeriodSeconds" in q:
+                opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+            if "orphanDependents" in q:
+                opts["orphanDependents"] = _bool(q["orphanDependents"])
+            obj = await self.core.delete(rt, ns, t.name, opts, req)
+            still_there = self.core.try_get(rt, ns, t.name) is not None and not req.dry_run
+            return self._object(request, rt, obj, 202 if still_there else 200, req)
+        if verb == "deletecollection":
+            opts = dict(await self._body(request) or {})
+            if "propagationPolicy" in q:
+                opts["propagationPolicy"] = q["propagationPolicy"]
+            labels, fields = self._selectors(request, rt)
+            items = await self.core.delete_collection(rt, t.namespace, labels, fields, opts, req)
+            return json_response(
+                {
+                    "kind": f"{rt.kind}List",
+                    "apiVersion": rt.group_version,
+                    "metadata": {"resourceVersion": str(self.core.store.rv)},
+                    "items": items,
+                }
+            )
+        raise ApiError(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+
+    async def _review(
+        self, request: web.Request, t: Target, verb: str, user: rbac.UserInfo | None
+    ) -> dict[str, Any]:
+        """A review (TokenReview, SubjectAccessReview, ... see reviews.py): answered, not
+        stored."""
+        if verb != "create" or t.name or t.subresource:
+            raise reviews.method_not_allowed()
+        body = await self._body(request)
+        if t.rt.plural == "tokenreviews":
+            return reviews.token_review(body, self.identity)
+        if t.rt.plural == "selfsubjectreviews":
+            return reviews.self_subject_review(body, user)
+        if t.rt.plural == "subjectaccessreviews":
+            return reviews.subject_access_review(body, self._policy())
+        return reviews.self_subject_access_review(body, user, self._policy())
+
+    def _object(
+        self,
+        request: web.Request,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        status: int = 200,
+        req: Request | None = None,
+    ) -> web.Response:
+        headers = {}
+        if req is not None and req.warnings:
+            headers["Warning"] = ", ".join(f'299 - "{w}"' for w in req.warnings)
+        if tables.wants_table(request.headers.get("Accept", "")):
+            return json_response(
+                tables.to_table(rt, [obj], request.query.get("includeObject", "Metadata"), None),
+                status,
+                headers,
+            )
+        if rt.version != obj.get("apiVersion", "").rpartition("/")[2]:
+            obj = {**obj, "apiVersion": rt.group_version}
+        return json_response(obj, status, headers)
+
+    def _selectors(
+        self, request: web.Request, rt: ResourceType
+    ) -> tuple[LabelSelector | None, FieldSelector | None]:
+        q = request.query
+        labels = LabelSelector.parse(q["labelSelector"]) if q.get("labelSelector") else None
+        fields = None
+        if q.get("fieldSelector"):
+            selectable: tuple[str, ...] = ()
+            if rt.crd is not None:
+                selectable = tuple(f["jsonPath"] for f in rt.crd.get("selectableFields") or [])
+            fields = FieldSelector.parse(
+                q["fieldSelector"], field_selectors_for(rt.group, rt.plural, selectable)
+            )
+        return labels, fields
+
+    def _list(self, request: web.Request, t: Target) -> web.Response:
+        q = request.query
+        labels, fields = self._selectors(request, t.rt)
+        try:
+            limit = int(q.get("limit", "0") or 0)
+        except ValueError:
+            raise bad_request(f"invalid limit: {q.get('limit')}") from None
+        result = self.core.list(t.rt, t.namespace, labels, fields, limit, q.get("continue", ""))
+        meta: dict[str, Any] = {"resourceVersion": result.resource_version}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+        if tables.wants_table(request.headers.get("Accept", "")):
+            return json_response(
+                tables.to_table(t.rt, result.items, q.get("includeObject", "Metadata"), meta)
+            )
+        rt = t.rt
+        items = result.items
+        if any(o.get("apiVersion") != rt.group_version for o in items[:1]):
+            items = [{**o, "apiVersion": rt.group_version} for o in items]
+        body = (
+            b'{"kind":"'
+            + rt.kind.encode()
+            + b'List","apiVersion":"'
+            + rt.group_version.encode()
+            + b'","metadata":'
+            + orjson.dumps(meta)
+            + b',"items":'
+            + orjson.dumps(items)
+            + b"}"
+        )
+        return web.Response(body=body, content_type=JSON)
+
+    def _log(self, request: web.Request, t: Target) -> web.Response:
+        pod = self.core.get(t.rt, t.namespace or "", t.name)
+        container = request.query.get("container") or ""
+        names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+        if not container:
+            if len(names) > 1:
+                raise bad_request(
+                    f"a container name must be specified for pod {t.name}, choose one of: {names}"
+                )
+            container = names[0] if names else ""
+        elif container not in names:
+            raise bad_request(f"container {container} is not valid for pod {t.name}")
+        phase = (pod.get("status") or {}).get("phase")
+        if phase == "Pending":
+            raise bad_request(
+                f'container "{container}" in pod "{t.name}" is waiting to start: ContainerCreating'
+            )
+        text = self.log_source(pod, container) if self.log_source else ""
+        tail = request.query.get("tailLines")
+        if tail is not None:
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
+        return web.Response(text=text, content_type="text/plain")
+
+    async def _bind(self, t: Target, body: Any, req: Request) -> dict[str, Any]:
+        node = ((body or {}).get("target") or {}).get("name")
+        if not node:
+            raise bad_request("binding target name is required")
+        pod = self.core.get(t.rt, t.namespace or "", t.name)
+        if (pod.get("spec") or {}).get("nodeName"):
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on pods/binding "{t.name}": pod {t.name} is '
+                f'already assigned to node "{pod["spec"]["nodeName"]}"',
+            )
+        spec = {**pod["spec"], "nodeName": node}
+        await self.core.update(t.rt, t.namespace or "", t.name, {**pod, "spec": spec}, req)
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "code": 201,
+        }
+
+    async def _set_scale(self, t: Target, body: Any, req: Request) -> dict[str, Any]:
+        obj = self.core.get(t.rt, t.namespace or "", t.name)
+        replicas = ((body or {}).get("spec") or {}).get("replicas")
+        spec = {**(obj.get("spec") or {}), "replicas": replicas}
+        return await self.core.update(t.rt, t.namespace or "", t.name, {**obj, "spec": spec}, req)
+
+    async def _patch_scale(self, t: Target, ctype: str, body: Any, req: Request) -> dict[str, Any]:
+        from kubesim.machinery import patch as patching
+
+        scale = _scale_of(self.core.get(t.rt, t.namespace or "", t.name))
+        try:
+            if ctype.split(";")[0].strip() == "application/json-patch+json":
+                patched = patching.apply_json_patch(scale, body if isinstance(body, list) else [])
+            else:  # merge and strategic merge patches are the same on a Scale
+                patched = patching.apply_merge_patch(scale, body if isinstance(body, dict) else {})
+        except patching.PatchError as exc:
+            raise ApiError(422, "Invalid", str(exc)) from None
+        return await self._set_scale(t, patched, req)
+
+    # ----------------------------------------------------------------- watch
+
+    async def _watch(self, request: web.Request, t: Target, decision: Any) -> web.StreamResponse:
+        q = request.query
+        labels, fields = self._selectors(request, t.rt)
+        rv = q.get("resourceVersion", "")
+        send_initial = _bool(q.get("sendInitialEvents")) if "sendInitialEvents" in q else False
+        if send_initial:
+            rv = ""
+        want_table = tables.wants_table(request.headers.get("Accept", ""))
+        include = q.get("includeObject", "Metadata")
+        bookmarks = _bool(q.get("allowWatchBookmarks")) if "allowWatchBookmarks" in q else False
+        timeout = float(q.get("timeoutSeconds", "0") or 0) or 1800.0
+        cut_after = decision.watch_cut_after if decision is not None else None
+        resp = web.StreamResponse(
+            status=200, headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"}
+        )
+        await resp.prepare(request)
+        try:
+            if decision is not None and getattr(decision, "gone", False):
+                raise ApiError(
+                    410, "Expired", f"too old resource version: {rv} (forced by fault injection)"
+                )
+            watcher, initial = self.core.watch(t.rt, t.namespace, labels, fields, rv)
+        except ApiError as err:
+            await resp.write(orjson.dumps({"type": "ERROR", "object": err.to_status()}) + b"\n")
+            return resp
+        self.open_watches += 1
+        sent = 0
+        deadline = time.monotonic() + timeout
+
+        def encode(ev: WatchEvent) -> bytes:
+            if want_table:
+                return (
+                    orjson.dumps(
+                        {
+                            "type": ev.type,
+                            "object": tables.to_table(
+                                t.rt, [ev.obj], include, None, with_headers=False
+                            ),
+                        }
+                    )
+                    + b"\n"
+                )
+            if t.rt.version != ev.obj.get("apiVersion", "").rpartition("/")[2]:
+                return (
+                    orjson.dumps(
+                        {"type": ev.type, "object": {**ev.obj, "apiVersion": t.rt.group_version}}
+                    )
+                    + b"\n"
+                )
+            return ev.encoded()
+
+        try:
+            if cut_after is not None:
+                initial = initial[:cut_after]
+            if initial:
+                chunk = b"".join(encode(ev) for ev in initial)
+                await resp.write(chunk)
+                sent += len(initial)
+            if send_initial:
+                await resp.write(
+                    orjson.dumps(
+                        {
+                            "type": "BOOKMARK",
+                            "object": self._bookmark(t.rt, self.core.store.rv, True),
+                        }
+                    )
+                    + b"\n"
+                )
+            next_bookmark = time.monotonic() + self.bookmark_interval
+            while True:
+                if cut_after is not None and sent >= cut_after:
+                    break
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                wait = deadline - now
+                if bookmarks:
+                    wait = min(wait, max(0.0, next_bookmark - now))
+                outages = self.faults is not None and bool(self.faults.outages)
+                if outages:
+                    wait = min(wait, 0.5)
+                    if self.faults.outage_active(
+                        "watch", t.rt.group, t.rt.plural, t.namespace or "", now
+                    ):
+                        break  # the server "went away": the stream ends with it
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(watcher.wakeup.wait(), timeout=wait)
+                watcher.wakeup.clear()
+                if watcher.queue:
+                    batch = []
+                    while watcher.queue:
+                        ev = watcher.queue.popleft()
+                        batch.append(encode(ev))
+                        sent += 1
+                        if cut_after is not None and sent >= cut_after:
+                            break
+                    await resp.write(b"".join(batch))
+                if watcher.closed:
+                    break  # shutdown or a watcher too far behind: the client re-watches
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    # The queue is drained, so every change up to the store's current
+                    # resourceVersion has been sent: that is the bookmark's version.
+                    bookmark = self._bookmark(t.rt, self.core.store.rv, False)
+                    await resp.write(orjson.dumps({"type": "BOOKMARK", "object": bookmark}) + b"\n")
+                    next_bookmark = time.monotonic() + self.bookmark_interval
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self.open_watches -= 1
+            self.core.unwatch(t.rt, watcher)
+        return resp
+
+    def _bookmark(self, rt: ResourceType, rv: int, initial_end: bool) -> dict[str, Any]:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
+
+
+def _verb(method: str, t: Target, is_watch: bool) -> str:
+    if method == "GET":
+        if is_watch:
+            return "watch"
+        return "get" if t.name else "list"
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if t.name else "deletecollection"
+    raise ApiError(405, "MethodNotAllowed", f"method {method} is not allowed")
+
+
+def _attributes(user: rbac.UserInfo, verb: str, t: Target, field_selector: str) -> rbac.Attributes:
+    """The request's RBAC attributes, as kube-apiserver's RequestInfo resolves them."""
+    name, namespace = t.name, t.namespace or ""
+    if t.rt.group == "" and t.rt.plural == "namespaces" and name:
+        namespace = name  # a namespace's own object is inside that namespace
+    if not name and verb in ("list", "watch"):
+        # A list/watch limited to one name by field selector is a request for that name.
+        for term in field_selector.split(","):
+            key, sep, value = term.partition("==") if "==" in term else term.partition("=")
+            if sep and key.strip() == "metadata.name" and not key.endswith("!"):
+                name = value.strip()
+    return rbac.Attributes(
+        user, verb, True, t.rt.group, t.rt.plural, t.subresource, name, namespace
+    )
+
+
+def _user_agent_manager(request: web.Request) -> str:
+    """Kubernetes names the field manager after the user agent's first word when none is given."""
+    agent = request.headers.get("User-Agent", "")
+    return agent.split("/")[0] if agent else ""
+
+
+def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
+        "status": {
+            "replicas": (obj.get("status") or {}).get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in selector.items()),
+        },
+    }
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A ServiceAccount token from a TokenRequest: whose, for which audiences, until when."""
+
+    namespace: str
+    name: str
+    uid: str  # of the ServiceAccount: a new one of the same name does not inherit its tokens
+    audiences: tuple[str, ...]
+    expires: float  # epoch seconds
+
+
+def _token_request(body: Any) -> dict[str, Any]:
+    import secrets
+
+    spec = dict((body or {}).get("spec") or {})
+    spec["audiences"] = list(spec.get("audiences") or reviews.API_AUDIENCES)
+    spec["expirationSeconds"] = int(spec.get("expirationSeconds") or 3600)
+    return {
+        "kind": "TokenRequest",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": spec,
+        "status": {
+            "token": secrets.token_urlsafe(32),
+            "expirationTimestamp": now_rfc3339(time.time() + spec["expirationSeconds"]),
+        },
+    }

@@ -1,0 +1,870 @@
+"""The simulated kube-controller-manager Job controller (batch/v1, as of Kubernetes 1.32).
+
+A JobSet is only as testable as the Jobs under it: the JobSet controller reads Job conditions
+(`Complete`, `Failed` and their reasons), counters (`active`, `ready`, `succeeded`, `failed`)
+and relies on the Job controller to create, replace and delete pods. So this follows
+`pkg/controller/job` closely where a client can tell the difference:
+
+- Pods come from `spec.template` with the controller's labels, an owner reference, the
+  `batch.kubernetes.io/job-tracking` finalizer, and for Indexed Jobs the completion index
+  (annotation, label, `JOB_COMPLETION_INDEX` env, hostname `<job>-<index>`).
+- Finished pods are counted exactly once through that finalizer: the status is written with
+  the new counts, then the finalizer is removed. A pod deleted before it succeeded counts as
+  failed (`podReplacementPolicy: TerminatingOrFailed`); pods removed to suspend or scale down
+  lose their finalizer first and are not counted, as upstream does.
+- Failure: `podFailurePolicy` (FailJob / Ignore / Count / FailIndex), `backoffLimit` (with
+  container restarts counted for `restartPolicy: OnFailure`), `activeDeadlineSeconds`,
+  `backoffLimitPerIndex` / `maxFailedIndexes`. Success: completions, or `successPolicy`.
+  Both go through the 1.31+ interim conditions (`FailureTarget`, `SuccessCriteriaMet`): the
+  terminal `Failed` / `Complete` condition is added once no pod is terminating.
+- Replacement pods wait for the pod-failure back-off (10 s doubling to 6 min), scaled by
+  `--time-scale` like every other simulated duration.
+
+Level `jobs` simulates no pods at all: a Job advances by status alone. Each completion slot
+(index) runs the template's program for its duration (times `--time-scale`), at most
+`parallelism` at a time, and succeeds, fails and is retried after the back-off, or restarts
+in place, with the same limits and conditions as above (backoffLimit, backoffLimitPerIndex,
+podFailurePolicy on exit codes, activeDeadlineSeconds, successPolicy, suspend). Two status
+writes per Job in the common case, so benchmarks with tens of thousands of Jobs exercise the
+JobSet controller without the pod machinery.
+
+Simplifications, on purpose: no adoption of orphan pods matching a Job's selector, no Events,
+and `uncountedTerminatedPods` stays empty (a crash of the whole simulator between a status
+write and a finalizer removal could count a pod twice).
+
+Where things are: `jobpolicy.py` has the pure facts about Jobs and pods, `jobplan.py` the
+pure decision of one sync at level `pods` (this module applies it), `workqueue.py` the
+queue and timers shared with the simulated kubelet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
+
+from kubesim.aio import cancel_and_wait
+from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.clock import now_rfc3339, parse_rfc3339
+from kubesim.controllers.jobplan import JobPlanner, Memory, Outcome, StatusUpdate
+from kubesim.controllers.jobpolicy import (
+    COMPLETION_INDEX_ANNOTATION,
+    JOB_CONTROLLER_NAME,
+    JOB_TRACKING_FINALIZER,
+    Backoff,
+    Finish,
+    backoff_delay,
+    ensure_condition,
+    format_indexes,
+    has_tracking_finalizer,
+    is_job_finished,
+    job_ref,
+    match_pod_failure_policy,
+    match_success_policy,
+    omit_zero,
+    parse_indexes,
+    pod_ready,
+    spec_int,
+    with_index_env,
+)
+from kubesim.controllers.workqueue import WorkQueue
+from kubesim.machinery.errors import ApiError
+from kubesim.programs.programs import Program, program_for
+
+__all__ = ["JobController"]
+
+log = structlog.get_logger("sim.jobcontroller")
+
+# How long a simulated pod takes to start at level `jobs`, before --time-scale.
+JOBS_LEVEL_START_DELAY: Final = 1.0
+# The kubelet's first container restart back-off, for restartPolicy OnFailure at level `jobs`.
+CRASH_LOOP_BACKOFF: Final = 10.0
+# Workers syncing distinct Jobs concurrently (kube-controller-manager's default is 5); they
+# overlap the latency of admission webhooks on pod creation.
+WORKERS: Final = 8
+
+_PODS: Final[ResourceKey] = ("", "pods")
+_JOBS: Final[ResourceKey] = ("batch", "jobs")
+_TERMINAL: Final = frozenset({"Succeeded", "Failed"})
+
+JobKey = tuple[str, str, str]  # ("job", namespace, name) or ("orphan", namespace, pod name)
+
+
+@dataclass
+class _Run:
+    """Level `jobs`: the simulated pods of one Job, one timeline per completion slot.
+
+    A slot is a completion index (a pod of an Indexed Job, or one of the `completions`
+    pods of a NonIndexed one). At most `parallelism` slots run at once; each ends at its
+    own program's duration, then succeeds, fails (and is retried after the pod back-off)
+    or restarts in place (`restartPolicy: OnFailure`).
+    """
+
+    uid: str
+    start_at: float  # loop time the first simulated pods may start
+    running: dict[int, float] = field(default_factory=dict)  # slot -> loop time it ends
+    retry_at: dict[int, float] = field(default_factory=dict)  # slot -> earliest restart
+    succeeded: set[int] = field(default_factory=set)
+    failed_slots: set[int] = field(default_factory=set)  # backoffLimitPerIndex
+    slot_failures: dict[int, int] = field(default_factory=dict)
+    failed: int = 0
+    restarts: int = 0
+    failures_since_success: int = 0
+    programs: dict[int, Program] = field(default_factory=dict)
+
+
+class JobController:
+    """Reconciles batch/v1 Jobs: with pods at level `pods`, by status alone at level `jobs`."""
+
+    def __init__(
+        self,
+        core: ApiCore,
+        level: str = "pods",
+        time_scale: float = 1.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        if level not in ("pods", "jobs"):
+            raise ValueError(f"JobController level must be 'pods' or 'jobs', not {level!r}")
+        self.core = core
+        self.level = level
+        self.time_scale = max(float(time_scale), 0.0)
+        self.rng = rng or random.Random(0)
+        jobs_rt = core.registry.get("batch", "v1", "jobs")
+        pods_rt = core.registry.get("", "v1", "pods")
+        assert jobs_rt is not None and pods_rt is not None
+        self._jobs_rt: ResourceType = jobs_rt
+        self._pods_rt: ResourceType = pods_rt
+        self._queue: WorkQueue[JobKey] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        # Pods whose finished state is in the Job status but whose finalizer is still on.
+        self._counted: set[str] = set()
+        # Pods that vanished with the tracking finalizer (force-removed), per Job uid.
+        self._lost: dict[str, list[dict[str, Any]]] = {}
+        self._backoff: dict[str, Backoff] = {}
+        # Per Job uid and completion index: (failures, ignored failures, last failure time).
+        self._index_failures: dict[str, dict[int, tuple[int, int, float]]] = {}
+        # Precise start times (status.startTime has whole seconds only), per Job uid.
+        self._started: dict[str, float] = {}
+        self._runs: dict[tuple[str, str], _Run] = {}
+        self.syncs = 0  # for tests and benchmarks: how much work the controller did
+        self.status_writes = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _req(self) -> Request:
+        return Request(user=dict(SYSTEM_USER), field_manager="job-controller")
+
+    def start(self) -> None:
+        self._queue = WorkQueue()
+        self.core.store.listeners.append(self._on_event)
+        for job in self.core.list(self._jobs_rt, None).items:
+            meta = job["metadata"]
+            self._queue.add(("job", meta.get("namespace", ""), meta["name"]))
+        if self.level == "pods":
+            for pod in self.core.list(self._pods_rt, None).items:
+                if has_tracking_finalizer(pod) and job_ref(pod) is None:
+                    meta = pod["metadata"]
+                    self._queue.add(("orphan", meta.get("namespace", ""), meta["name"]))
+        self._tasks = [
+            asyncio.create_task(self._worker(), name=f"sim-job-controller-{i}")
+            for i in range(WORKERS)
+        ]
+
+    async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.core.store.listeners.remove(self._on_event)
+        await cancel_and_wait(self._tasks)
+        self._tasks = []
+        if self._queue is not None:
+            self._queue.close()
+
+    # ------------------------------------------------------------------ events
+
+    def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
+        """Store listener: only bookkeeping and enqueueing, the work happens in workers."""
+        queue = self._queue
+        if queue is None:
+            return
+        try:
+            if rkey == _JOBS:
+                meta = ev.obj["metadata"]
+                ns, name = meta.get("namespace", ""), meta["name"]
+                if ev.type == DELETED:
+                    self._job_gone(ev.obj)
+                queue.add(("job", ns, name))
+            elif rkey == _PODS and self.level == "pods":
+                self._on_pod(queue, ev)
+        except Exception:  # a listener must never break the write that triggered it
+            log.exception("job controller event handling failed")
+
+    def _on_pod(self, queue: WorkQueue[JobKey], ev: WatchEvent) -> None:
+        pod = ev.obj
+        meta = pod["metadata"]
+        ns = meta.get("namespace", "")
+        ref = job_ref(pod)
+        if ref is not None:
+            queue.add(("job", ns, str(ref.get("name"))))
+        if ev.old is not None:
+            old_ref = job_ref(ev.old)
+            if old_ref is not None and (ref is None or old_ref.get("uid") != ref.get("uid")):
+                queue.add(("job", ns, str(old_ref.get("name"))))
+        uid = meta.get("uid", "")
+        if ev.type == DELETED:
+            if has_tracking_finalizer(pod) and uid not in self._counted and ref is not None:
+                # Removed (force-removed) before the controller accounted for it: count it
+                # at the Job's next sync, if the Job is still there to count it.
+                job = self.core.store.get(_JOBS, (ns, str(ref.get("name"))))
+                if job is not None and job["metadata"].get("uid") == ref.get("uid"):
+                    self._lost.setdefault(str(ref.get("uid")), []).append(pod)
+            self._counted.discard(uid)
+            return
+        if has_tracking_finalizer(pod):
+            job = None if ref is None else self.core.store.get(_JOBS, (ns, str(ref.get("name"))))
+            if job is None or job["metadata"].get("uid") != (ref or {}).get("uid"):
+                queue.add(("orphan", ns, meta["name"]))
+
+    def _job_gone(self, job: Mapping[str, Any]) -> None:
+        meta = job["metadata"]
+        uid = meta.get("uid", "")
+        self._lost.pop(uid, None)
+        self._backoff.pop(uid, None)
+        self._index_failures.pop(uid, None)
+        self._started.pop(uid, None)
+        if self._queue is None:
+            return
+        for rkey, okey in list(self.core.store.dependents.get(uid, ())):
+            if rkey == _PODS:
+                self._queue.add(("orphan", okey[0], okey[1]))
+
+    # ------------------------------------------------------------------ workers
+
+    async def _worker(self) -> None:
+        queue = self._queue
+        assert queue is not None
+        while True:
+            key = await queue.get()
+            try:
+                kind, ns, name = key
+                retry = False
+                if kind == "orphan":
+                    await self._sync_orphan(ns, name)
+                elif self.level == "pods":
+                    retry = await self._sync_job(ns, name)
+                else:
+                    await self._sync_job_status_only(ns, name)
+                if retry:
+                    queue.add_rate_limited(key)
+                else:
+                    queue.forget(key)
+            except ApiError as err:
+                if err.code == 409:
+                    queue.add(key)  # stale read: redo from the fresh state at once
+                elif err.code == 404:
+                    queue.forget(key)
+                else:
+                    log.warning("job sync failed", key=key, code=err.code, error=str(err))
+                    queue.add_rate_limited(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("job sync crashed", key=key)
+                queue.add_rate_limited(key)
+            finally:
+                queue.done(key)
+
+    def _requeue_after(self, ns: str, name: str, delay: float) -> None:
+        if self._queue is not None and not math.isinf(delay):
+            self._queue.add_after(("job", ns, name), delay)
+
+    # ------------------------------------------------------------------ API helpers
+
+    def _pods_of(self, job_uid: str) -> list[dict[str, Any]]:
+        """The Job's pods, by its controller reference (the store indexes owners)."""
+        out = []
+        store = self.core.store
+        for rkey, okey in store.dependents.get(job_uid, ()):
+            if rkey != _PODS:
+                continue
+            pod = store.get(rkey, okey)
+            if pod is None:
+                continue
+            ref = job_ref(pod)
+            if ref is not None and ref.get("uid") == job_uid:
+                out.append(pod)
+        out.sort(key=lambda p: p["metadata"]["name"])
+        return out
+
+    async def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        meta = job["metadata"]
+        self.status_writes += 1
+        return await self.core.update(
+            self._jobs_rt,
+            meta.get("namespace", ""),
+            meta["name"],
+            {**job, "status": status},
+            self._req(),
+            subresource="status",
+        )
+
+    async def _remove_finalizer(self, pod: Mapping[str, Any]) -> bool:
+        """Drop the tracking finalizer from the current version of `pod`; True when it is
+        gone (or the pod is)."""
+        meta = pod["metadata"]
+        ns, name, uid = meta.get("namespace", ""), meta["name"], meta.get("uid")
+        for _attempt in range(5):
+            current = self.core.store.get(_PODS, (ns, name))
+            if current is None or current["metadata"].get("uid") != uid:
+                return True
+            cmeta = current["metadata"]
+            finalizers = [f for f in cmeta.get("finalizers") or () if f != JOB_TRACKING_FINALIZER]
+            if len(finalizers) == len(cmeta.get("finalizers") or ()):
+                return True
+            new_meta = {**cmeta, "finalizers": finalizers}
+            if not finalizers:
+                del new_meta["finalizers"]
+            try:
+                await self.core.update(
+                    self._pods_rt, ns, name, {**current, "metadata": new_meta}, self._req()
+                )
+                return True
+            except ApiError as err:
+                if err.code == 404:
+                    return True
+                if err.code != 409:
+                    log.warning("removing pod finalizer failed", pod=f"{ns}/{name}", error=str(err))
+                    return False
+        return False
+
+    async def _delete_pod(self, pod: Mapping[str, Any]) -> bool:
+        meta = pod["metadata"]
+        try:
+            await self.core.delete(
+                self._pods_rt,
+                meta.get("namespace", ""),
+                meta["name"],
+                {"propagationPolicy": "Background", "preconditions": {"uid": meta.get("uid")}},
+                self._req(),
+            )
+            return True
+        except ApiError as err:
+            if err.code == 404:
+                return True
+            if err.code == 409:  # a pod of the same name but another uid: ours is gone
+                return True
+            log.warning("deleting pod failed", pod=meta["name"], error=str(err))
+            return False
+
+    async def _delete_pods(
+        self, pods: Sequence[Mapping[str, Any]], *, keep_finalizer: bool
+    ) -> tuple[int, int]:
+        """Delete pods concurrently; returns (deleted, of which were ready). Without
+        `keep_finalizer` the finalizer goes first, so the pods are never counted (what
+        upstream does for suspension and scale-down)."""
+
+        async def one(pod: Mapping[str, Any]) -> bool:
+            if not keep_finalizer and not await self._remove_finalizer(pod):
+                return False
+            return await self._delete_pod(pod)
+
+        results = await asyncio.gather(*(one(p) for p in pods))
+        deleted = sum(1 for ok in results if ok)
+        ready = sum(1 for ok, p in zip(results, pods, strict=True) if ok and pod_ready(p))
+        return deleted, ready
+
+    # ------------------------------------------------------------------ orphans
+
+    async def _sync_orphan(self, ns: str, name: str) -> None:
+        """A pod with the tracking finalizer whose Job is gone, finished or not its
+        controller any more: nobody else will remove the finalizer."""
+        pod = self.core.store.get(_PODS, (ns, name))
+        if pod is None or not has_tracking_finalizer(pod):
+            return
+        ref = job_ref(pod)
+        if ref is not None:
+            job = self.core.store.get(_JOBS, (ns, str(ref.get("name"))))
+            if job is not None and job["metadata"].get("uid") == ref.get("uid"):
+                managed_by = (job.get("spec") or {}).get("managedBy")
+                if managed_by not in (None, JOB_CONTROLLER_NAME):
+                    return
+                if not is_job_finished(job):
+                    return
+        await self._remove_finalizer(pod)
+
+    # ------------------------------------------------------------------ level pods
+
+    async def _sync_job(self, ns: str, name: str) -> bool:
+        """One sync at level `pods`; True asks for a rate-limited retry (pods could not be
+        created, e.g. a webhook denied them)."""
+        job = self.core.store.get(_JOBS, (ns, name))
+        if job is None:
+            return False
+        self.syncs += 1
+        spec = job.get("spec") or {}
+        uid = job["metadata"]["uid"]
+        if spec.get("managedBy") not in (None, JOB_CONTROLLER_NAME):
+            return False
+        pods = self._pods_of(uid)
+        if is_job_finished(job):
+            # Finished earlier: only make sure no pod keeps its finalizer.
+            self._backoff.pop(uid, None)
+            leftovers = [p for p in pods if has_tracking_finalizer(p)]
+            if leftovers:
+                await asyncio.gather(*(self._remove_finalizer(p) for p in leftovers))
+            return False
+        mode = spec.get("completionMode") or "NonIndexed"
+        if mode not in ("NonIndexed", "Indexed"):
+            return False
+        sync = _JobSync(self, job, pods)
+        await sync.run()
+        return sync.retry
+
+    # ------------------------------------------------------------------ level jobs
+
+    def _program_for_slot(self, job: Mapping[str, Any], run: _Run, slot: int) -> Program:
+        program = run.programs.get(slot)
+        if program is not None:
+            return program
+        spec = job.get("spec") or {}
+        template = spec.get("template") or {}
+        containers = (template.get("spec") or {}).get("containers") or [{}]
+        container: Mapping[str, Any] = containers[0]
+        pod: dict[str, Any] | None = None
+        if spec.get("completionMode") == "Indexed":
+            # What the pod of this index would see: JOB_COMPLETION_INDEX and its hostname.
+            container = with_index_env(container)
+            tmeta = template.get("metadata") or {}
+            name = job["metadata"]["name"]
+            pod = {
+                "metadata": {
+                    "name": f"{name}-{slot}",
+                    "namespace": job["metadata"].get("namespace", ""),
+                    "labels": {
+                        **(tmeta.get("labels") or {}),
+                        COMPLETION_INDEX_ANNOTATION: str(slot),
+                    },
+                    "annotations": {
+                        **(tmeta.get("annotations") or {}),
+                        COMPLETION_INDEX_ANNOTATION: str(slot),
+                    },
+                },
+                "spec": {"hostname": f"{name}-{slot}"},
+            }
+        program = program_for(container, pod=pod)
+        if len(run.programs) < 4096:
+            run.programs[slot] = program
+        return program
+
+    def _start_delay(self) -> float:
+        return JOBS_LEVEL_START_DELAY * self.time_scale * self.rng.uniform(0.8, 1.2)
+
+    async def _sync_job_status_only(self, ns: str, name: str) -> None:
+        """Level `jobs`: advance one Job's simulated pods to now and write what changed.
+
+        The status is written only when something a client could see happens: pods start
+        or end, the Job is suspended or resumed, or it finishes.
+        """
+        key = (ns, name)
+        job = self.core.store.get(_JOBS, key)
+        if job is None:
+            self._runs.pop(key, None)
+            return
+        self.syncs += 1
+        meta = job["metadata"]
+        uid = meta["uid"]
+        spec = job.get("spec") or {}
+        if (
+            spec.get("managedBy") not in (None, JOB_CONTROLLER_NAME)
+            or is_job_finished(job)
+            or meta.get("deletionTimestamp")
+        ):
+            self._runs.pop(key, None)
+            return
+        loop = asyncio.get_running_loop()
+        now_loop, now_wall = loop.time(), time.time()
+        now = now_rfc3339(now_wall)
+        old_status: dict[str, Any] = job.get("status") or {}
+        status: dict[str, Any] = dict(old_status)
+        conds: list[dict[str, Any]] = [dict(c) for c in status.get("conditions") or []]
+        run = self._runs.get(key)
+        if run is not None and run.uid != uid:
+            run = None
+        if spec.get("suspend"):
+            self._runs.pop(key, None)
+            ensure_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now)
+            status.pop("active", None)
+            status.update(ready=0, terminating=0, conditions=conds)
+            status.setdefault("uncountedTerminatedPods", {})
+            if status != old_status:
+                await self._write_status(job, status)
+            return
+        changed = False
+        if ensure_condition(conds, "Suspended", "False", "JobResumed", "Job resumed", now):
+            status["startTime"] = now  # resumed Jobs restart their deadline clock
+            self._started[uid] = now_wall
+            changed = True
+        indexed = spec.get("completionMode") == "Indexed"
+        slots = spec_int(spec, "completions", spec_int(spec, "parallelism", 1))
+        if run is None:
+            run = _Run(uid, now_loop + self._start_delay())
+            if indexed:
+                run.succeeded = parse_indexes(status.get("completedIndexes"), slots)
+                run.failed_slots = parse_indexes(status.get("failedIndexes"), slots)
+            else:
+                run.succeeded = set(range(min(int(status.get("succeeded") or 0), slots)))
+            run.failed = int(status.get("failed") or 0)
+            self._runs[key] = run
+        sim = _SlotSim(self, job, run, slots, now_loop)
+        finish = sim.advance()
+        if (
+            finish is None
+            and (left := self._deadline_left(spec, status, uid, now_wall)) is not None
+        ):
+            if left <= 0:
+                run.failed += len(run.running)
+                run.running.clear()
+                finish = Finish(
+                    "FailureTarget",
+                    "Failed",
+                    "DeadlineExceeded",
+                    "Job was active longer than specified deadline",
+                )
+            else:
+                self._requeue_after(ns, name, left)
+        if finish is None and now_loop >= run.start_at:
+            if sim.fill() and not status.get("startTime"):
+                status["startTime"] = now
+                self._started[uid] = now_wall
+                deadline = spec.get("activeDeadlineSeconds")
+                if deadline is not None:
+                    self._requeue_after(ns, name, float(deadline) * self.time_scale)
+            finish = sim.completion()
+        changed = changed or sim.changed or finish is not None
+        if finish is not None:
+            self._runs.pop(key, None)
+        else:
+            wake = sim.next_wake()
+            if not math.isinf(wake):
+                self._requeue_after(ns, name, wake - now_loop)
+        if not changed:
+            return
+        active = len(run.running) if finish is None else 0
+        omit_zero(status, "active", active)
+        status["ready"] = active
+        status["terminating"] = 0
+        status.setdefault("uncountedTerminatedPods", {})
+        omit_zero(status, "failed", run.failed)
+        omit_zero(status, "succeeded", len(run.succeeded))
+        if indexed and run.succeeded:
+            status["completedIndexes"] = format_indexes(run.succeeded)
+        if indexed and spec.get("backoffLimitPerIndex") is not None:
+            status["failedIndexes"] = format_indexes(run.failed_slots)
+        if finish is not None:
+            ensure_condition(conds, finish.interim, "True", finish.reason, finish.message, now)
+            ensure_condition(conds, finish.final, "True", finish.reason, finish.message, now)
+            if finish.final == "Complete":
+                status["completionTime"] = now
+        if conds:
+            status["conditions"] = conds
+        if status != old_status:
+            await self._write_status(job, status)
+
+    def _deadline_left(
+        self, spec: Mapping[str, Any], status: Mapping[str, Any], uid: str, now_wall: float
+    ) -> float | None:
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is None or not status.get("startTime"):
+            return None
+        started = self._started.get(uid) or parse_rfc3339(status["startTime"])
+        return started + float(deadline) * self.time_scale - now_wall
+
+
+class _SlotSim:
+    """Level `jobs`: one step of a `_Run` — slots that ended, limits, and new starts."""
+
+    def __init__(
+        self, ctl: JobController, job: Mapping[str, Any], run: _Run, slots: int, now: float
+    ) -> None:
+        self.ctl = ctl
+        self.job = job
+        self.run = run
+        self.slots = slots
+        self.now = now
+        self.spec: Mapping[str, Any] = job.get("spec") or {}
+        template = (self.spec.get("template") or {}).get("spec") or {}
+        self.on_failure = template.get("restartPolicy") == "OnFailure"
+        containers = template.get("containers") or [{}]
+        self.container_name = str(containers[0].get("name") or "")
+        self.indexed = self.spec.get("completionMode") == "Indexed"
+        self.per_index = self.indexed and self.spec.get("backoffLimitPerIndex") is not None
+        self.changed = False
+
+    def _duration(self, slot: int) -> float:
+        program = self.ctl._program_for_slot(self.job, self.run, slot)
+        return program.duration * self.ctl.time_scale
+
+    def advance(self) -> Finish | None:
+        """Settle every slot that has ended by now, in the order they ended."""
+        run = self.run
+        spec = self.spec
+        ended = sorted((end, slot) for slot, end in run.running.items() if end <= self.now)
+        backoff_limit = spec_int(spec, "backoffLimit", 6)
+        policy = spec.get("podFailurePolicy")
+        ns = self.job["metadata"].get("namespace", "")
+        name = self.job["metadata"]["name"]
+        scale = self.ctl.time_scale
+        for end, slot in ended:
+            self.changed = True
+            del run.running[slot]
+            code = self.ctl._program_for_slot(self.job, run, slot).exit_code
+            if code == 0:
+                run.succeeded.add(slot)
+                run.failures_since_success = 0
+                continue
+            fake_pod = {
+                "metadata": {"namespace": ns, "name": f"{name}-{slot}"},
+                "status": {
+                    "containerStatuses": [
+                        {
+                            "name": self.container_name,
+                            "state": {"terminated": {"exitCode": code}},
+                        }
+                    ]
+                },
+            }
+            message, counts, action = match_pod_failure_policy(policy, fake_pod)
+            if message is not None:
+                run.failed += 1 + len(run.running)
+                run.running.clear()
+                return Finish("FailureTarget", "Failed", "PodFailurePolicy", message)
+            if self.on_failure and counts:
+                run.restarts += 1
+                if (backoff_limit == 0 and run.restarts > 0) or (
+                    backoff_limit > 0 and run.restarts >= backoff_limit
+                ):
+                    run.failed += 1 + len(run.running)
+                    run.running.clear()
+                    return self._backoff_exceeded()
+                # restarted in place after the kubelet's crash-loop back-off
+                wait = CRASH_LOOP_BACKOFF * 2.0 ** min(run.restarts - 1, 5)
+                run.running[slot] = end + min(wait, 300.0) * scale + self._duration(slot)
+                continue
+            if counts:
+                run.failed += 1
+                run.failures_since_success += 1
+                failures = run.slot_failures.get(slot, 0) + 1
+                run.slot_failures[slot] = failures
+                if self.per_index and (
+                    action == "FailIndex" or failures > spec_int(spec, "backoffLimitPerIndex", 0)
+                ):
+                    run.failed_slots.add(slot)
+                if run.failed > backoff_limit:
+                    run.failed += len(run.running)
+                    run.running.clear()
+                    return self._backoff_exceeded()
+            n = run.slot_failures.get(slot, 0) if self.per_index else run.failures_since_success
+            run.retry_at[slot] = end + backoff_delay(n) * scale
+        if self.per_index:
+            max_failed = spec.get("maxFailedIndexes")
+            if max_failed is not None and len(run.failed_slots) > int(max_failed):
+                run.failed += len(run.running)
+                run.running.clear()
+                return Finish(
+                    "FailureTarget",
+                    "Failed",
+                    "MaxFailedIndexesExceeded",
+                    "Job has exceeded the specified maximal number of failed indexes",
+                )
+            if run.failed_slots and len(run.failed_slots) + len(run.succeeded) >= self.slots:
+                return Finish("FailureTarget", "Failed", "FailedIndexes", "Job has failed indexes")
+        if self.indexed:
+            met = match_success_policy(spec.get("successPolicy"), self.slots, run.succeeded)
+            if met is not None:
+                run.running.clear()
+                return Finish("SuccessCriteriaMet", "Complete", "SuccessPolicy", met)
+        return None
+
+    def _backoff_exceeded(self) -> Finish:
+        return Finish(
+            "FailureTarget",
+            "Failed",
+            "BackoffLimitExceeded",
+            "Job has reached the specified backoff limit",
+        )
+
+    def fill(self) -> bool:
+        """Start slots up to `parallelism`; True if any started."""
+        run = self.run
+        parallelism = spec_int(self.spec, "parallelism", 1)
+        if self.spec.get("completions") is None and run.succeeded:
+            return False  # a work queue drains: once one pod succeeded, none start
+        started = False
+        for slot in range(self.slots):
+            if len(run.running) >= parallelism:
+                break
+            if slot in run.running or slot in run.succeeded or slot in run.failed_slots:
+                continue
+            if run.retry_at.get(slot, 0.0) > self.now:
+                continue
+            run.retry_at.pop(slot, None)
+            run.running[slot] = self.now + self._duration(slot)
+            started = True
+        self.changed = self.changed or started
+        return started
+
+    def completion(self) -> Finish | None:
+        run = self.run
+        if self.spec.get("completions") is None:
+            done = bool(run.succeeded) and not run.running
+        else:
+            done = len(run.succeeded) >= self.slots and not run.running
+        if not done:
+            return None
+        return Finish(
+            "SuccessCriteriaMet",
+            "Complete",
+            "CompletionsReached",
+            "Reached expected number of succeeded pods",
+        )
+
+    def next_wake(self) -> float:
+        run = self.run
+        times = [math.inf, *run.running.values()]
+        if run.start_at > self.now:
+            times.append(run.start_at)
+        times.extend(t for s, t in run.retry_at.items() if s not in run.failed_slots)
+        return min(times)
+
+
+class _JobSync:
+    """One `syncJob` of one Job at level `pods`: `JobPlanner` decides, this writes.
+
+    The order is upstream's: pods are deleted or created first, then the status is written,
+    and only then are the tracking finalizers of the pods it now accounts for removed.
+    """
+
+    def __init__(self, ctl: JobController, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+        self.ctl = ctl
+        self.job = job
+        meta = job["metadata"]
+        self.ns: str = meta.get("namespace", "")
+        self.name: str = meta["name"]
+        self.uid: str = meta["uid"]
+        self.pods = pods
+        self.planner: JobPlanner | None = None
+        self.retry = False
+
+    async def run(self) -> None:
+        ctl = self.ctl
+        lost = ctl._lost.pop(self.uid, [])
+        try:
+            await self._run(lost)
+        except BaseException:
+            if lost:  # not counted yet: keep them for the retry
+                ctl._lost.setdefault(self.uid, []).extend(lost)
+            raise
+
+    async def _run(self, lost: list[dict[str, Any]]) -> None:
+        ctl = self.ctl
+        memory = Memory(
+            counted=ctl._counted,
+            lost=lost,
+            started=ctl._started.get(self.uid),
+            backoff=ctl._backoff.get(self.uid),
+            index_failures=ctl._index_failures.get(self.uid, {}),
+            time_scale=ctl.time_scale,
+        )
+        self.planner = planner = JobPlanner(self.job, self.pods, memory, time.time())
+        acts = planner.decide()
+        if acts.started_at is not None:
+            ctl._started[self.uid] = acts.started_at
+        if acts.index_failures or self.uid in ctl._index_failures:
+            ctl._index_failures[self.uid] = acts.index_failures
+        for delay in acts.requeue_after:
+            ctl._requeue_after(self.ns, self.name, delay)
+        outcome = Outcome()
+        if acts.delete:
+            outcome.deleted, outcome.deleted_ready = await ctl._delete_pods(
+                acts.delete, keep_finalizer=acts.keep_finalizer
+            )
+        if acts.create:
+            outcome.created = await self._create_pods(acts.create)
+        update = planner.status_after(acts, outcome)
+        if update.started_at is not None:
+            ctl._started[self.uid] = update.started_at
+        if update.status != planner.old_status:
+            await ctl._write_status(self.job, update.status)
+        await self._release(update)
+
+    async def _release(self, update: StatusUpdate) -> None:
+        """The status accounts for these pods now; only then may their finalizer go."""
+        ctl = self.ctl
+        release_uids = [p["metadata"].get("uid", "") for p in update.release]
+        ctl._counted.update(release_uids)
+        if update.backoff is not None:
+            ctl._backoff[self.uid] = update.backoff
+        if not update.release:
+            return
+        results = await asyncio.gather(*(ctl._remove_finalizer(p) for p in update.release))
+        for uid, ok in zip(release_uids, results, strict=True):
+            if ok:
+                ctl._counted.discard(uid)
+        if not all(results):
+            ctl._requeue_after(self.ns, self.name, 0.05)
+
+    def _planner(self) -> JobPlanner:
+        assert self.planner is not None
+        return self.planner
+
+    async def _create_pods(self, indexes: list[int | None]) -> int:
+        """Create in slow-start batches (1, 2, 4, ...) and stop at the first batch with an
+        error, as upstream does, so a webhook or quota rejecting pods is not hammered."""
+        created = 0
+        batch = 1
+        position = 0
+        failed = False
+        while position < len(indexes):
+            chunk = indexes[position : position + batch]
+            position += len(chunk)
+            results = await asyncio.gather(
+                *(self._create_one(ix) for ix in chunk), return_exceptions=True
+            )
+            for res in results:
+                if res is True:
+                    created += 1
+                elif isinstance(res, BaseException) and not isinstance(res, ApiError):
+                    raise res
+                elif res is not False:
+                    failed = True
+            if failed:
+                break
+            batch *= 2
+        if failed:
+            self.retry = True
+        return created
+
+    async def _create_one(self, index: int | None) -> bool | ApiError:
+        try:
+            await self.ctl.core.create(
+                self.ctl._pods_rt, self.ns, self._planner().pod_for(index), self.ctl._req()
+            )
+            return True
+        except ApiError as err:
+            if err.code == 403 and "being terminated" in err.message:
+                return False  # the namespace is going away: nothing to do
+            log.info(
+                "pod creation failed",
+                job=f"{self.ns}/{self.name}",
+                index=index,
+                code=err.code,
+                error=err.message,
+            )
+            return err

@@ -1,0 +1,388 @@
+"""The simulated kube-scheduler: the loop around `scheduling.schedule()`.
+
+It keeps a `ClusterSnapshot` current from Node and Pod store events, takes pending pods in
+arrival order, decides a batch of them against the snapshot (assuming each binding at once,
+as kube-scheduler's cache does, so the next pod of a group sees it), then writes the
+bindings: `spec.nodeName` and the `PodScheduled=True` condition, as the binding subresource
+would. A pod that fits nowhere gets `PodScheduled=False`, reason `Unschedulable`, with
+kube-scheduler's "0/N nodes are available: ..." message, written only when it changes.
+
+Unschedulable pods wait until the cluster changes (a node appears or changes, a bound pod
+finishes, goes away or is bound) and are then all retried, at most every
+`RETRY_INTERVAL` seconds, so a cluster full of waiting pods does not spin. Within one pass,
+pods with an identical scheduling signature (namespace, labels but the completion index,
+and the spec fields the filters read) share the verdict of the first that failed until
+something gets bound — thousands of pods of one Job cost one search, not thousands.
+
+Pods with `schedulingGates` are left alone until the gates are removed; pods for another
+`schedulerName`, bound, finished or being deleted are not this scheduler's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+import structlog
+
+from kubesim.aio import cancel_and_wait
+from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
+from kubesim.clock import now_rfc3339
+from kubesim.controllers.scheduler.scheduling import ClusterSnapshot, needs_scheduling, schedule
+from kubesim.machinery.errors import ApiError
+
+__all__ = ["Scheduler"]
+
+log = structlog.get_logger("sim.scheduler")
+
+BATCH_SIZE: Final = 256  # pods decided before their bindings are written
+RETRY_INTERVAL: Final = 0.25  # seconds between retries of unschedulable pods, at least
+_PODS: Final[ResourceKey] = ("", "pods")
+_NODES: Final[ResourceKey] = ("", "nodes")
+_TERMINAL: Final = frozenset({"Succeeded", "Failed"})
+# Labels that differ between otherwise identical pods and that affinity terms do not use.
+_PER_POD_LABELS: Final = frozenset(
+    {"batch.kubernetes.io/job-completion-index", "apps.kubernetes.io/pod-index"}
+)
+_SIGNATURE_FIELDS: Final = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "overhead",
+    "priority",
+    "schedulerName",
+)
+
+PodKey = tuple[str, str]
+
+
+def _bound_and_running(pod: Mapping[str, Any] | None) -> bool:
+    if pod is None:
+        return False
+    return (
+        bool((pod.get("spec") or {}).get("nodeName"))
+        and (pod.get("status") or {}).get("phase") not in _TERMINAL
+    )
+
+
+def _gated(pod: Mapping[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
+def _signature(pod: Mapping[str, Any]) -> bytes:
+    """What the filters of `schedule()` read of a pod, serialised: equal signatures get
+    equal answers against the same snapshot."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in _PER_POD_LABELS}
+    resources = [
+        (c.get("resources"), c.get("restartPolicy"))
+        for key in ("initContainers", "containers")
+        for c in spec.get(key) or ()
+    ]
+    sig = {
+        "ns": meta.get("namespace"),
+        "labels": labels,
+        "resources": resources,
+        **{f: spec.get(f) for f in _SIGNATURE_FIELDS},
+    }
+    return orjson.dumps(sig, option=orjson.OPT_SORT_KEYS)
+
+
+class Scheduler:
+    """Binds pending pods to nodes; one task, decisions in batches."""
+
+    def __init__(self, core: ApiCore, rng: random.Random | None = None) -> None:
+        self.core = core
+        self.rng = rng or random.Random(0)
+        pods_rt = core.registry.get("", "v1", "pods")
+        assert pods_rt is not None
+        self._pods_rt: ResourceType = pods_rt
+        self.snapshot = ClusterSnapshot()
+        self._events: list[tuple[ResourceKey, WatchEvent]] = []
+        self._active: dict[PodKey, None] = {}  # pods to try, in arrival order
+        self._unschedulable: dict[PodKey, None] = {}  # tried, fit nowhere; wait for a change
+        self._cluster_changed = False
+        self._last_retry = 0.0
+        self._retry_handle: asyncio.TimerHandle | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.bound = 0  # counters for tests and benchmarks
+        self.attempts = 0
+
+    def _req(self) -> Request:
+        return Request(user=dict(SYSTEM_USER), field_manager="default-scheduler")
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._wakeup = asyncio.Event()
+        self.core.store.listeners.append(self._on_event)
+        # What an informer's initial list would deliver: everything already stored.
+        for node in list(self.core.store.resource(_NODES).objects.values()):
+            self._events.append((_NODES, WatchEvent(ADDED, node, 0)))
+        for pod in list(self.core.store.resource(_PODS).objects.values()):
+            self._events.append((_PODS, WatchEvent(ADDED, pod, 0)))
+        self._wakeup.set()
+        self._task = asyncio.create_task(self._run(), name="sim-scheduler")
+
+    async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.core.store.listeners.remove(self._on_event)
+        if self._retry_handle is not None:
+            self._retry_handle.cancel()
+            self._retry_handle = None
+        await cancel_and_wait([self._task])
+        self._task = None
+
+    # ------------------------------------------------------------------ events
+
+    def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
+        """Store listener: queue the event; the loop applies it to the snapshot."""
+        if rkey == _PODS or rkey == _NODES:
+            self._events.append((rkey, ev))
+            if self._wakeup is not None:
+                self._wakeup.set()
+
+    def _apply_events(self) -> None:
+        events, self._events = self._events, []
+        snap = self.snapshot
+        for rkey, ev in events:
+            try:
+                if rkey == _NODES:
+                    if ev.type == DELETED:
+                        snap.remove_node(ev.obj["metadata"]["name"])
+                    else:
+                        snap.add_node(ev.obj)
+                    self._cluster_changed = True
+                else:
+                    self._apply_pod(ev)
+            except Exception:  # one odd object must not stop scheduling
+                log.exception("scheduler could not apply an event")
+
+    def _apply_pod(self, ev: WatchEvent) -> None:
+        pod, old = ev.obj, ev.old
+        meta = pod["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        snap = self.snapshot
+        if ev.type == DELETED:
+            snap.remove_pod(pod)
+            self._active.pop(key, None)
+            self._unschedulable.pop(key, None)
+            if _bound_and_running(pod):
+                self._cluster_changed = True
+            return
+        spec_same = old is not None and (
+            old.get("spec") is pod.get("spec") or old.get("spec") == pod.get("spec")
+        )
+        labels_same = old is not None and (old["metadata"].get("labels") == meta.get("labels"))
+        was_bound, is_bound = _bound_and_running(old), _bound_and_running(pod)
+        if not (spec_same and labels_same and was_bound == is_bound):
+            snap.add_pod(pod)
+            if was_bound != is_bound:
+                self._cluster_changed = True  # capacity freed, or an affinity peer placed
+        if not needs_scheduling(pod) or _gated(pod):
+            self._active.pop(key, None)
+            self._unschedulable.pop(key, None)
+            return
+        if key in self._unschedulable:
+            if not (spec_same and labels_same):
+                del self._unschedulable[key]  # the pod itself changed: worth a new try
+                self._active[key] = None
+        elif key not in self._active:
+            self._active[key] = None
+
+    # ------------------------------------------------------------------ loop
+
+    async def _run(self) -> None:
+        wakeup = self._wakeup
+        assert wakeup is not None
+        while True:
+            await wakeup.wait()
+            wakeup.clear()
+            self._apply_events()
+            self._maybe_retry_unschedulable()
+            if self._active:
+                try:
+                    await self._schedule_batch()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("scheduling batch failed")
+                    await asyncio.sleep(0.1)
+                if self._active:
+                    wakeup.set()
+                    await asyncio.sleep(0)  # let the rest of the simulator breathe
+
+    def _maybe_retry_unschedulable(self) -> None:
+        if not self._cluster_changed or not self._unschedulable:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        wait = self._last_retry + RETRY_INTERVAL - now
+        if wait > 0:
+            if self._retry_handle is None and self._wakeup is not None:
+                self._retry_handle = loop.call_later(wait, self._retry_due)
+            return
+        self._cluster_changed = False
+        self._last_retry = now
+        for key in self._unschedulable:
+            self._active[key] = None
+        self._unschedulable.clear()
+
+    def _retry_due(self) -> None:
+        self._retry_handle = None
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def _schedule_batch(self) -> None:
+        keys = []
+        for key in self._active:
+            keys.append(key)
+            if len(keys) >= BATCH_SIZE:
+                break
+        for key in keys:
+            del self._active[key]
+        store = self.core.store
+        snap = self.snapshot
+        verdicts: dict[bytes, str] = {}
+        bindings: list[tuple[dict[str, Any], str]] = []
+        rejected: list[tuple[dict[str, Any], str]] = []
+        for key in keys:
+            pod = store.get(_PODS, key)
+            if pod is None or not needs_scheduling(pod) or _gated(pod):
+                continue
+            sig = _signature(pod)
+            message = verdicts.get(sig)
+            if message is None:
+                self.attempts += 1
+                node, message = schedule(pod, snap, self.rng)
+                if node is not None:
+                    snap.assume(pod, node)
+                    bindings.append((pod, node))
+                    verdicts.clear()  # a new placement may satisfy someone's affinity
+                    continue
+                verdicts[sig] = message
+            rejected.append((pod, message))
+            self._unschedulable[key] = None
+        if not bindings and not rejected:
+            return
+        results = await asyncio.gather(
+            *(self._bind(pod, node) for pod, node in bindings),
+            *(self._mark_unschedulable(pod, message) for pod, message in rejected),
+            return_exceptions=True,
+        )
+        for (pod, _node), ok in zip(bindings, results[: len(bindings)], strict=True):
+            if ok is True:
+                self.bound += 1
+                continue
+            if isinstance(ok, BaseException) and not isinstance(ok, ApiError):
+                log.error("binding crashed", error=repr(ok))
+            # Undo the assumption; the pod's own events will queue it again if it still
+            # needs a node.
+            meta = pod["metadata"]
+            key = (meta.get("namespace", ""), meta["name"])
+            current = store.get(_PODS, key)
+            snap.add_pod(current if current is not None else pod)
+            if current is not None and needs_scheduling(current) and not _gated(current):
+                self._active[key] = None
+        for res in results[len(bindings) :]:
+            if isinstance(res, BaseException) and not isinstance(res, ApiError):
+                log.error("marking a pod unschedulable crashed", error=repr(res))
+
+    # ------------------------------------------------------------------ writes
+
+    async def _bind(self, pod: dict[str, Any], node: str) -> bool:
+        """Set spec.nodeName, then PodScheduled=True (the binding subresource does both)."""
+        meta = pod["metadata"]
+        ns, name, uid = meta.get("namespace", ""), meta["name"], meta.get("uid")
+        current = self.core.store.get(_PODS, (ns, name))
+        if (
+            current is None
+            or current["metadata"].get("uid") != uid
+            or not needs_scheduling(current)
+        ):
+            return False
+        try:
+            await self.core.update(
+                self._pods_rt,
+                ns,
+                name,
+                {**current, "spec": {**current["spec"], "nodeName": node}},
+                self._req(),
+            )
+        except ApiError as err:
+            if err.code not in (404, 409):
+                log.warning("binding failed", pod=f"{ns}/{name}", node=node, error=str(err))
+            return False
+        await self._set_scheduled(ns, name, uid, "True", "", "")
+        return True
+
+    async def _mark_unschedulable(self, pod: dict[str, Any], message: str) -> None:
+        meta = pod["metadata"]
+        await self._set_scheduled(
+            meta.get("namespace", ""),
+            meta["name"],
+            meta.get("uid"),
+            "False",
+            "Unschedulable",
+            message,
+        )
+
+    async def _set_scheduled(
+        self, ns: str, name: str, uid: Any, status: str, reason: str, message: str
+    ) -> None:
+        for _attempt in range(5):
+            pod = self.core.store.get(_PODS, (ns, name))
+            if pod is None or pod["metadata"].get("uid") != uid:
+                return
+            pod_status = pod.get("status") or {}
+            conds = list(pod_status.get("conditions") or [])
+            old = next((c for c in conds if c.get("type") == "PodScheduled"), None)
+            if (
+                old is not None
+                and old.get("status") == status
+                and (old.get("reason") or "") == reason
+                and (old.get("message") or "") == message
+            ):
+                return
+            cond: dict[str, Any] = {
+                "type": "PodScheduled",
+                "status": status,
+                "lastProbeTime": None,
+                "lastTransitionTime": (
+                    old.get("lastTransitionTime")
+                    if old is not None and old.get("status") == status
+                    else now_rfc3339()
+                ),
+            }
+            if reason:
+                cond["reason"] = reason
+            if message:
+                cond["message"] = message
+            if old is None:
+                conds.append(cond)
+            else:
+                conds = [cond if c is old else c for c in conds]
+            try:
+                await self.core.update(
+                    self._pods_rt,
+                    ns,
+                    name,
+                    {**pod, "status": {**pod_status, "conditions": conds}},
+                    self._req(),
+                    subresource="status",
+                )
+                return
+            except ApiError as err:
+                if err.code == 409:
+                    continue
+                if err.code != 404:
+                    log.warning("pod condition update failed", pod=f"{ns}/{name}", error=str(err))
+                return

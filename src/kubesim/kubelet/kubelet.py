@@ -1,0 +1,965 @@
+"""The simulated kubelets of every node, plus the node-lifecycle duties around them.
+
+No container runs: what a container "does" comes from `programs.program_for` (its command,
+e.g. `sleep 100s` or `exit 1`), and its durations are multiplied by `--time-scale`. What a
+client sees is what a real kubelet reports, because the JobSet controller, the Job
+controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
+
+- A bound pod goes Pending → Running after a short start-up, with podIP / hostIP,
+  startTime, `containerStatuses` (containerID, started, ready, restartCount, state) and the
+  conditions PodReadyToStartContainers / Initialized / Ready / ContainersReady / PodScheduled.
+  Init containers run one after the other first; restartable ("sidecar") init containers
+  keep running beside the main containers.
+- When a container's program ends: `Completed` (exit 0) or `Error`; the pod ends Succeeded
+  or Failed. With `restartPolicy: OnFailure` (or Always) the container restarts in place:
+  restartCount + 1, lastState.terminated, `CrashLoopBackOff` for 10 s doubling to 5 min.
+  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`. A main
+  container of a `restartPolicy: Always` pod whose command gives no duration (a server, as
+  Deployments run) runs until the pod is deleted.
+- Graceful deletion: a pod being deleted is stopped (exit 137) and reported terminal after
+  min(grace period * time-scale, 0.2 s); the API server then removes it once its finalizers
+  are gone.
+- Node failure: a node whose Ready condition turns False / Unknown (or that gets a NoExecute
+  taint) freezes its pods; after each pod's `tolerationSeconds` (300 s by default, scaled)
+  they fail with `DisruptionTarget` (reason `DeletionByTaintManager`), as the taint manager
+  would evict them. Pods bound to a node that no longer exists fail with `DisruptionTarget`
+  (`DeletionByPodGC`) and are deleted, and unscheduled pods being deleted are marked Failed,
+  as the pod garbage collector does.
+
+Simplified: evicted pods are marked Failed rather than left Terminating (a real cluster
+cannot confirm their end while the node is down); probes, volumes and images are not
+modelled, and `kubectl logs` shows a container's whole output as soon as it has started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import ipaddress
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
+
+from kubesim.aio import cancel_and_wait
+from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.clock import now_rfc3339, parse_rfc3339
+from kubesim.controllers.workqueue import WorkQueue
+from kubesim.machinery.errors import ApiError
+from kubesim.programs.programs import Program, program_for
+
+__all__ = ["Kubelet"]
+
+log = structlog.get_logger("sim.kubelet")
+
+STARTUP_DELAY: Final = 1.0  # seconds from binding to Running, before --time-scale
+MAX_TERMINATION_DELAY: Final = 0.2  # wall seconds a deleted pod takes to stop, at most
+CRASH_BACKOFF: Final = 10.0  # kubelet's container restart back-off, doubling ...
+MAX_CRASH_BACKOFF: Final = 300.0  # ... up to five minutes
+DEFAULT_DURATION: Final = 5.0  # seconds an opaque command of a Job's pod runs
+KILLED_EXIT_CODE: Final = 137  # SIGKILL, what a stopped `sleep` reports
+WORKERS: Final = 4
+POD_GC_QUARANTINE: Final = 40.0  # pod GC waits this long for a vanished node to come back
+
+NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
+
+_PODS: Final[ResourceKey] = ("", "pods")
+_NODES: Final[ResourceKey] = ("", "nodes")
+_TERMINAL: Final = frozenset({"Succeeded", "Failed"})
+_POD_NET: Final = int(ipaddress.IPv4Address("10.64.0.0"))
+_NODE_NET: Final = int(ipaddress.IPv4Address("172.18.0.0"))
+_CANONICAL_CONDITIONS: Final = (
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+)
+
+PodKey = tuple[str, str]
+
+
+@dataclass
+class _Container:
+    """One container's life as this kubelet runs it."""
+
+    name: str
+    image: str
+    init: bool
+    sidecar: bool
+    state: str = "waiting"  # waiting | running | terminated
+    waiting_reason: str = "ContainerCreating"
+    waiting_message: str = ""
+    program: Program | None = None
+    started_at: str = ""
+    ends_at: float = math.inf
+    exit_code: int = 0
+    term_reason: str = ""
+    term_message: str = ""
+    finished_at: str = ""
+    restarts: int = 0
+    last_state: dict[str, Any] = field(default_factory=dict)
+    retry_at: float = 0.0
+    container_id: str = ""
+
+    def terminated(self) -> dict[str, Any]:
+        term: dict[str, Any] = {
+            "exitCode": self.exit_code,
+            "reason": self.term_reason,
+            "startedAt": self.started_at or self.finished_at,
+            "finishedAt": self.finished_at,
+        }
+        if self.term_message:
+            term["message"] = self.term_message
+        if self.container_id:
+            term["containerID"] = self.container_id
+        return term
+
+    def status(self) -> dict[str, Any]:
+        if self.state == "running":
+            state: dict[str, Any] = {"running": {"startedAt": self.started_at}}
+        elif self.state == "terminated":
+            state = {"terminated": self.terminated()}
+        else:
+            waiting: dict[str, Any] = {"reason": self.waiting_reason}
+            if self.waiting_message:
+                waiting["message"] = self.waiting_message
+            state = {"waiting": waiting}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "image": self.image,
+            "imageID": _image_id(self.image) if self.container_id else "",
+            "ready": self.state == "running" and (not self.init or self.sidecar),
+            "restartCount": self.restarts,
+            "started": self.state == "running",
+            "state": state,
+            "lastState": self.last_state,
+        }
+        if self.container_id:
+            out["containerID"] = self.container_id
+        return out
+
+
+@dataclass
+class _PodRun:
+    """One pod on its node: sandbox start, containers, and how it ends."""
+
+    uid: str
+    node: str
+    start_at: float
+    containers: list[_Container]
+    restart_policy: str
+    started: bool = False
+    start_time: str = ""
+    pod_ip: str = ""
+    host_ip: str = ""
+    initialized: bool = False
+    deadline_at: float | None = None
+    terminate_at: float | None = None
+    done: bool = False
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def inits(self) -> list[_Container]:
+        return [c for c in self.containers if c.init]
+
+    @property
+    def mains(self) -> list[_Container]:
+        return [c for c in self.containers if not c.init]
+
+
+def _image_id(image: str) -> str:
+    digest = hashlib.sha256(image.encode()).hexdigest()
+    name = image.rsplit("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        name = name[: len(name) - len(last)] + last.split(":", 1)[0]
+    if "/" not in name:
+        name = f"docker.io/library/{name}"
+    return f"{name}@sha256:{digest}"
+
+
+def _default_duration(pod: Mapping[str, Any], c: _Container) -> float:
+    """How long a container whose command says nothing runs: a while (DEFAULT_DURATION) for
+    the run-to-completion pods of Jobs, for ever for a main container of a pod that restarts
+    Always (a Deployment's server)."""
+    always = ((pod.get("spec") or {}).get("restartPolicy") or "Always") == "Always"
+    return math.inf if always and not c.init else DEFAULT_DURATION
+
+
+def _backoff(restarts: int) -> float:
+    return float(min(CRASH_BACKOFF * 2.0 ** min(max(restarts - 1, 0), 32), MAX_CRASH_BACKOFF))
+
+
+def _node_ready(node: Mapping[str, Any]) -> bool:
+    for c in (node.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "Ready":
+            return bool(c.get("status") == "True")
+    return True  # a Node that reports no Ready condition counts as Ready in the simulation
+
+
+def _no_execute_taints(node: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """NoExecute taints, including the ones the node lifecycle controller puts on a node
+    whose Ready condition is False (not-ready) or Unknown (unreachable)."""
+    out: list[tuple[str, str]] = []
+    for t in (node.get("spec") or {}).get("taints") or ():
+        if t.get("effect") == "NoExecute":
+            out.append((str(t.get("key") or ""), str(t.get("value") or "")))
+    for c in (node.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "Ready" and c.get("status") != "True":
+            key = NOT_READY_TAINT if c.get("status") == "False" else UNREACHABLE_TAINT
+            if not any(k == key for k, _ in out):
+                out.append((key, ""))
+    return out
+
+
+def _tolerations_for(
+    tolerations: Sequence[Mapping[str, Any]], key: str, value: str
+) -> list[Mapping[str, Any]]:
+    out = []
+    for t in tolerations:
+        if t.get("effect") not in (None, "", "NoExecute"):
+            continue
+        t_key = t.get("key") or ""
+        op = t.get("operator") or "Equal"
+        if t_key and t_key != key:
+            continue
+        if not t_key and op != "Exists":
+            continue
+        if op == "Exists" or (t.get("value") or "") == value:
+            out.append(t)
+    return out
+
+
+class Kubelet:
+    """All simulated kubelets in one component: pods are keyed by namespace/name and
+    advanced by timers, a few workers and no task per pod."""
+
+    def __init__(
+        self, core: ApiCore, time_scale: float = 1.0, rng: random.Random | None = None
+    ) -> None:
+        self.core = core
+        self.time_scale = max(float(time_scale), 0.0)
+        self.rng = rng or random.Random(0)
+        pods_rt = core.registry.get("", "v1", "pods")
+        assert pods_rt is not None
+        self._pods_rt: ResourceType = pods_rt
+        self._queue: WorkQueue[PodKey] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._runs: dict[PodKey, _PodRun] = {}
+        self._by_node: dict[str, set[PodKey]] = {}
+        self._logs: dict[str, dict[str, str]] = {}  # pod uid -> container -> log text
+        self._taint_since: dict[tuple[str, str], float] = {}  # (node, taint key) -> loop time
+        self._node_ids: dict[str, int] = {}
+        self._ip_counter: dict[str, int] = {}
+        self._missing_since: dict[PodKey, float] = {}
+        self.status_writes = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _req(self) -> Request:
+        return Request(user=dict(SYSTEM_USER), field_manager="kubelet")
+
+    def start(self) -> None:
+        self._queue = WorkQueue()
+        self.core.store.listeners.append(self._on_event)
+        loop_now = asyncio.get_running_loop().time()
+        for node in self.core.store.resource(_NODES).objects.values():
+            name = node["metadata"]["name"]
+            for key, _value in _no_execute_taints(node):
+                self._taint_since.setdefault((name, key), loop_now)
+        for pod in list(self.core.store.resource(_PODS).objects.values()):
+            self._track(pod)
+        self._tasks = [
+            asyncio.create_task(self._worker(), name=f"sim-kubelet-{i}") for i in range(WORKERS)
+        ]
+
+    async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.core.store.listeners.remove(self._on_event)
+        await cancel_and_wait(self._tasks)
+        self._tasks = []
+        if self._queue is not None:
+            self._queue.close()
+
+    # ------------------------------------------------------------------ logs
+
+    def logs(self, pod: dict[str, Any], container: str) -> str:
+        """What `kubectl logs` shows: the container program's output once it has started."""
+        meta = pod.get("metadata") or {}
+        known = self._logs.get(str(meta.get("uid") or ""), {})
+        if container in known:
+            return known[container]
+        if (pod.get("status") or {}).get("phase") in (None, "Pending"):
+            return ""
+        spec = pod.get("spec") or {}
+        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            if c.get("name") == container:
+                return program_for(c, pod=pod).log
+        return ""
+
+    # ------------------------------------------------------------------ events
+
+    def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
+        """Store listener: index and enqueue only; workers do the rest."""
+        try:
+            if rkey == _PODS:
+                if ev.type == DELETED:
+                    self._forget(ev.obj)
+                else:
+                    self._track(ev.obj)
+            elif rkey == _NODES:
+                self._on_node(ev)
+        except Exception:  # never break the write that triggered the event
+            log.exception("kubelet event handling failed")
+
+    def _track(self, pod: Mapping[str, Any]) -> None:
+        queue = self._queue
+        if queue is None:
+            return
+        meta = pod["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            self._by_node.setdefault(node, set()).add(key)
+        terminal = (pod.get("status") or {}).get("phase") in _TERMINAL
+        if terminal and key not in self._runs:
+            return
+        if node or meta.get("deletionTimestamp"):
+            queue.add(key)
+
+    def _forget(self, pod: Mapping[str, Any]) -> None:
+        meta = pod["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        run = self._runs.get(key)
+        if run is not None and run.uid == meta.get("uid"):
+            del self._runs[key]
+        self._logs.pop(str(meta.get("uid") or ""), None)
+        self._missing_since.pop(key, None)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            keys = self._by_node.get(node)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_node[node]
+        if self._queue is not None:
+            self._queue.timers.cancel(key)
+
+    def _on_node(self, ev: WatchEvent) -> None:
+        name = ev.obj["metadata"]["name"]
+        loop_now = asyncio.get_running_loop().time()
+        before = _no_execute_taints(ev.old) if ev.old is not None else []
+        now = [] if ev.type == DELETED else _no_execute_taints(ev.obj)
+        keys_now = {k for k, _ in now}
+        for k in keys_now:
+            self._taint_since.setdefault((name, k), loop_now)
+        for k, _ in before:
+            if k not in keys_now:
+                self._taint_since.pop((name, k), None)
+        changed = (
+            ev.type != "MODIFIED"
+            or before != now
+            or (ev.old is not None and _node_ready(ev.old) != _node_ready(ev.obj))
+        )
+        if ev.type == DELETED:
+            self._node_ids.pop(name, None)
+        if changed and self._queue is not None:
+            for key in list(self._by_node.get(name, ())):
+                self._queue.add(key)
+
+    # ------------------------------------------------------------------ workers
+
+    async def _worker(self) -> None:
+        queue = self._queue
+        assert queue is not None
+        while True:
+            key = await queue.get()
+            try:
+                await self._reconcile(key)
+                queue.forget(key)
+            except ApiError as err:
+                if err.code == 409:
+                    queue.add(key)
+                else:
+                    log.warning("kubelet sync failed", pod=f"{key[0]}/{key[1]}", error=str(err))
+                    queue.add_rate_limited(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("kubelet sync crashed", pod=f"{key[0]}/{key[1]}")
+                queue.add_rate_limited(key)
+            finally:
+                queue.done(key)
+
+    def _wake(self, key: PodKey, at: float, now: float) -> None:
+        if self._queue is not None and not math.isinf(at):
+            self._queue.timers.schedule(key, at - now, earliest=False)
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def _reconcile(self, key: PodKey) -> None:
+        pod = self.core.store.get(_PODS, key)
+        if pod is None:
+            self._runs.pop(key, None)
+            return
+        meta = pod["metadata"]
+        spec = pod.get("spec") or {}
+        uid = str(meta.get("uid") or "")
+        run = self._runs.get(key)
+        if run is not None and run.uid != uid:
+            del self._runs[key]
+            run = None
+        if (pod.get("status") or {}).get("phase") in _TERMINAL:
+            self._runs.pop(key, None)
+            return
+        loop_now = asyncio.get_running_loop().time()
+        node_name = spec.get("nodeName")
+        if not node_name:
+            if meta.get("deletionTimestamp"):
+                # Pod GC: an unscheduled pod being deleted will never run.
+                await self._fail(key, uid, "", "", None)
+            return
+        node = self.core.store.get(_NODES, ("", node_name))
+        if node is None:
+            # Pod GC: the pod's node is gone (after the GC's quarantine, in case it returns).
+            since = self._missing_since.setdefault(key, loop_now)
+            gc_at = since + POD_GC_QUARANTINE * self.time_scale
+            if loop_now < gc_at:
+                self._wake(key, gc_at, loop_now)
+                return
+            condition = ("DeletionByPodGC", "PodGC: node no longer exists")
+            if await self._fail(key, uid, "", "", condition):
+                with contextlib.suppress(ApiError):
+                    await self.core.delete(
+                        self._pods_rt, key[0], key[1], {"gracePeriodSeconds": 0}, self._req()
+                    )
+            return
+        self._missing_since.pop(key, None)
+        if run is None:
+            run = self._new_run(pod, node, loop_now)
+            self._runs[key] = run
+        if meta.get("deletionTimestamp"):
+            await self._terminate_gracefully(key, pod, run, loop_now)
+            return
+        wake_at = math.inf
+        taints = _no_execute_taints(node)
+        if taints:
+            wait = self._eviction_wait(node_name, spec, taints, loop_now)
+            if wait is not None and wait <= 0:
+                condition = (
+                    "DeletionByTaintManager",
+                    "Taint manager: deleting due to NoExecute taint",
+                )
+                await self._fail(key, uid, "", "", condition)
+                return
+            if wait is not None:
+                wake_at = loop_now + wait
+        if _node_ready(node):
+            if self._advance(run, pod, loop_now):
+                await self._write(key, run)
+                if run.done:
+                    self._runs.pop(key, None)
+                    return
+            wake_at = min(wake_at, self._next_wake(run))
+        # else the kubelet is down: nothing it runs makes progress or is reported
+        if math.isinf(wake_at):
+            if self._queue is not None:
+                self._queue.timers.cancel(key)
+        else:
+            self._wake(key, wake_at, loop_now)
+
+    def _new_run(self, pod: Mapping[str, Any], node: Mapping[str, Any], now: float) -> _PodRun:
+        spec = pod.get("spec") or {}
+        containers = [
+            _Container(
+                name=str(c.get("name") or ""),
+                image=str(c.get("image") or ""),
+                init=True,
+                sidecar=c.get("restartPolicy") == "Always",
+                waiting_reason="PodInitializing",
+            )
+            for c in spec.get("initContainers") or []
+        ]
+        containers += [
+            _Container(
+                name=str(c.get("name") or ""),
+                image=str(c.get("image") or ""),
+                init=False,
+                sidecar=False,
+                waiting_reason="PodInitializing"
+                if spec.get("initContainers")
+                else "ContainerCreating",
+            )
+            for c in spec.get("containers") or []
+        ]
+        delay = STARTUP_DELAY * self.time_scale * self.rng.uniform(0.75, 1.25)
+        run = _PodRun(
+            uid=str(pod["metadata"].get("uid") or ""),
+            node=str(node["metadata"]["name"]),
+            start_at=now + delay,
+            containers=containers,
+            restart_policy=str(spec.get("restartPolicy") or "Always"),
+        )
+        status = pod.get("status") or {}
+        if status.get("phase") == "Running":
+            self._adopt(run, pod, now)
+        return run
+
+    def _adopt(self, run: _PodRun, pod: Mapping[str, Any], now: float) -> None:
+        """Take over a pod that was already running (the simulator restarted from its data
+        directory): containers go on from what the status says."""
+        status = pod.get("status") or {}
+        run.started = True
+        run.start_time = str(status.get("startTime") or now_rfc3339())
+        run.pod_ip = str(status.get("podIP") or "")
+        run.host_ip = str(status.get("hostIP") or "")
+        run.initialized = True
+        spec = pod.get("spec") or {}
+        by_name = {c.get("name"): c for c in spec.get("containers") or []}
+        by_name.update({c.get("name"): c for c in spec.get("initContainers") or []})
+        statuses = {
+            cs.get("name"): cs
+            for cs in [
+                *(status.get("initContainerStatuses") or []),
+                *(status.get("containerStatuses") or []),
+            ]
+        }
+        wall = time.time()
+        for c in run.containers:
+            cs = statuses.get(c.name) or {}
+            c.restarts = int(cs.get("restartCount") or 0)
+            c.container_id = str(cs.get("containerID") or "")
+            state = cs.get("state") or {}
+            if "running" in state:
+                c.state = "running"
+                c.started_at = str(state["running"].get("startedAt") or run.start_time)
+                c.program = program_for(
+                    by_name.get(c.name) or {}, _default_duration(pod, c), pod=pod
+                )
+                try:
+                    began = parse_rfc3339(c.started_at)
+                except ValueError:
+                    began = wall
+                duration = c.program.duration
+                c.ends_at = (
+                    now + max(began + duration * self.time_scale - wall, 0.0)
+                    if math.isfinite(duration)
+                    else math.inf
+                )
+            elif "terminated" in state:
+                term = state["terminated"]
+                c.state = "terminated"
+                c.exit_code = int(term.get("exitCode") or 0)
+                c.term_reason = str(term.get("reason") or "")
+                c.started_at = str(term.get("startedAt") or "")
+                c.finished_at = str(term.get("finishedAt") or "")
+            else:
+                c.state = "waiting"
+                c.retry_at = now
+
+    # ------------------------------------------------------------------ container machine
+
+    def _start(self, c: _Container, pod: Mapping[str, Any], run: _PodRun, now: float) -> None:
+        spec = pod.get("spec") or {}
+        source: Mapping[str, Any] = next(
+            (
+                x
+                for x in (spec.get("initContainers") if c.init else spec.get("containers")) or []
+                if x.get("name") == c.name
+            ),
+            {},
+        )
+        c.program = program_for(source, _default_duration(pod, c), pod=pod)
+        c.state = "running"
+        c.waiting_reason = ""
+        c.waiting_message = ""
+        c.started_at = now_rfc3339()
+        duration = c.program.duration
+        c.ends_at = now + duration * self.time_scale if math.isfinite(duration) else math.inf
+        c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
+        self._logs.setdefault(run.uid, {})[c.name] = c.program.log
+
+    def _exit(self, c: _Container, code: int, reason: str, message: str = "") -> None:
+        c.state = "terminated"
+        c.exit_code = code
+        c.term_reason = reason
+        c.term_message = message
+        c.finished_at = now_rfc3339()
+        c.ends_at = math.inf
+
+    def _crash(self, c: _Container, pod: Mapping[str, Any], code: int, now: float) -> None:
+        """Restart in place: the run that ended becomes lastState, then back-off."""
+        self._exit(c, code, "Completed" if code == 0 else "Error")
+        c.last_state = {"terminated": c.terminated()}
+        c.restarts += 1
+        c.state = "waiting"
+        wait = _backoff(c.restarts)
+        meta = pod.get("metadata") or {}
+        c.waiting_reason = "CrashLoopBackOff"
+        c.waiting_message = (
+            f"back-off {int(wait)}s restarting failed container={c.name} "
+            f"pod={meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})"
+        )
+        c.retry_at = now + wait * self.time_scale
+
+    def _advance(self, run: _PodRun, pod: Mapping[str, Any], now: float) -> bool:
+        """Move the pod's containers forward to `now`; True when the status changed."""
+        changed = False
+        if not run.started:
+            if now < run.start_at:
+                return False
+            run.started = True
+            run.start_time = now_rfc3339()
+            self._assign_ips(run)
+            deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+            if deadline is not None:
+                run.deadline_at = now + float(deadline) * self.time_scale
+            changed = True
+        if run.deadline_at is not None and now >= run.deadline_at:
+            for c in run.containers:
+                if c.state != "terminated":
+                    self._exit(c, KILLED_EXIT_CODE, "Error")
+            run.done = True
+            run.reason = "DeadlineExceeded"
+            run.message = "Pod was active on the node longer than the specified deadline"
+            return True
+        policy = run.restart_policy
+        if not run.initialized:
+            for c in run.inits:
+                if c.state == "waiting" and now >= c.retry_at:
+                    self._start(c, pod, run, now)
+                    changed = True
+                if c.sidecar:
+                    continue  # started; it keeps running beside what follows
+                if c.state == "running" and now >= c.ends_at:
+                    assert c.program is not None
+                    code = c.program.exit_code
+                    changed = True
+                    if code == 0:
+                        self._exit(c, 0, "Completed")
+                    elif policy == "Never":
+                        self._exit(c, code, "Error")
+                        run.done = True
+                        return True
+                    else:
+                        self._crash(c, pod, code, now)
+                if not (c.state == "terminated" and c.exit_code == 0):
+                    break
+            else:
+                run.initialized = True
+                changed = True
+        if run.initialized:
+            for c in run.mains:
+                if c.state == "waiting" and now >= c.retry_at:
+                    self._start(c, pod, run, now)
+                    changed = True
+                elif c.state == "running" and now >= c.ends_at:
+                    assert c.program is not None
+                    code = c.program.exit_code
+                    changed = True
+                    if (code == 0 and policy != "Always") or (code != 0 and policy == "Never"):
+                        self._exit(c, code, "Completed" if code == 0 else "Error")
+                    else:
+                        self._crash(c, pod, code, now)
+            mains = run.mains
+            if mains and all(c.state == "terminated" for c in mains):
+                for c in run.inits:
+                    if c.sidecar and c.state != "terminated":
+                        self._exit(c, 0, "Completed")
+                run.done = True
+                changed = True
+        return changed
+
+    def _next_wake(self, run: _PodRun) -> float:
+        times = [math.inf]
+        if not run.started:
+            times.append(run.start_at)
+        if run.deadline_at is not None:
+            times.append(run.deadline_at)
+        for c in run.containers:
+            if c.state == "running":
+                times.append(c.ends_at)
+            elif c.state == "waiting" and c.retry_at > 0:
+                times.append(c.retry_at)
+        return min(times)
+
+    def _assign_ips(self, run: _PodRun) -> None:
+        node = self.core.store.get(_NODES, ("", run.node)) or {}
+        idx = self._node_ids.setdefault(run.node, len(self._node_ids))
+        host = ""
+        for addr in (node.get("status") or {}).get("addresses") or ():
+            if addr.get("type") == "InternalIP":
+                host = str(addr.get("address") or "")
+                break
+        run.host_ip = host or str(ipaddress.IPv4Address(_NODE_NET + 2 + idx % 65000))
+        n = self._ip_counter.get(run.node, 0)
+        self._ip_counter[run.node] = n + 1
+        run.pod_ip = str(ipaddress.IPv4Address(_POD_NET + ((idx % 16384) << 8) + 2 + n % 253))
+
+    # ------------------------------------------------------------------ endings
+
+    async def _terminate_gracefully(
+        self, key: PodKey, pod: Mapping[str, Any], run: _PodRun, now: float
+    ) -> None:
+        if run.terminate_at is None:
+            grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0
+            run.terminate_at = now + min(float(grace) * self.time_scale, MAX_TERMINATION_DELAY)
+        if now < run.terminate_at:
+            self._wake(key, run.terminate_at, now)
+            return
+        for c in run.containers:
+            if c.state == "running":
+                self._exit(c, KILLED_EXIT_CODE, "Error")
+            elif c.state == "waiting":
+                self._exit(
+                    c,
+                    KILLED_EXIT_CODE,
+                    "ContainerStatusUnknown",
+                    "The container could not be located when the pod was terminated",
+                )
+        run.done = True
+        written = await self._write(key, run)
+        self._runs.pop(key, None)
+        if written is not None:
+            current = self.core.store.get(_PODS, key)
+            if (
+                current is not None
+                and current["metadata"].get("uid") == run.uid
+                and current["metadata"].get("deletionTimestamp")
+                and not current["metadata"].get("finalizers")
+            ):
+                self.core.force_remove(self._pods_rt, current)
+
+    def _eviction_wait(
+        self, node: str, spec: Mapping[str, Any], taints: list[tuple[str, str]], now: float
+    ) -> float | None:
+        """Seconds until the taint manager would evict the pod: 0 if some NoExecute taint
+        is not tolerated, None if all are tolerated forever."""
+        tolerations = spec.get("tolerations") or []
+        wait = math.inf
+        for key, value in taints:
+            matching = _tolerations_for(tolerations, key, value)
+            if not matching:
+                return 0.0
+            seconds = math.inf
+            for t in matching:
+                if t.get("tolerationSeconds") is not None:
+                    seconds = min(seconds, max(float(t["tolerationSeconds"]), 0.0))
+            if math.isinf(seconds):
+                continue
+            since = self._taint_since.setdefault((node, key), now)
+            wait = min(wait, since + seconds * self.time_scale - now)
+        return None if math.isinf(wait) else wait
+
+    async def _fail(
+        self,
+        key: PodKey,
+        uid: str,
+        reason: str,
+        message: str,
+        disruption: tuple[str, str] | None,
+    ) -> bool:
+        """Mark a pod Failed from outside its (dead or absent) kubelet, optionally with a
+        DisruptionTarget condition, as the taint manager and pod GC do. True if written."""
+        self._runs.pop(key, None)
+        now = now_rfc3339()
+        for _attempt in range(5):
+            pod = self.core.store.get(_PODS, key)
+            if pod is None or pod["metadata"].get("uid") != uid:
+                return False
+            status = dict(pod.get("status") or {})
+            if status.get("phase") in _TERMINAL:
+                return False
+            conds = [dict(c) for c in status.get("conditions") or []]
+            if disruption is not None:
+                conds = [c for c in conds if c.get("type") != "DisruptionTarget"]
+                conds.insert(
+                    0,
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": disruption[0],
+                        "message": disruption[1],
+                        "lastProbeTime": None,
+                        "lastTransitionTime": now,
+                    },
+                )
+            for c in conds:
+                if c.get("type") in ("Ready", "ContainersReady") and c.get("status") == "True":
+                    c.update(status="False", reason="PodFailed", lastTransitionTime=now)
+            for field_name in ("containerStatuses", "initContainerStatuses"):
+                statuses = []
+                for cs in status.get(field_name) or []:
+                    if "terminated" in (cs.get("state") or {}):
+                        statuses.append(cs)
+                        continue
+                    started = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
+                    term: dict[str, Any] = {
+                        "exitCode": KILLED_EXIT_CODE,
+                        "reason": "ContainerStatusUnknown",
+                        "message": "The container could not be located when the pod was terminated",
+                        "startedAt": started,
+                        "finishedAt": now,
+                    }
+                    if cs.get("containerID"):
+                        term["containerID"] = cs["containerID"]
+                    statuses.append(
+                        {**cs, "ready": False, "started": False, "state": {"terminated": term}}
+                    )
+                if statuses:
+                    status[field_name] = statuses
+            status["phase"] = "Failed"
+            status["conditions"] = conds
+            if reason:
+                status["reason"] = reason
+                status["message"] = message
+            try:
+                self.status_writes += 1
+                await self.core.update(
+                    self._pods_rt, key[0], key[1], {**pod, "status": status}, self._req(), "status"
+                )
+                return True
+            except ApiError as err:
+                if err.code == 409:
+                    continue
+                if err.code == 404:
+                    return False
+                raise
+        return False
+
+    # ------------------------------------------------------------------ status
+
+    def _phase(self, run: _PodRun) -> str:
+        if run.done:
+            if run.reason:
+                return "Failed"
+            mains = run.mains
+            if not run.initialized or any(
+                c.state != "terminated" or c.exit_code != 0 for c in mains
+            ):
+                return "Failed"
+            return "Succeeded"
+        if run.started and run.initialized:
+            return "Running"
+        return "Pending"
+
+    def _status(self, run: _PodRun, pod: Mapping[str, Any]) -> dict[str, Any]:
+        now = now_rfc3339()
+        old = pod.get("status") or {}
+        status = dict(old)
+        phase = self._phase(run)
+        status["phase"] = phase
+        if run.reason:
+            status["reason"] = run.reason
+            status["message"] = run.message
+        if run.started:
+            status["startTime"] = run.start_time
+            status["hostIP"] = run.host_ip
+            status["hostIPs"] = [{"ip": run.host_ip}]
+            status["podIP"] = run.pod_ip
+            status["podIPs"] = [{"ip": run.pod_ip}]
+        for c in run.mains:
+            if c.state == "waiting" and c.waiting_reason == "PodInitializing" and run.initialized:
+                c.waiting_reason = "ContainerCreating"
+        status["containerStatuses"] = [c.status() for c in run.mains]
+        if run.inits:
+            status["initContainerStatuses"] = [c.status() for c in run.inits]
+        wanted: dict[str, tuple[str, str, str]] = {"PodScheduled": ("True", "", "")}
+        if run.started:
+            wanted["PodReadyToStartContainers"] = ("True", "", "")
+        if run.initialized or (phase in _TERMINAL and not run.inits):
+            wanted["Initialized"] = ("True", "", "")
+        else:
+            pending = [
+                c.name for c in run.inits if not (c.state == "terminated" and c.exit_code == 0)
+            ]
+            if pending:
+                wanted["Initialized"] = (
+                    "False",
+                    "ContainersNotInitialized",
+                    f"containers with incomplete status: [{' '.join(pending)}]",
+                )
+            else:
+                wanted["Initialized"] = ("True", "", "")
+        if phase in _TERMINAL:
+            ready = ("False", "PodCompleted", "")
+        else:
+            unready = [c.name for c in run.mains if c.state != "running"]
+            unready += [c.name for c in run.inits if c.sidecar and c.state != "running"]
+            if unready:
+                ready = (
+                    "False",
+                    "ContainersNotReady",
+                    f"containers with unready status: [{' '.join(unready)}]",
+                )
+            else:
+                ready = ("True", "", "")
+        wanted["Ready"] = ready
+        wanted["ContainersReady"] = ready
+        status["conditions"] = _merge_conditions(old.get("conditions") or [], wanted, now)
+        return status
+
+    async def _write(self, key: PodKey, run: _PodRun) -> dict[str, Any] | None:
+        """Write the status derived from `run`, re-reading the pod on conflicts."""
+        for _attempt in range(5):
+            pod = self.core.store.get(_PODS, key)
+            if pod is None or pod["metadata"].get("uid") != run.uid:
+                return None
+            status = self._status(run, pod)
+            if status == pod.get("status"):
+                return pod
+            try:
+                self.status_writes += 1
+                return await self.core.update(
+                    self._pods_rt, key[0], key[1], {**pod, "status": status}, self._req(), "status"
+                )
+            except ApiError as err:
+                if err.code == 409:
+                    continue
+                if err.code == 404:
+                    return None
+                raise
+        raise ApiError(409, "Conflict", f"pod {key[0]}/{key[1]} keeps changing")
+
+
+def _merge_conditions(
+    existing: Sequence[Mapping[str, Any]], wanted: dict[str, tuple[str, str, str]], now: str
+) -> list[dict[str, Any]]:
+    """Set the kubelet-owned conditions, keeping lastTransitionTime when a condition's status
+    does not change and leaving conditions owned by others (DisruptionTarget, ...) alone."""
+    by_type = {c.get("type"): c for c in existing}
+    out: list[dict[str, Any]] = []
+    for ctype in _CANONICAL_CONDITIONS:
+        if ctype not in wanted:
+            if ctype in by_type:
+                out.append(dict(by_type[ctype]))
+            continue
+        status, reason, message = wanted[ctype]
+        old = by_type.get(ctype)
+        cond: dict[str, Any] = {
+            "type": ctype,
+            "status": status,
+            "lastProbeTime": None,
+            "lastTransitionTime": (
+                old.get("lastTransitionTime")
+                if old is not None and old.get("status") == status
+                else now
+            ),
+        }
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        out.append(cond)
+    out.extend(dict(c) for c in existing if c.get("type") not in _CANONICAL_CONDITIONS)
+    return out

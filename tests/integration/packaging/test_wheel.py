@@ -1,0 +1,199 @@
+"""The wheel a user installs works outside the source checkout.
+
+Built from exactly what the Dockerfile copies (so the image and this test see the same build
+context), with `pip wheel --no-deps`; installed into a fresh venv in a temporary directory with
+its dependencies from the package registry (about 30 s), first without the `[sim]` extra, as
+the controller image has it, then with it. Every command runs from a directory outside the
+checkout with PYTHONPATH unset, so nothing can come from `src/`.
+
+Checked: the Dockerfile's build step (`jobset controller --help`); `jobset dev` without the
+extra says in one line which extra to install; the CRD and the examples inside the installed
+package are the files of config/crd/bases and examples/ (they are symlinks in
+src/jobset/data, which the build must resolve); and `jobset dev` from the wheel runs an
+example, read from the installed package, to the end state its header promises.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jobset.dev.examplekit import load_example, observe, unmet
+from kubesim.process import spawn_until_ready
+
+pytestmark = [pytest.mark.wheel, pytest.mark.timeout(600)]
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLE = "simple.yaml"
+
+
+def _dockerfile_copies() -> list[tuple[str, str]]:
+    """(source, destination) of each COPY of the build stage, destination relative to WORKDIR."""
+    copies: list[tuple[str, str]] = []
+    for line in (REPO / "Dockerfile").read_text().replace("\\\n", " ").splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word.upper() == "COPY" and "--from" not in rest:
+            *sources, dest = shlex.split(rest)
+            for source in sources:
+                copies.append((source, dest + Path(source).name if dest.endswith("/") else dest))
+    return copies
+
+
+def _run(*cmd: str | Path, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
+    assert result.returncode == 0, f"{cmd}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A directory outside the checkout, and an environment that cannot reach `src/`."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    assert REPO not in tmp.parents
+    with pytest.MonkeyPatch.context() as mp:
+        for var in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
+            mp.delenv(var, raising=False)
+        yield tmp
+
+
+@pytest.fixture(scope="module")
+def wheel(outside: Path) -> Path:
+    context = outside / "context"
+    for source, dest in _dockerfile_copies():
+        target = context / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / source).is_dir():
+            shutil.copytree(
+                REPO / source,
+                target,
+                symlinks=True,  # src/jobset/data links to config/ and examples/, as in git
+                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+            )
+        else:
+            shutil.copy2(REPO / source, target)
+    assert (context / "src" / "jobset" / "data" / "examples").is_symlink()
+    dist = outside / "dist"
+    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, context, cwd=outside)
+    (built,) = dist.glob("jobset-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(outside: Path, wheel: Path) -> Path:
+    """A fresh venv with the wheel and its runtime dependencies only (no extras)."""
+    venv = outside / "venv"
+    _run(sys.executable, "-m", "venv", venv, cwd=outside)
+    _run(venv / "bin" / "python", "-m", "pip", "install", "-q", wheel, cwd=outside, timeout=600)
+    return venv
+
+
+def test_runtime_install_serves_the_image_entry_point_without_the_sim_extra(
+    outside: Path, venv: Path
+) -> None:
+    jobset = venv / "bin" / "jobset"
+    where = _run(
+        venv / "bin" / "python", "-c", "import jobset; print(jobset.__file__)", cwd=outside
+    )
+    assert Path(where.stdout.strip()).is_relative_to(venv)
+    # The Dockerfile's build check.
+    assert _run(jobset, "controller", "--help", cwd=outside).stdout.startswith("usage: jobset")
+    for command in ("sim", "dev"):
+        result = subprocess.run(
+            [jobset, command, "--kubeconfig", str(outside / "kubeconfig")],
+            capture_output=True,
+            text=True,
+            cwd=outside,
+            timeout=60,
+        )
+        assert result.returncode == 2
+        (line,) = result.stderr.splitlines()
+        assert "pip install 'jobset[sim]'" in line
+
+
+@pytest.fixture(scope="module")
+def sim_venv(outside: Path, venv: Path, wheel: Path) -> Path:
+    """The same venv with the `[sim]` extra added."""
+    _run(venv / "bin" / "python", "-m", "pip", "install", "-q", f"{wheel}[sim]", cwd=outside)
+    return venv
+
+
+def _package_data(venv: Path, outside: Path) -> tuple[Path, Path]:
+    out = _run(
+        venv / "bin" / "python",
+        "-c",
+        "import jobset.data as d; print(d.CRD_DIR); print(d.EXAMPLES_DIR)",
+        cwd=outside,
+    ).stdout.split()
+    return Path(out[0]), Path(out[1])
+
+
+def test_installed_package_data_is_the_source_files(outside: Path, sim_venv: Path) -> None:
+    crd_dir, examples_dir = _package_data(sim_venv, outside)
+    for installed, source in (
+        (crd_dir, REPO / "config" / "crd" / "bases"),
+        (examples_dir, REPO / "examples"),
+    ):
+        assert installed.is_relative_to(sim_venv) and not installed.is_symlink()
+        assert sorted(p.name for p in installed.iterdir()) == sorted(
+            p.name for p in source.iterdir()
+        )
+        for path in source.iterdir():
+            assert (installed / path.name).read_bytes() == path.read_bytes(), path
+
+
+def test_jobset_dev_from_the_wheel_runs_an_example_to_completion(
+    outside: Path, sim_venv: Path
+) -> None:
+    _, examples_dir = _package_data(sim_venv, outside)
+    example = load_example(examples_dir / EXAMPLE)
+    kubeconfig = outside / "dev.kubeconfig"
+    proc, output, _ = spawn_until_ready(
+        [
+            str(sim_venv / "bin" / "jobset"),
+            "dev",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--time-scale",
+            "0.05",
+            "--log-level",
+            "WARNING",
+            *example.dev_flags,
+        ],
+        "jobset dev ready",
+        timeout=120,
+        cwd=outside,
+    )
+    try:
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+
+        def kubectl(*args: str) -> str:
+            result = subprocess.run(
+                ["kubectl", *args], capture_output=True, text=True, env=env, timeout=60
+            )
+            assert result.returncode == 0, f"kubectl {args}: {result.stderr}"
+            return result.stdout
+
+        kubectl(*example.apply_args(), "-n", "default")
+        deadline = time.monotonic() + 120
+        problems: list[str] = ["not observed yet"]
+        while problems and time.monotonic() < deadline:
+            problems = unmet(
+                example.expect, observe(kubectl, "default", example.name, example.expect)
+            )
+            time.sleep(0.5)
+        assert not problems, f"{problems}\n{''.join(output[-30:])}"
+    finally:
+        proc.terminate()
+        code = proc.wait(timeout=60)
+    assert code == 0, "".join(output[-30:])
+    assert any("jobset dev stopped" in line for line in output)

@@ -1,0 +1,61 @@
+"""Message patterns are Go RE2: same accept/reject as `regexp.Compile`, linear matching."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from jobset.api.regex import compile_go_regexp, go_regexp_error
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "critical",
+        "^OOM.*$",
+        "(?i)timeout",
+        r"\pL+",
+        "[[:alpha:]]+",
+        "(?P<code>[0-9]+)",
+        "(?<code>[0-9]+)",  # Go 1.22+ accepts this form too
+        "a{1000}",
+        r"\\C",  # an escaped backslash followed by C is two literals
+        "(a+)+$",
+    ],
+)
+def test_patterns_go_compiles_are_accepted(pattern: str) -> None:
+    assert go_regexp_error(pattern) is None
+    assert compile_go_regexp(pattern) is not None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "fragment"),
+    [
+        ("(?=ahead)", "perl operator"),  # lookaround: Python re only
+        (r"(a)\1", "escape"),  # backreferences: Python re only
+        ("a++", "repetition"),  # possessive: Python re (3.11) only
+        ("a{1001}", "repetition size"),
+        (r"\C", r"\C"),  # RE2 itself has it; Go refuses it
+        ("[", "missing ]"),
+    ],
+)
+def test_patterns_go_refuses_are_refused(pattern: str, fragment: str) -> None:
+    error = go_regexp_error(pattern)
+    assert error is not None and fragment in error
+    assert compile_go_regexp(pattern) is None
+
+
+def test_python_only_syntax_really_differs() -> None:
+    # Guards the cases above: Python's re accepts what Go (and so we) refuse.
+    for pattern in ("(?=ahead)", r"(a)\1", "a++"):
+        re.compile(pattern)
+
+
+def test_catastrophic_pattern_is_answered_without_backtracking() -> None:
+    # Python's re needs about 2**40 steps here; RE2 answers in one pass. Asserting the
+    # answer (not a time): the test cannot finish at all with a backtracking engine.
+    compiled = compile_go_regexp("(a+)+$")
+    assert compiled is not None
+    assert compiled.search("a" * 40 + "!") is None
+    assert compiled.search("a" * 40) is not None

@@ -1,0 +1,81 @@
+"""`jobset sim` / `jobset dev` (jobset/dev/commands.py) and the `[sim]` extra they need.
+
+The controller image and a plain `pip install jobset` have no `[sim]` extra. Rather than
+uninstall packages from the shared venv, each run here starts the CLI in a subprocess whose
+`-c` program first puts an import blocker on `sys.meta_path` that refuses the extra's modules
+(as if they were not installed), then calls `jobset.cli.main`. tests/integration/packaging
+does the same with a real wheel installed without the extra.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from jobset.dev.commands import SIM_EXTRA_MODULES
+
+REPO = Path(__file__).resolve().parents[3]
+
+_BLOCKED_MAIN = """
+import sys
+BLOCKED = set(sys.argv[1].split(","))
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Blocker())
+from jobset.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _run_without(blocked: set[str], *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _BLOCKED_MAIN, ",".join(sorted(blocked)), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+    )
+
+
+def test_the_module_list_is_the_sim_extra() -> None:
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    dists = {re.split(r"[<>=!\[; ]", req, maxsplit=1)[0].lower() for req in extras["sim"]}
+    modules = {
+        module
+        for module, owners in importlib.metadata.packages_distributions().items()
+        if {o.lower() for o in owners} & dists and module.isidentifier()
+    }
+    assert modules == set(SIM_EXTRA_MODULES)
+
+
+@pytest.mark.parametrize("command", ["sim", "dev"])
+@pytest.mark.parametrize("module", SIM_EXTRA_MODULES)
+def test_sim_commands_name_the_extra_in_one_line(tmp_path: Path, command: str, module: str) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    result = _run_without({module}, command, "--kubeconfig", str(kubeconfig), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"jobset {command}: ") and "pip install 'jobset[sim]'" in lines[0]
+    assert repr(module) in lines[0]
+    assert not kubeconfig.exists(), "nothing may start before the check"
+
+
+def test_controller_and_user_commands_need_no_sim_extra(tmp_path: Path) -> None:
+    blocked = set(SIM_EXTRA_MODULES)
+    for argv in (["controller", "--help"], ["get", "--help"], ["sim", "--help"]):
+        result = _run_without(blocked, *argv, cwd=tmp_path)
+        assert result.returncode == 0, (argv, result.stderr)
+        assert result.stdout.startswith("usage: jobset"), result.stdout
