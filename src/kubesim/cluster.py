@@ -113,6 +113,7 @@ class SimCluster:
             from kubesim.kubelet.processes import ProcessRuntime
 
             self.runtime = ProcessRuntime(self.core, self.http, opts.run_images)
+            self.admission.pod_host = self.runtime.pod_host  # webhooks served by real pods
             hosts.append(await self.runtime.open())  # pods reach the API server there
         self._start_components()
         ssl_ctx = None
@@ -177,8 +178,15 @@ class SimCluster:
         return ca
 
     def _start_components(self) -> None:
+        from kubesim.controllers.disruption import DisruptionController
+        from kubesim.controllers.endpoints import EndpointsController
+
+        # API machinery of kube-controller-manager that runs at every level, as the GC does.
+        self.components += [EndpointsController(self.core), DisruptionController(self.core)]
         level = self.options.sim_level
         if level == "none":
+            for component in self.components:
+                component.start()
             return
         from kubesim.controllers.job import JobController
 
@@ -187,10 +195,13 @@ class SimCluster:
         )
         self.components.append(jobs)
         if level == "pods":
+            from kubesim.controllers.deployment import DeploymentController
+            from kubesim.controllers.replicaset import ReplicaSetController
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
             self.components.append(Scheduler(self.core, self.rng))
+            self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
             kubelet = Kubelet(
                 self.core, time_scale=self.options.time_scale, rng=self.rng, runtime=self.runtime
             )

@@ -33,6 +33,7 @@ from kubesim.apiserver.apicore import APPLY_PATCH, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import WatchEvent
 from kubesim.clock import now_rfc3339
+from kubesim.controllers.disruption import evict
 from kubesim.machinery.errors import ApiError, bad_request
 from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_selectors_for
 
@@ -391,7 +392,7 @@ class ApiHttpServer:
             if t.subresource == "binding":
                 return json_response(await self._bind(t, body, req), 201)
             if t.subresource == "eviction":
-                await self.core.delete(rt, ns, t.name, (body or {}).get("deleteOptions"), req)
+                await evict(self.core, rt, ns, t.name, body, req)
                 return json_response(
                     {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
                 )
@@ -420,6 +421,8 @@ class ApiHttpServer:
             ctype = request.content_type
             if ctype == APPLY_PATCH and isinstance(body, dict):
                 pass
+            if t.subresource == "scale":  # `kubectl scale` patches the Scale, not the object
+                return json_response(_scale_of(await self._patch_scale(t, ctype, body, req)))
             obj = await self.core.patch(rt, ns, t.name, ctype, body, req, t.subresource)
             return self._object(request, rt, obj, 200, req)
         if verb == "delete":
@@ -592,6 +595,19 @@ class ApiHttpServer:
         replicas = ((body or {}).get("spec") or {}).get("replicas")
         spec = {**(obj.get("spec") or {}), "replicas": replicas}
         return await self.core.update(t.rt, t.namespace or "", t.name, {**obj, "spec": spec}, req)
+
+    async def _patch_scale(self, t: Target, ctype: str, body: Any, req: Request) -> dict[str, Any]:
+        from kubesim.machinery import patch as patching
+
+        scale = _scale_of(self.core.get(t.rt, t.namespace or "", t.name))
+        try:
+            if ctype.split(";")[0].strip() == "application/json-patch+json":
+                patched = patching.apply_json_patch(scale, body if isinstance(body, list) else [])
+            else:  # merge and strategic merge patches are the same on a Scale
+                patched = patching.apply_merge_patch(scale, body if isinstance(body, dict) else {})
+        except patching.PatchError as exc:
+            raise ApiError(422, "Invalid", str(exc)) from None
+        return await self._set_scale(t, patched, req)
 
     # ----------------------------------------------------------------- watch
 

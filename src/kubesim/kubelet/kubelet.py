@@ -13,7 +13,9 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
 - When a container's program ends: `Completed` (exit 0) or `Error`; the pod ends Succeeded
   or Failed. With `restartPolicy: OnFailure` (or Always) the container restarts in place:
   restartCount + 1, lastState.terminated, `CrashLoopBackOff` for 10 s doubling to 5 min.
-  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`.
+  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`. A main
+  container of a `restartPolicy: Always` pod whose command gives no duration (a server, as
+  Deployments run) runs until the pod is deleted.
 - Graceful deletion: a pod being deleted is stopped (exit 137) and reported terminal after
   min(grace period * time-scale, 0.2 s); the API server then removes it once its finalizers
   are gone.
@@ -69,6 +71,7 @@ STARTUP_DELAY: Final = 1.0  # seconds from binding to Running, before --time-sca
 MAX_TERMINATION_DELAY: Final = 0.2  # wall seconds a deleted pod takes to stop, at most
 CRASH_BACKOFF: Final = 10.0  # kubelet's container restart back-off, doubling ...
 MAX_CRASH_BACKOFF: Final = 300.0  # ... up to five minutes
+DEFAULT_DURATION: Final = 5.0  # seconds an opaque command of a Job's pod runs
 KILLED_EXIT_CODE: Final = 137  # SIGKILL, what a stopped `sleep` reports
 WORKERS: Final = 4
 CONFIG_RETRY: Final = 1.0  # wall seconds before a real container that could not start retries
@@ -217,6 +220,14 @@ def _image_id(image: str) -> str:
     if "/" not in name:
         name = f"docker.io/library/{name}"
     return f"{name}@sha256:{digest}"
+
+
+def _default_duration(pod: Mapping[str, Any], c: _Container) -> float:
+    """How long a container whose command says nothing runs: a while (DEFAULT_DURATION) for
+    the run-to-completion pods of Jobs, for ever for a main container of a pod that restarts
+    Always (a Deployment's server)."""
+    always = ((pod.get("spec") or {}).get("restartPolicy") or "Always") == "Always"
+    return math.inf if always and not c.init else DEFAULT_DURATION
 
 
 def _backoff(restarts: int) -> float:
@@ -583,12 +594,19 @@ class Kubelet:
             if "running" in state:
                 c.state = "running"
                 c.started_at = str(state["running"].get("startedAt") or run.start_time)
-                c.program = program_for(by_name.get(c.name) or {}, pod=pod)
+                c.program = program_for(
+                    by_name.get(c.name) or {}, _default_duration(pod, c), pod=pod
+                )
                 try:
                     began = parse_rfc3339(c.started_at)
                 except ValueError:
                     began = wall
-                c.ends_at = now + max(began + c.program.duration * self.time_scale - wall, 0.0)
+                duration = c.program.duration
+                c.ends_at = (
+                    now + max(began + duration * self.time_scale - wall, 0.0)
+                    if math.isfinite(duration)
+                    else math.inf
+                )
             elif "terminated" in state:
                 term = state["terminated"]
                 c.state = "terminated"
@@ -612,12 +630,13 @@ class Kubelet:
             ),
             {},
         )
-        c.program = program_for(source, pod=pod)
+        c.program = program_for(source, _default_duration(pod, c), pod=pod)
         c.state = "running"
         c.waiting_reason = ""
         c.waiting_message = ""
         c.started_at = now_rfc3339()
-        c.ends_at = now + c.program.duration * self.time_scale
+        duration = c.program.duration
+        c.ends_at = now + duration * self.time_scale if math.isfinite(duration) else math.inf
         if self.runtime is not None and self.runtime.claims(source):
             from kubesim.kubelet.processes import NOT_YET
 

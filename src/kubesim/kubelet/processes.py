@@ -46,6 +46,7 @@ from aiohttp import web
 
 from kubesim.apiserver import reviews
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.controllers.endpoints import simulated_pod_host
 from kubesim.kubelet import network, probes
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
@@ -241,6 +242,11 @@ class ProcessRuntime:
 
     def claims(self, container: Mapping[str, Any]) -> bool:
         return self.directory_for(container) is not None
+
+    def pod_host(self, pod: Mapping[str, Any], ip: str) -> str:
+        """How the API server dials a pod endpoint (`WebhookAdmission.pod_host`): real pods
+        at their IP in their network namespace, simulated ones at 127.0.0.1 as before."""
+        return ip if ip and self.claims_pod(pod) else simulated_pod_host(pod, ip)
 
     def claims_pod(self, pod: Mapping[str, Any]) -> bool:
         spec = pod.get("spec") or {}
