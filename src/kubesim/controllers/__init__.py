@@ -10,7 +10,8 @@ back through it, as a real controller does through the API server:
 - `workqueue.py` - client-go style work queue and one-timer-for-many-keys, shared with the
   simulated kubelet.
 - `gc.py` - garbage collection by ownerReferences, and namespace teardown.
-- `scheduler/` - kube-scheduler: `scheduling.py` decides (pure), `loop.py` binds.
+- `scheduler/` - kube-scheduler: `scheduling.py` decides (pure, over `snapshot.py`), `loop.py`
+  binds.
 - `deployment.py`, `replicaset.py` - apps/v1 Deployments (RollingUpdate, Recreate, revisions,
   conditions) and ReplicaSets (pods with controller references, adoption, deletion ranking);
   their decisions are pure, in `rollout.py`.

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubesim.controllers.scheduler.scheduling import ClusterSnapshot, schedule
+from kubesim.controllers.scheduler.scheduling import schedule
+from kubesim.controllers.scheduler.snapshot import ClusterSnapshot
 from kubesim.nodespec import MAX_NODES, NODE_SPEC_HELP, parse_node_spec
 
 POOL = "cloud.google.com/gke-nodepool"

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from jobset.placement.nodes import pods_that_fit, quantity
-from kubesim.controllers.scheduler.scheduling import resource_units
+from kubesim.controllers.scheduler.resources import resource_units
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,8 @@ from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339
-from kubesim.controllers.scheduler.scheduling import ClusterSnapshot, needs_scheduling, schedule
+from kubesim.controllers.scheduler.scheduling import needs_scheduling, schedule
+from kubesim.controllers.scheduler.snapshot import ClusterSnapshot
 from kubesim.machinery.errors import ApiError
 
 __all__ = ["Scheduler"]

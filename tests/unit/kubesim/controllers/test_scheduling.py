@@ -1,4 +1,4 @@
-"""Unit tests for the simulated scheduler (kubesim.controllers.scheduler.scheduling)."""
+"""Unit tests for the simulated scheduler (kubesim.controllers.scheduler)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,15 @@ from typing import Any
 
 import pytest
 
+from kubesim.controllers.scheduler.resources import pod_requests, resource_units
 from kubesim.controllers.scheduler.scheduling import (
     NO_NODES_MESSAGE,
     SCHEDULING_GATED_MESSAGE,
-    ClusterSnapshot,
     needs_scheduling,
-    parse_quantity,
-    pod_requests,
-    resource_units,
     schedule,
 )
+from kubesim.controllers.scheduler.snapshot import ClusterSnapshot
+from kubeutil.quantity import parse_quantity
 
 POOL = "cloud.google.com/gke-nodepool"
 JOB_KEY = "jobset.sigs.k8s.io/job-key"

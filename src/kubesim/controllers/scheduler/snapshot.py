@@ -1,0 +1,568 @@
+"""`ClusterSnapshot`: the scheduler's view of nodes and bound pods, kept current from watch events
+and indexed for the filters (nodes by label; pods by namespace, label and topology domain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kubesim.controllers.scheduler.affinity import (
+    _EMPTY,
+    _anti_guard,
+    _DomainCount,
+    _required_terms,
+    _single_key_shape,
+    _str_map,
+    _Term,
+)
+from kubesim.controllers.scheduler.resources import (
+    _NONZERO_CPU_MILLI,
+    _NONZERO_MEMORY,
+    DEFAULT_ALLOCATABLE,
+    _add_into,
+    _units_or_zero,
+    pod_requests,
+)
+
+__all__ = ["ClusterSnapshot", "NodeInfo"]
+
+
+_UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
+
+
+_NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
+
+
+_UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
+
+
+# ---------------------------------------------------------------------------------------------
+# Nodes
+
+
+def _node_conditions_taint(node: Mapping[str, Any]) -> str | None:
+    """The taint the node lifecycle controller puts on a node that is not Ready: not-ready for
+    Ready=False, unreachable for Ready=Unknown. A node without a Ready condition is Ready."""
+    status = node.get("status") or {}
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            s = cond.get("status")
+            if s == "False":
+                return _NOT_READY_TAINT
+            if s != "True":
+                return _UNREACHABLE_TAINT
+    return None
+
+
+def _node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
+    """Allocatable capacity in scheduler units: `status.allocatable`, else `status.capacity`,
+    else the simulation's defaults for cpu/memory/pods/ephemeral-storage."""
+    status = node.get("status") or {}
+    alloc = status.get("allocatable") or {}
+    cap = status.get("capacity") or {}
+    out: dict[str, int] = {}
+    for source in (DEFAULT_ALLOCATABLE, cap, alloc):
+        if isinstance(source, Mapping):
+            for name, q in source.items():
+                out[str(name)] = _units_or_zero(str(name), q)
+    return out
+
+
+@dataclass
+class NodeInfo:
+    """One node as the scheduler sees it: the Node object, what its bound pods request
+    (`resource_units`, plus a "pods" count) and those pods.
+
+    The remaining fields are derived from `node` once per node update, so the per-pod filter
+    loop does no parsing.
+    """
+
+    node: dict[str, Any]
+    requested: dict[str, int] = field(default_factory=dict)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    name: str = field(init=False)
+    labels: dict[str, str] = field(init=False)
+    allocatable: dict[str, int] = field(init=False)
+    # NoSchedule/NoExecute taints as (key, value, effect), including the implicit not-ready one.
+    hard_taints: list[tuple[str, str, str]] = field(init=False)
+    unschedulable: bool = field(init=False)
+    # Requests as kube-scheduler scores them (pods asking for nothing count as 100m / 200Mi).
+    nonzero_cpu: int = field(init=False, default=0)
+    nonzero_memory: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-derive the cached fields after `node` changed."""
+        node = self.node
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        self.name = str(meta.get("name") or "")
+        self.labels = _str_map(meta.get("labels"))
+        self.allocatable = _node_allocatable(node)
+        taints: list[tuple[str, str, str]] = []
+        implicit = _node_conditions_taint(node)
+        for t in spec.get("taints") or ():
+            if not isinstance(t, Mapping):
+                continue
+            effect = str(t.get("effect") or "")
+            if effect in ("NoSchedule", "NoExecute"):
+                taints.append((str(t.get("key") or ""), str(t.get("value") or ""), effect))
+        if implicit is not None and not any(k == implicit for k, _, _ in taints):
+            taints.append((implicit, "", "NoSchedule"))
+        self.hard_taints = taints
+        self.unschedulable = bool(spec.get("unschedulable"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshot
+
+
+@dataclass
+class _PodRecord:
+    key: str
+    pod: dict[str, Any]
+    namespace: str
+    labels: dict[str, str]
+    node_name: str
+    requests: dict[str, int]  # includes "pods": 1
+    nonzero_cpu: int
+    nonzero_memory: int
+    anti_terms: list[_Term]
+    attached: bool = False
+    # (term, domain) pairs this pod contributed to `_anti_entries`, to undo exactly.
+    anti_domains: list[tuple[_Term, str]] = field(default_factory=list)
+
+
+@dataclass
+class _AntiEntry:
+    """All existing pods sharing one anti-affinity term: how many of them sit in each domain."""
+
+    term: _Term
+    owners: int = 0
+    domains: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _AntiGroup:
+    """Existing pods' anti-affinity terms of a `_single_key_shape`, for one namespace scope,
+    topology key and label key, summed per domain."""
+
+    sample: _Term  # carries the namespace scope
+    label_key: str
+    by_value: dict[str, dict[str, int]] = field(default_factory=dict)  # "in": v -> domain -> n
+    agg: dict[str, int] = field(default_factory=dict)  # "notin": domain -> n
+    excl: dict[str, dict[str, int]] = field(default_factory=dict)  # "notin": v -> domain -> n
+
+
+def _group_key(term: _Term, label_key: str) -> tuple[Any, ...]:
+    return (term.namespaces, term.ns_selector, term.all_namespaces, term.topology_key, label_key)
+
+
+@dataclass
+class _TopologyIndex:
+    """Bound pods counted per domain of one topology key, by namespace and by label."""
+
+    by_ns: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_key: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    by_label: dict[tuple[str, str, str], dict[str, int]] = field(default_factory=dict)
+
+
+def _bump(index: dict[Any, dict[str, int]], key: Any, domain: str, delta: int) -> None:
+    counts = index.get(key)
+    if counts is None:
+        counts = index[key] = {}
+    n = counts.get(domain, 0) + delta
+    if n > 0:
+        counts[domain] = n
+    else:
+        counts.pop(domain, None)
+        if not counts:
+            del index[key]
+
+
+def _pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
+class ClusterSnapshot:
+    """The scheduler's incremental view of nodes and bound pods.
+
+    Feed it every Node and Pod watch event (`add_node`/`add_pod` for ADDED and MODIFIED,
+    `remove_*` for DELETED) and `assume()` each binding as soon as it is decided, as
+    kube-scheduler's cache does: the next pod of the same group must see this one, or a pod
+    affinity group would scatter. Pods that are unbound or finished (Succeeded/Failed) hold no
+    resources and match no affinity terms, so updates that finish a pod release its node.
+    Pods bound to a node the snapshot does not know yet are kept and counted once it arrives.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self._order: list[str] = []  # node names, for O(1) random access in rotation
+        self._order_pos: dict[str, int] = {}
+        self._nodes_by_label: dict[tuple[str, str], dict[str, None]] = {}
+        self._pods: dict[str, _PodRecord] = {}
+        self._waiting: dict[str, dict[str, None]] = {}  # node name -> pods bound to it, unknown
+        self._pods_by_ns: dict[str, dict[str, None]] = {}
+        self._pods_by_key: dict[tuple[str, str], dict[str, None]] = {}
+        self._pods_by_label: dict[tuple[str, str, str], dict[str, None]] = {}
+        self._label_values: dict[tuple[str, str], dict[str, int]] = {}
+        self._topology: dict[str, _TopologyIndex] = {}
+        self._anti_entries: dict[_Term, _AntiEntry] = {}  # terms of no special shape
+        self._anti_buckets: dict[tuple[str, ...], dict[_Term, None]] = {}
+        self._anti_groups: dict[tuple[Any, ...], _AntiGroup] = {}
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def add_node(self, node: dict[str, Any]) -> None:
+        """Add or update a node. A label change re-files the node's pods under their new
+        topology domains."""
+        info = NodeInfo(node)
+        name = info.name
+        old = self.nodes.get(name)
+        if old is None:
+            self.nodes[name] = info
+            self._order_pos[name] = len(self._order)
+            self._order.append(name)
+            self._index_node_labels(name, info.labels, +1)
+            for key in list(self._waiting.pop(name, {})):
+                self._attach(self._pods[key], info)
+            return
+        if old.labels == info.labels:
+            old.node = node
+            old.refresh()
+            return
+        records = [self._pods[_pod_key(p)] for p in old.pods]
+        for rec in records:
+            self._detach(rec, old)
+        self._index_node_labels(name, old.labels, -1)
+        old.node = node
+        old.refresh()
+        self._index_node_labels(name, old.labels, +1)
+        for rec in records:
+            self._attach(rec, old)
+
+    def remove_node(self, name: str) -> None:
+        """Forget a node. Its pods stay known (a real cluster garbage-collects them later) and
+        are counted again if a node of that name returns."""
+        info = self.nodes.get(name)
+        if info is None:
+            return
+        for pod in list(info.pods):
+            rec = self._pods[_pod_key(pod)]
+            self._detach(rec, info)
+            self._waiting.setdefault(name, {})[rec.key] = None
+        self._index_node_labels(name, info.labels, -1)
+        del self.nodes[name]
+        pos = self._order_pos.pop(name)
+        last = self._order.pop()
+        if last != name:
+            self._order[pos] = last
+            self._order_pos[last] = pos
+
+    def _index_node_labels(self, name: str, labels: Mapping[str, str], delta: int) -> None:
+        for kv in labels.items():
+            if delta > 0:
+                self._nodes_by_label.setdefault(kv, {})[name] = None
+            else:
+                names = self._nodes_by_label.get(kv)
+                if names is not None:
+                    names.pop(name, None)
+                    if not names:
+                        del self._nodes_by_label[kv]
+
+    # -- pods -------------------------------------------------------------------------------
+
+    def add_pod(self, pod: dict[str, Any]) -> None:
+        """Add or update a pod. Only bound, unfinished pods are kept."""
+        key = _pod_key(pod)
+        if key in self._pods:
+            self._remove_key(key)
+        spec = pod.get("spec") or {}
+        node_name = spec.get("nodeName")
+        phase = (pod.get("status") or {}).get("phase")
+        if not node_name or phase in ("Succeeded", "Failed"):
+            return
+        meta = pod.get("metadata") or {}
+        requests = pod_requests(pod)
+        requests["pods"] = 1
+        rec = _PodRecord(
+            key=key,
+            pod=pod,
+            namespace=str(meta.get("namespace") or "default"),
+            labels=_str_map(meta.get("labels")),
+            node_name=str(node_name),
+            requests=requests,
+            nonzero_cpu=requests.get("cpu") or _NONZERO_CPU_MILLI,
+            nonzero_memory=requests.get("memory") or _NONZERO_MEMORY,
+            anti_terms=_required_terms(pod, "podAntiAffinity"),
+        )
+        self._pods[key] = rec
+        ns = rec.namespace
+        self._pods_by_ns.setdefault(ns, {})[key] = None
+        for k, v in rec.labels.items():
+            self._pods_by_key.setdefault((ns, k), {})[key] = None
+            self._pods_by_label.setdefault((ns, k, v), {})[key] = None
+            values = self._label_values.setdefault((ns, k), {})
+            values[v] = values.get(v, 0) + 1
+        for term in rec.anti_terms:
+            if _single_key_shape(term.selector) is not None:
+                continue
+            entry = self._anti_entries.get(term)
+            if entry is None:
+                entry = self._anti_entries[term] = _AntiEntry(term)
+                self._anti_buckets.setdefault(_anti_guard(term.selector), {})[term] = None
+            entry.owners += 1
+        info = self.nodes.get(rec.node_name)
+        if info is not None:
+            self._attach(rec, info)
+        else:
+            self._waiting.setdefault(rec.node_name, {})[key] = None
+
+    def remove_pod(self, pod: dict[str, Any]) -> None:
+        """Forget a pod (DELETED event); identified by namespace/name."""
+        self._remove_key(_pod_key(pod))
+
+    def assume(self, pod: dict[str, Any], node_name: str) -> dict[str, Any]:
+        """Record a binding before the API server confirms it; returns the bound copy.
+
+        The later watch event for the same pod simply replaces it.
+        """
+        bound = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node_name}}
+        self.add_pod(bound)
+        return bound
+
+    def _remove_key(self, key: str) -> None:
+        rec = self._pods.pop(key, None)
+        if rec is None:
+            return
+        if rec.attached:
+            self._detach(rec, self.nodes[rec.node_name])
+        else:
+            waiting = self._waiting.get(rec.node_name)
+            if waiting is not None:
+                waiting.pop(key, None)
+                if not waiting:
+                    del self._waiting[rec.node_name]
+        ns = rec.namespace
+        _discard(self._pods_by_ns, ns, key)
+        for k, v in rec.labels.items():
+            _discard(self._pods_by_key, (ns, k), key)
+            _discard(self._pods_by_label, (ns, k, v), key)
+            _bump(self._label_values, (ns, k), v, -1)
+        for term in rec.anti_terms:
+            if _single_key_shape(term.selector) is not None:
+                continue
+            entry = self._anti_entries[term]
+            entry.owners -= 1
+            if entry.owners <= 0:
+                del self._anti_entries[term]
+                _discard(self._anti_buckets, _anti_guard(term.selector), term)
+
+    def _attach(self, rec: _PodRecord, info: NodeInfo) -> None:
+        rec.attached = True
+        info.pods.append(rec.pod)
+        _add_into(info.requested, rec.requests)
+        info.nonzero_cpu += rec.nonzero_cpu
+        info.nonzero_memory += rec.nonzero_memory
+        for key, topo in self._topology.items():
+            domain = info.labels.get(key)
+            if domain is not None:
+                self._count_in_topology(topo, rec, domain, +1)
+        for term in rec.anti_terms:
+            domain = info.labels.get(term.topology_key)
+            if domain is not None:
+                self._count_anti(term, domain, +1)
+                rec.anti_domains.append((term, domain))
+
+    def _detach(self, rec: _PodRecord, info: NodeInfo) -> None:
+        rec.attached = False
+        info.pods = [p for p in info.pods if _pod_key(p) != rec.key]
+        for name, v in rec.requests.items():
+            left = info.requested.get(name, 0) - v
+            if left > 0:
+                info.requested[name] = left
+            else:
+                info.requested.pop(name, None)
+        info.nonzero_cpu -= rec.nonzero_cpu
+        info.nonzero_memory -= rec.nonzero_memory
+        for key, topo in self._topology.items():
+            domain = info.labels.get(key)
+            if domain is not None:
+                self._count_in_topology(topo, rec, domain, -1)
+        for term, domain in rec.anti_domains:
+            self._count_anti(term, domain, -1)
+        rec.anti_domains.clear()
+
+    def _count_anti(self, term: _Term, domain: str, delta: int) -> None:
+        shape = _single_key_shape(term.selector)
+        if shape is None:
+            entry = self._anti_entries.get(term)
+            if entry is not None:
+                n = entry.domains.get(domain, 0) + delta
+                if n > 0:
+                    entry.domains[domain] = n
+                else:
+                    entry.domains.pop(domain, None)
+            return
+        kind, label_key, values = shape
+        gkey = _group_key(term, label_key)
+        group = self._anti_groups.get(gkey)
+        if group is None:
+            group = self._anti_groups[gkey] = _AntiGroup(term, label_key)
+        if kind == "in":
+            for v in values:
+                _bump(group.by_value, v, domain, delta)
+        else:
+            n = group.agg.get(domain, 0) + delta
+            if n > 0:
+                group.agg[domain] = n
+            else:
+                group.agg.pop(domain, None)
+            for v in values:
+                _bump(group.excl, v, domain, delta)
+        if not group.by_value and not group.agg and not group.excl:
+            del self._anti_groups[gkey]
+
+    @staticmethod
+    def _count_in_topology(topo: _TopologyIndex, rec: _PodRecord, domain: str, d: int) -> None:
+        ns = rec.namespace
+        _bump(topo.by_ns, ns, domain, d)
+        for k, v in rec.labels.items():
+            _bump(topo.by_key, (ns, k), domain, d)
+            _bump(topo.by_label, (ns, k, v), domain, d)
+
+    def _topology_index(self, key: str) -> _TopologyIndex:
+        """The per-domain counts for one topology key, built on first use and then kept
+        current by `_attach`/`_detach`."""
+        topo = self._topology.get(key)
+        if topo is None:
+            topo = self._topology[key] = _TopologyIndex()
+            for rec in self._pods.values():
+                if rec.attached:
+                    domain = self.nodes[rec.node_name].labels.get(key)
+                    if domain is not None:
+                        self._count_in_topology(topo, rec, domain, +1)
+        return topo
+
+    # -- queries used by schedule() ----------------------------------------------------------
+
+    def _namespaces_of(self, term: _Term) -> Iterable[str]:
+        if term.all_namespaces or term.ns_selector is not None:
+            return [ns for ns in self._pods_by_ns if term.namespace_matches(ns)]
+        return term.namespaces
+
+    def _term_counts(self, term: _Term) -> _DomainCount:
+        """Per domain of the term's topology key: are there bound pods the term selects?"""
+        keys = {r[0] for r in term.selector}
+        if len(keys) > 1:
+            found: set[str] = set()
+            for rec in self._records_matching([term]):
+                domain = self.nodes[rec.node_name].labels.get(term.topology_key)
+                if domain is not None:
+                    found.add(domain)
+            return _DomainCount(fixed=found)
+        topo = self._topology_index(term.topology_key)
+        pos: list[Mapping[str, int]] = []
+        neg: list[Mapping[str, int]] = []
+        for ns in self._namespaces_of(term):
+            if not term.selector:
+                pos.append(topo.by_ns.get(ns, _EMPTY))
+                continue
+            key = term.selector[0][0]
+            in_values: frozenset[str] | None = None
+            not_in: set[str] = set()
+            exists = absent = False
+            for _, op, values in term.selector:
+                if op == "In":
+                    in_values = values if in_values is None else in_values & values
+                elif op == "NotIn":
+                    not_in |= values
+                elif op == "Exists":
+                    exists = True
+                else:
+                    absent = True
+            if in_values is not None or exists:
+                if absent:
+                    continue  # contradiction: selects nothing
+                if in_values is not None:
+                    pos.extend(topo.by_label.get((ns, key, v), _EMPTY) for v in in_values - not_in)
+                else:
+                    pos.append(topo.by_key.get((ns, key), _EMPTY))
+                    neg.extend(topo.by_label.get((ns, key, v), _EMPTY) for v in not_in)
+            else:  # only NotIn / DoesNotExist: pods without the label match too
+                pos.append(topo.by_ns.get(ns, _EMPTY))
+                if absent:
+                    neg.append(topo.by_key.get((ns, key), _EMPTY))
+                else:
+                    neg.extend(topo.by_label.get((ns, key, v), _EMPTY) for v in not_in)
+        return _DomainCount(pos, neg)
+
+    def _records_matching(self, terms: list[_Term]) -> Iterable[_PodRecord]:
+        """Bound pods matching every term, drawn from the narrowest label index of the first."""
+        first = terms[0]
+        for ns in self._namespaces_of(first):
+            candidates: Iterable[str] = self._pods_by_ns.get(ns, ())
+            best = len(self._pods_by_ns.get(ns, ()))
+            for key, op, values in first.selector:
+                if op == "In":
+                    groups = [self._pods_by_label.get((ns, key, v), {}) for v in values]
+                    size = sum(len(g) for g in groups)
+                    if size < best:
+                        best, candidates = size, [k for g in groups for k in g]
+                elif op == "Exists":
+                    group = self._pods_by_key.get((ns, key), {})
+                    if len(group) < best:
+                        best, candidates = len(group), group
+            for pod_key in list(candidates):
+                rec = self._pods[pod_key]
+                if rec.attached and all(t.matches(rec.namespace, rec.labels) for t in terms):
+                    yield rec
+
+    def _existing_anti_affinity(
+        self, ns: str, labels: Mapping[str, str]
+    ) -> list[tuple[str, _DomainCount]]:
+        """(topology key, counts) pairs marking the domains the incoming pod may not enter
+        because a pod already there has a required anti-affinity term selecting it (the
+        symmetric half of anti-affinity)."""
+        out: list[tuple[str, _DomainCount]] = []
+        for group in self._anti_groups.values():
+            value = labels.get(group.label_key)
+            if value is None or not group.sample.namespace_matches(ns):
+                continue
+            key = group.sample.topology_key
+            by_value = group.by_value.get(value)
+            if by_value:
+                out.append((key, _DomainCount([by_value])))
+            if group.agg:
+                out.append((key, _DomainCount([group.agg], [group.excl.get(value, _EMPTY)])))
+        fixed: dict[str, set[str]] = {}
+        buckets = [self._anti_buckets.get(("any",))]
+        for k, v in labels.items():
+            buckets.append(self._anti_buckets.get(("kv", k, v)))
+            buckets.append(self._anti_buckets.get(("k", k)))
+        for bucket in buckets:
+            if not bucket:
+                continue
+            for term in bucket:
+                entry = self._anti_entries[term]
+                if entry.domains and term.matches(ns, labels):
+                    fixed.setdefault(term.topology_key, set()).update(entry.domains)
+        out.extend((key, _DomainCount(fixed=domains)) for key, domains in fixed.items())
+        return out
+
+    def nodes_with_label(self, key: str, value: str) -> list[str]:
+        """Names of nodes labelled key=value, in insertion order."""
+        return list(self._nodes_by_label.get((key, value), ()))
+
+
+def _discard(index: dict[Any, dict[Any, None]], key: Any, member: Any) -> None:
+    group = index.get(key)
+    if group is not None:
+        group.pop(member, None)
+        if not group:
+            del index[key]
