@@ -46,6 +46,8 @@ class SimOptions:
     token: str | None = None
     bookmark_interval: float = 1.0
     history_size: int = 50_000
+    # `--run-image`: image repository -> directory; such containers run as real processes
+    run_images: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -68,6 +70,7 @@ class SimCluster:
         self.http = ApiHttpServer(self.core, self.token, self.options.bookmark_interval)
         self.gc = GarbageCollector(self.core)
         self.components: list[Any] = []
+        self.runtime: Any = None  # kubelet.processes.ProcessRuntime with --run-image
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
         self.ca_pem = b""
@@ -103,11 +106,20 @@ class SimCluster:
                     asyncio.create_task(self._compact_every(plan.compaction_interval))
                 )
         self.gc.start()
+        hosts = ["localhost", opts.host]
+        if opts.run_images:
+            if opts.sim_level != "pods":
+                raise ValueError("--run-image needs --sim-level pods")
+            from kubesim.kubelet.processes import ProcessRuntime
+
+            self.runtime = ProcessRuntime(self.core, self.http, opts.run_images)
+            self.admission.pod_host = self.runtime.pod_host  # webhooks served by real pods
+            hosts.append(await self.runtime.open())  # pods reach the API server there
         self._start_components()
         ssl_ctx = None
         if opts.tls:
             ca_cert, ca_key = self._identity_ca()
-            cert, key = certs.make_serving_cert(ca_cert, ca_key, ["localhost", opts.host])
+            cert, key = certs.make_serving_cert(ca_cert, ca_key, hosts)
             ssl_ctx = certs.server_ssl_context(cert, key)
             self.ca_pem = ca_cert
         self._runner = web.AppRunner(self.http.app(), access_log=None, handle_signals=False)
@@ -120,8 +132,23 @@ class SimCluster:
         self.port = sockets[0].getsockname()[1] if sockets else opts.port
         scheme = "https" if opts.tls else "http"
         self.url = f"{scheme}://{opts.host}:{self.port}"
+        if self.runtime is not None:
+            self.runtime.serve_api(await self._serve_pods(ssl_ctx), self.ca_pem)
         if opts.kubeconfig:
             certs.write_kubeconfig(opts.kubeconfig, self.url, self.ca_pem, self.token)
+
+    async def _serve_pods(self, ssl_ctx: Any) -> int:
+        """Also listen on the pod bridge's gateway, the API address real pods are given."""
+        assert self._runner is not None
+        for port in (self.port, 0):
+            site = web.TCPSite(self._runner, self.runtime.api_host, port, ssl_context=ssl_ctx)
+            try:
+                await site.start()
+            except OSError:
+                continue
+            sockets = getattr(site._server, "sockets", None) or []
+            return int(sockets[0].getsockname()[1]) if sockets else port
+        raise OSError(f"cannot listen on {self.runtime.api_host}")
 
     def _identity_ca(self) -> tuple[bytes, bytes]:
         """The CA (and, with `--data-dir`, the admin token) of this cluster.
@@ -151,8 +178,15 @@ class SimCluster:
         return ca
 
     def _start_components(self) -> None:
+        from kubesim.controllers.disruption import DisruptionController
+        from kubesim.controllers.endpoints import EndpointsController
+
+        # API machinery of kube-controller-manager that runs at every level, as the GC does.
+        self.components += [EndpointsController(self.core), DisruptionController(self.core)]
         level = self.options.sim_level
         if level == "none":
+            for component in self.components:
+                component.start()
             return
         from kubesim.controllers.job import JobController
 
@@ -161,13 +195,20 @@ class SimCluster:
         )
         self.components.append(jobs)
         if level == "pods":
+            from kubesim.controllers.deployment import DeploymentController
+            from kubesim.controllers.replicaset import ReplicaSetController
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
             self.components.append(Scheduler(self.core, self.rng))
-            kubelet = Kubelet(self.core, time_scale=self.options.time_scale, rng=self.rng)
+            self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
+            kubelet = Kubelet(
+                self.core, time_scale=self.options.time_scale, rng=self.rng, runtime=self.runtime
+            )
             self.components.append(kubelet)
             self.http.log_source = kubelet.logs
+            if self.runtime is not None:
+                self.http.log_stream = self.runtime.log_response
             self.core.graceful_pod_deletion = True
         for component in self.components:
             component.start()
@@ -220,6 +261,8 @@ class SimCluster:
     async def stop(self) -> None:
         for component in reversed(self.components):
             await component.stop()
+        if self.runtime is not None:
+            await self.runtime.close()
         await self.gc.stop()
         await cancel_and_wait(self._background)
         for rs in self.store.resources.values():

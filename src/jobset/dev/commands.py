@@ -58,6 +58,14 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--faults", default=None, help="fault-injection plan (YAML), see docs/sim.md")
     p.add_argument("--data-dir", default=None, help="keep the cluster state here across restarts")
     p.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS")
+    p.add_argument(
+        "--run-image",
+        action="append",
+        default=[],
+        metavar="REPOSITORY=DIR",
+        help="run containers of this image repository (any tag or digest) as real processes, "
+        "DIR first on PATH (repeatable; needs root; see docs/sim.md)",
+    )
 
 
 def sim_options(args: argparse.Namespace) -> SimOptions:
@@ -74,7 +82,14 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         faults=args.faults,
         data_dir=args.data_dir,
         tls=not args.insecure_http,
+        run_images=_run_images(args),
     )
+
+
+def _run_images(args: argparse.Namespace) -> dict[str, str]:
+    from kubesim.kubelet.processes import parse_run_images
+
+    return {repo: str(path) for repo, path in parse_run_images(args.run_image).items()}
 
 
 # What the `[sim]` extra installs (pyproject.toml), by top-level module; the simulator imports

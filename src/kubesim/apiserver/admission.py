@@ -42,14 +42,18 @@ kube-apiserver's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` plu
 * A dry-run request matching a webhook whose `sideEffects` is neither `None` nor
   `NoneOnDryRun` is refused with 400, as kube-apiserver refuses it.
 
-How a `clientConfig.service` is reached, there being no cluster network: the Service must
-exist (else the call fails with `service "<name>" not found`, as with kube-apiserver's
-ClusterIP resolver). Its address is, in order of preference, the annotation
-`sim.jobset.x-k8s.io/address: host:port` on the Service; `spec.externalName` with the
-webhook's port; else 127.0.0.1 and the `targetPort` of the Service port the webhook names
-(the port itself when the targetPort is absent or named). A controller running on the host
-thus serves its chart's webhooks at 127.0.0.1:9443 behind a Service `port: 443, targetPort:
-9443`, exactly as its manifests declare. TLS still checks the `<name>.<namespace>.svc` name.
+How a `clientConfig.service` is reached: `kubesim.controllers.endpoints.resolve_service`.
+The Service must exist (else `service "<name>" not found`, as with kube-apiserver's
+resolver) and have the port the webhook names. An address annotation
+`sim.jobset.x-k8s.io/address: host:port` on the Service wins (the dial hint `jobset dev`
+uses for a controller on the host), then `spec.externalName`; otherwise a ready address of
+the Service's Endpoints is dialled at its endpoint port, a pod's address through
+`WebhookAdmission.pod_host` (127.0.0.1 for simulated pods, whose IPs nothing listens on; a
+runtime giving pods real network namespaces returns their IP). A Service whose Endpoints
+have no ready address fails the call with `no endpoints available for service "<name>"`
+(then failurePolicy decides); a selector-less Service without any Endpoints object is
+reached at 127.0.0.1 and its numeric targetPort. TLS still checks the
+`<name>.<namespace>.svc` name.
 
 Not modelled: admission policies (ValidatingAdmissionPolicy), the `authorizer` CEL variable,
 conversion of objects between versions, audit annotations, CONNECT requests, and
@@ -79,6 +83,13 @@ from kubesim.apiserver import certs
 from kubesim.apiserver.apicore import AdmissionAttributes, ApiCore
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ResourceKey
+from kubesim.controllers.endpoints import (
+    ADDRESS_ANNOTATION,
+    PodHost,
+    ServiceUnavailable,
+    resolve_service,
+    simulated_pod_host,
+)
 from kubesim.machinery.cel import CelError, CelProgram, compile_expression
 from kubesim.machinery.errors import ApiError, Cause
 from kubesim.machinery.selectors import LabelSelector
@@ -90,7 +101,6 @@ log = structlog.get_logger("sim.admission")
 GROUP = "admissionregistration.k8s.io"
 MUTATING: ResourceKey = (GROUP, "mutatingwebhookconfigurations")
 VALIDATING: ResourceKey = (GROUP, "validatingwebhookconfigurations")
-ADDRESS_ANNOTATION = "sim.jobset.x-k8s.io/address"
 
 # kube-apiserver never sends requests about these to webhooks: a webhook could otherwise
 # make itself impossible to remove or fix.
@@ -387,6 +397,9 @@ class WebhookAdmission:
 
     def __init__(self, core: ApiCore) -> None:
         self.core = core
+        # How a pod endpoint of a webhook Service is dialled (controllers.endpoints.PodHost):
+        # 127.0.0.1 for simulated pods; a runtime running real pods swaps in their IPs.
+        self.pod_host: PodHost = simulated_pod_host
         self._session: aiohttp.ClientSession | None = None
         self._parsed: dict[ResourceKey, dict[str, tuple[str, list[Webhook]]]] = {
             MUTATING: {},
@@ -560,34 +573,13 @@ class WebhookAdmission:
         path = str(svc.get("path") or "/")
         host = f"{name}.{namespace}.svc"
         display = f"https://{host}:{port}{path}?{timeout}"
-        service = self.core.store.get(("", "services"), (namespace, name))
-        if service is None:
-            raise _CallError(
-                f'failed to call webhook: Post "{display}": service "{name}" not found'
+        try:
+            endpoint = resolve_service(
+                self.core.store, namespace, name, port, pod_host=self.pod_host
             )
-        annotations = (service.get("metadata") or {}).get("annotations") or {}
-        spec = service.get("spec") or {}
-        address = annotations.get(ADDRESS_ANNOTATION)
-        if address:
-            dial_host, _, dial_port = str(address).rpartition(":")
-            if not dial_host or not dial_port.isdigit():
-                raise _CallError(
-                    f'failed to call webhook: Post "{display}": annotation {ADDRESS_ANNOTATION} '
-                    f'of service "{name}" is not host:port: {address!r}'
-                )
-            target_port = int(dial_port)
-        elif spec.get("externalName"):
-            dial_host, target_port = str(spec["externalName"]), port
-        else:
-            entry = next((p for p in spec.get("ports") or () if p.get("port") == port), None)
-            if entry is None:
-                raise _CallError(
-                    f'failed to call webhook: Post "{display}": no service port {port} found '
-                    f'for service "{name}"'
-                )
-            target = entry.get("targetPort")
-            dial_host = "127.0.0.1"
-            target_port = target if isinstance(target, int) else port
+        except ServiceUnavailable as exc:
+            raise _CallError(f'failed to call webhook: Post "{display}": {exc}') from None
+        dial_host, target_port = endpoint.host, endpoint.port
         dial_host = dial_host.strip("[]")
         try:
             if ipaddress.ip_address(dial_host).version == 6:

@@ -33,6 +33,7 @@ from kubesim.apiserver.apicore import APPLY_PATCH, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import WatchEvent
 from kubesim.clock import now_rfc3339
+from kubesim.controllers.disruption import evict
 from kubesim.machinery.errors import ApiError, bad_request
 from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_selectors_for
 
@@ -40,6 +41,7 @@ JSON = "application/json"
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 LogSource = Callable[[dict[str, Any], str], str]
+LogStream = Callable[[web.Request, dict[str, Any], str], Awaitable[web.StreamResponse | None]]
 _USER: web.RequestKey[rbac.UserInfo | None] = web.RequestKey("user", rbac.UserInfo)
 
 
@@ -84,6 +86,8 @@ class ApiHttpServer:
         self.token = token
         self.bookmark_interval = bookmark_interval
         self.log_source: LogSource | None = None
+        # Real containers (`--run-image`) answer pods/log themselves (previous, follow).
+        self.log_stream: LogStream | None = None
         # Fault injection, set by the cluster when `--faults` is given:
         # called with (verb, group, resource, namespace); returns None or a decision.
         self.faults: Any = None
@@ -378,7 +382,7 @@ class ApiHttpServer:
             return self._list(request, t)
         if verb == "get":
             if t.subresource == "log":
-                return self._log(request, t)
+                return await self._log(request, t)
             obj = self.core.get(rt, ns, t.name)
             if t.subresource == "scale":
                 return json_response(_scale_of(obj))
@@ -388,7 +392,7 @@ class ApiHttpServer:
             if t.subresource == "binding":
                 return json_response(await self._bind(t, body, req), 201)
             if t.subresource == "eviction":
-                await self.core.delete(rt, ns, t.name, (body or {}).get("deleteOptions"), req)
+                await evict(self.core, rt, ns, t.name, body, req)
                 return json_response(
                     {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
                 )
@@ -417,6 +421,8 @@ class ApiHttpServer:
             ctype = request.content_type
             if ctype == APPLY_PATCH and isinstance(body, dict):
                 pass
+            if t.subresource == "scale":  # `kubectl scale` patches the Scale, not the object
+                return json_response(_scale_of(await self._patch_scale(t, ctype, body, req)))
             obj = await self.core.patch(rt, ns, t.name, ctype, body, req, t.subresource)
             return self._object(request, rt, obj, 200, req)
         if verb == "delete":
@@ -534,7 +540,7 @@ class ApiHttpServer:
         )
         return web.Response(body=body, content_type=JSON)
 
-    def _log(self, request: web.Request, t: Target) -> web.Response:
+    async def _log(self, request: web.Request, t: Target) -> web.StreamResponse:
         pod = self.core.get(t.rt, t.namespace or "", t.name)
         container = request.query.get("container") or ""
         names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
@@ -551,6 +557,10 @@ class ApiHttpServer:
             raise bad_request(
                 f'container "{container}" in pod "{t.name}" is waiting to start: ContainerCreating'
             )
+        if self.log_stream is not None:
+            streamed = await self.log_stream(request, pod, container)
+            if streamed is not None:
+                return streamed
         text = self.log_source(pod, container) if self.log_source else ""
         tail = request.query.get("tailLines")
         if tail is not None:
@@ -585,6 +595,19 @@ class ApiHttpServer:
         replicas = ((body or {}).get("spec") or {}).get("replicas")
         spec = {**(obj.get("spec") or {}), "replicas": replicas}
         return await self.core.update(t.rt, t.namespace or "", t.name, {**obj, "spec": spec}, req)
+
+    async def _patch_scale(self, t: Target, ctype: str, body: Any, req: Request) -> dict[str, Any]:
+        from kubesim.machinery import patch as patching
+
+        scale = _scale_of(self.core.get(t.rt, t.namespace or "", t.name))
+        try:
+            if ctype.split(";")[0].strip() == "application/json-patch+json":
+                patched = patching.apply_json_patch(scale, body if isinstance(body, list) else [])
+            else:  # merge and strategic merge patches are the same on a Scale
+                patched = patching.apply_merge_patch(scale, body if isinstance(body, dict) else {})
+        except patching.PatchError as exc:
+            raise ApiError(422, "Invalid", str(exc)) from None
+        return await self._set_scale(t, patched, req)
 
     # ----------------------------------------------------------------- watch
 

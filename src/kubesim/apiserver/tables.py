@@ -247,6 +247,60 @@ def _event_last_seen(o: Obj) -> str:
     return _age_of(stamp)
 
 
+def _template_containers(o: Obj, key: str) -> str:
+    spec = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return ",".join(str(c.get(key, "")) for c in spec.get("containers") or [])
+
+
+def _selector_text(o: Obj) -> str:
+    sel = (o.get("spec") or {}).get("selector") or {}
+    parts = [f"{k}={v}" for k, v in (sel.get("matchLabels") or {}).items()]
+    for e in sel.get("matchExpressions") or []:
+        values = ",".join(e.get("values") or [])
+        op = str(e.get("operator", "")).lower()
+        parts.append(f"{e.get('key')} {op} ({values})" if values else f"{e.get('key')}")
+    return ",".join(parts) or "<none>"
+
+
+def _workload_wide() -> list[Column]:
+    return [
+        ("Containers", "string", 1, lambda o: _template_containers(o, "name")),
+        ("Images", "string", 1, lambda o: _template_containers(o, "image")),
+        ("Selector", "string", 1, _selector_text),
+    ]
+
+
+def _more(items: list[str]) -> str:
+    if not items:
+        return "<none>"
+    shown = ",".join(items[:3])
+    return shown + (f" + {len(items) - 3} more..." if len(items) > 3 else "")
+
+
+def _endpoints(o: Obj) -> str:
+    out = []
+    for subset in o.get("subsets") or []:
+        ports = subset.get("ports") or [{}]
+        for addr in subset.get("addresses") or []:
+            for p in ports:
+                out.append(f"{addr.get('ip')}:{p['port']}" if "port" in p else str(addr.get("ip")))
+    return _more(out)
+
+
+def _slice_endpoints(o: Obj) -> str:
+    return _more([a for e in o.get("endpoints") or [] for a in e.get("addresses") or []])
+
+
+def _slice_ports(o: Obj) -> str:
+    ports = [str(p.get("port")) for p in o.get("ports") or []]
+    return ",".join(ports) or "<unset>"
+
+
+def _int_or_na(o: Obj, key: str) -> str:
+    value = (o.get("spec") or {}).get(key)
+    return "N/A" if value is None else str(value)
+
+
 _BUILTIN: dict[tuple[str, str], list[Column]] = {
     ("", "pods"): [
         ("Name", "string", 0, _name),
@@ -354,6 +408,39 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
         ),
         ("Up-to-date", "integer", 0, lambda o: (o.get("status") or {}).get("updatedReplicas", 0)),
         ("Available", "integer", 0, lambda o: (o.get("status") or {}).get("availableReplicas", 0)),
+        ("Age", "date", 0, _age),
+        *_workload_wide(),
+    ],
+    ("apps", "replicasets"): [
+        ("Name", "string", 0, _name),
+        ("Desired", "integer", 0, lambda o: (o.get("spec") or {}).get("replicas", 1)),
+        ("Current", "integer", 0, lambda o: (o.get("status") or {}).get("replicas", 0)),
+        ("Ready", "integer", 0, lambda o: (o.get("status") or {}).get("readyReplicas", 0)),
+        ("Age", "date", 0, _age),
+        *_workload_wide(),
+    ],
+    ("", "endpoints"): [
+        ("Name", "string", 0, _name),
+        ("Endpoints", "string", 0, _endpoints),
+        ("Age", "date", 0, _age),
+    ],
+    ("discovery.k8s.io", "endpointslices"): [
+        ("Name", "string", 0, _name),
+        ("AddressType", "string", 0, lambda o: o.get("addressType", "")),
+        ("Ports", "string", 0, _slice_ports),
+        ("Endpoints", "string", 0, _slice_endpoints),
+        ("Age", "date", 0, _age),
+    ],
+    ("policy", "poddisruptionbudgets"): [
+        ("Name", "string", 0, _name),
+        ("Min Available", "string", 0, lambda o: _int_or_na(o, "minAvailable")),
+        ("Max Unavailable", "string", 0, lambda o: _int_or_na(o, "maxUnavailable")),
+        (
+            "Allowed Disruptions",
+            "integer",
+            0,
+            lambda o: (o.get("status") or {}).get("disruptionsAllowed", 0),
+        ),
         ("Age", "date", 0, _age),
     ],
     ("", "events"): [

@@ -12,4 +12,13 @@ back through it, as a real controller does through the API server:
 - `gc.py` - garbage collection by ownerReferences, and namespace teardown.
 - `scheduler/` - kube-scheduler: `scheduling.py` decides (pure, over `snapshot.py`), `loop.py`
   binds.
+- `deployment.py`, `replicaset.py` - apps/v1 Deployments (RollingUpdate, Recreate, revisions,
+  conditions) and ReplicaSets (pods with controller references, adoption, deletion ranking);
+  their decisions are pure, in `rollout.py`.
+- `endpoints.py` - core/v1 Endpoints and discovery.k8s.io/v1 EndpointSlices from the ready
+  pods behind each Service's selector, and `resolve_service`: how the API server reaches a
+  Service (admission webhooks).
+- `disruption.py` - policy/v1 PodDisruptionBudget status, and the pods/eviction subresource
+  that honours it (`kubectl drain`).
+- `base.py` - the store-listener-plus-work-queue loop those four share.
 """

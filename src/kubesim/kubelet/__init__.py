@@ -1,5 +1,14 @@
-"""The simulated kubelets of every node, and the node-lifecycle duties around them.
+"""The kubelets of the simulated cluster, and the runtime of real containers.
 
-- `kubelet.py` - pods bound to a node start, run and finish as `kubesim.programs` says,
-  with the status a real kubelet reports; NotReady nodes fail their pods.
+- `kubelet.py`: every node's kubelet in one component: pods bound to a node start, run and
+  finish as `kubesim.programs` says, with the status a real kubelet reports; NotReady nodes
+  fail their pods. Containers whose image is mapped with `--run-image` run for real instead:
+- `processes.py`: the runtime for those: real host processes, each pod in its own network
+  namespace (`network.py`) and each container in a private mount namespace set up by
+  `launch.py`, with the environment (`envvars.py`), volumes (`volumes.py`) and probes
+  (`probes.py`) a kubelet gives a container.
 """
+
+from kubesim.kubelet.kubelet import Kubelet
+
+__all__ = ["Kubelet"]

@@ -13,7 +13,9 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
 - When a container's program ends: `Completed` (exit 0) or `Error`; the pod ends Succeeded
   or Failed. With `restartPolicy: OnFailure` (or Always) the container restarts in place:
   restartCount + 1, lastState.terminated, `CrashLoopBackOff` for 10 s doubling to 5 min.
-  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`.
+  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`. A main
+  container of a `restartPolicy: Always` pod whose command gives no duration (a server, as
+  Deployments run) runs until the pod is deleted.
 - Graceful deletion: a pod being deleted is stopped (exit 137) and reported terminal after
   min(grace period * time-scale, 0.2 s); the API server then removes it once its finalizers
   are gone.
@@ -24,9 +26,14 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
   (`DeletionByPodGC`) and are deleted, and unscheduled pods being deleted are marked Failed,
   as the pod garbage collector does.
 
+Containers of images mapped with `--run-image` run as real processes instead
+(`processes.py`): this machine still drives them, the runtime starts them, reports their exits
+and probe verdicts, and stops them on deletion.
+
 Simplified: evicted pods are marked Failed rather than left Terminating (a real cluster
-cannot confirm their end while the node is down); probes, volumes and images are not
-modelled, and `kubectl logs` shows a container's whole output as soon as it has started.
+cannot confirm their end while the node is down); for simulated containers probes, volumes
+and images are not modelled, and `kubectl logs` shows a container's whole output as soon as
+it has started.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
@@ -53,6 +60,9 @@ from kubesim.controllers.workqueue import WorkQueue
 from kubesim.machinery.errors import ApiError
 from kubesim.programs.programs import Program, program_for
 
+if TYPE_CHECKING:
+    from kubesim.kubelet.processes import ProcessRuntime
+
 __all__ = ["Kubelet"]
 
 log = structlog.get_logger("sim.kubelet")
@@ -61,8 +71,10 @@ STARTUP_DELAY: Final = 1.0  # seconds from binding to Running, before --time-sca
 MAX_TERMINATION_DELAY: Final = 0.2  # wall seconds a deleted pod takes to stop, at most
 CRASH_BACKOFF: Final = 10.0  # kubelet's container restart back-off, doubling ...
 MAX_CRASH_BACKOFF: Final = 300.0  # ... up to five minutes
+DEFAULT_DURATION: Final = 5.0  # seconds an opaque command of a Job's pod runs
 KILLED_EXIT_CODE: Final = 137  # SIGKILL, what a stopped `sleep` reports
 WORKERS: Final = 4
+CONFIG_RETRY: Final = 1.0  # wall seconds before a real container that could not start retries
 POD_GC_QUARANTINE: Final = 40.0  # pod GC waits this long for a vanished node to come back
 
 NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
@@ -106,6 +118,21 @@ class _Container:
     last_state: dict[str, Any] = field(default_factory=dict)
     retry_at: float = 0.0
     container_id: str = ""
+    # A real process (`--run-image`): its probes' verdicts and how it ended, set by the runtime
+    real: bool = False
+    probe_started: bool = True
+    probe_ready: bool = True
+    exit_reason: str = ""
+    exit_message: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return (
+            self.state == "running"
+            and (not self.init or self.sidecar)
+            and self.probe_started
+            and self.probe_ready
+        )
 
     def terminated(self) -> dict[str, Any]:
         term: dict[str, Any] = {
@@ -134,9 +161,9 @@ class _Container:
             "name": self.name,
             "image": self.image,
             "imageID": _image_id(self.image) if self.container_id else "",
-            "ready": self.state == "running" and (not self.init or self.sidecar),
+            "ready": self.ready,
             "restartCount": self.restarts,
-            "started": self.state == "running",
+            "started": self.state == "running" and self.probe_started,
             "state": state,
             "lastState": self.last_state,
         }
@@ -164,6 +191,7 @@ class _PodRun:
     done: bool = False
     reason: str = ""
     message: str = ""
+    dirty: bool = False  # a real container's probe verdict changed: write the status
 
     @property
     def inits(self) -> list[_Container]:
@@ -172,6 +200,15 @@ class _PodRun:
     @property
     def mains(self) -> list[_Container]:
         return [c for c in self.containers if not c.init]
+
+
+def _not_yet(exc: Exception) -> tuple[str, str]:
+    """The waiting reason of a real container that cannot start yet."""
+    from kubesim.kubelet.envvars import ConfigError
+
+    if isinstance(exc, ConfigError):
+        return "CreateContainerConfigError", str(exc)
+    return "ContainerCreating", str(exc)
 
 
 def _image_id(image: str) -> str:
@@ -183,6 +220,14 @@ def _image_id(image: str) -> str:
     if "/" not in name:
         name = f"docker.io/library/{name}"
     return f"{name}@sha256:{digest}"
+
+
+def _default_duration(pod: Mapping[str, Any], c: _Container) -> float:
+    """How long a container whose command says nothing runs: a while (DEFAULT_DURATION) for
+    the run-to-completion pods of Jobs, for ever for a main container of a pod that restarts
+    Always (a Deployment's server)."""
+    always = ((pod.get("spec") or {}).get("restartPolicy") or "Always") == "Always"
+    return math.inf if always and not c.init else DEFAULT_DURATION
 
 
 def _backoff(restarts: int) -> float:
@@ -234,9 +279,14 @@ class Kubelet:
     advanced by timers, a few workers and no task per pod."""
 
     def __init__(
-        self, core: ApiCore, time_scale: float = 1.0, rng: random.Random | None = None
+        self,
+        core: ApiCore,
+        time_scale: float = 1.0,
+        rng: random.Random | None = None,
+        runtime: ProcessRuntime | None = None,
     ) -> None:
         self.core = core
+        self.runtime = runtime
         self.time_scale = max(float(time_scale), 0.0)
         self.rng = rng or random.Random(0)
         pods_rt = core.registry.get("", "v1", "pods")
@@ -271,6 +321,8 @@ class Kubelet:
         self._tasks = [
             asyncio.create_task(self._worker(), name=f"sim-kubelet-{i}") for i in range(WORKERS)
         ]
+        if self.runtime is not None:
+            self.runtime.bind(self._queue.add)
 
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
@@ -284,6 +336,10 @@ class Kubelet:
 
     def logs(self, pod: dict[str, Any], container: str) -> str:
         """What `kubectl logs` shows: the container program's output once it has started."""
+        if self.runtime is not None:
+            real = self.runtime.logs(pod, container)
+            if real is not None:
+                return real
         meta = pod.get("metadata") or {}
         known = self._logs.get(str(meta.get("uid") or ""), {})
         if container in known:
@@ -454,7 +510,10 @@ class Kubelet:
             if wait is not None:
                 wake_at = loop_now + wait
         if _node_ready(node):
-            if self._advance(run, pod, loop_now):
+            if self.runtime is not None and (run.started or loop_now >= run.start_at):
+                await self.runtime.prepare(key, run, pod)  # the sandbox of a real pod
+            if self._advance(run, pod, loop_now) or run.dirty:
+                run.dirty = False
                 await self._write(key, run)
                 if run.done:
                     self._runs.pop(key, None)
@@ -529,15 +588,25 @@ class Kubelet:
             c.restarts = int(cs.get("restartCount") or 0)
             c.container_id = str(cs.get("containerID") or "")
             state = cs.get("state") or {}
+            if "running" in state and self.runtime is not None:
+                if self.runtime.claims(by_name.get(c.name) or {}):
+                    state = {}  # its process ended with the previous simulator: start again
             if "running" in state:
                 c.state = "running"
                 c.started_at = str(state["running"].get("startedAt") or run.start_time)
-                c.program = program_for(by_name.get(c.name) or {}, pod=pod)
+                c.program = program_for(
+                    by_name.get(c.name) or {}, _default_duration(pod, c), pod=pod
+                )
                 try:
                     began = parse_rfc3339(c.started_at)
                 except ValueError:
                     began = wall
-                c.ends_at = now + max(began + c.program.duration * self.time_scale - wall, 0.0)
+                duration = c.program.duration
+                c.ends_at = (
+                    now + max(began + duration * self.time_scale - wall, 0.0)
+                    if math.isfinite(duration)
+                    else math.inf
+                )
             elif "terminated" in state:
                 term = state["terminated"]
                 c.state = "terminated"
@@ -561,16 +630,31 @@ class Kubelet:
             ),
             {},
         )
-        c.program = program_for(source, pod=pod)
+        c.program = program_for(source, _default_duration(pod, c), pod=pod)
         c.state = "running"
         c.waiting_reason = ""
         c.waiting_message = ""
         c.started_at = now_rfc3339()
-        c.ends_at = now + c.program.duration * self.time_scale
+        duration = c.program.duration
+        c.ends_at = now + duration * self.time_scale if math.isfinite(duration) else math.inf
+        if self.runtime is not None and self.runtime.claims(source):
+            from kubesim.kubelet.processes import NOT_YET
+
+            meta = pod.get("metadata") or {}
+            try:
+                self.runtime.start((meta.get("namespace", ""), meta["name"]), c, source, pod, run)
+            except NOT_YET as exc:
+                c.state = "waiting"
+                c.waiting_reason, c.waiting_message = _not_yet(exc)
+                c.retry_at = now + CONFIG_RETRY
+            return
         c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
         self._logs.setdefault(run.uid, {})[c.name] = c.program.log
 
     def _exit(self, c: _Container, code: int, reason: str, message: str = "") -> None:
+        if c.exit_reason:  # a real container said why it ended (StartError)
+            reason, message = c.exit_reason, c.exit_message
+            c.exit_reason = c.exit_message = ""
         c.state = "terminated"
         c.exit_code = code
         c.term_reason = reason
@@ -685,13 +769,18 @@ class Kubelet:
         run.host_ip = host or str(ipaddress.IPv4Address(_NODE_NET + 2 + idx % 65000))
         n = self._ip_counter.get(run.node, 0)
         self._ip_counter[run.node] = n + 1
-        run.pod_ip = str(ipaddress.IPv4Address(_POD_NET + ((idx % 16384) << 8) + 2 + n % 253))
+        if not run.pod_ip:  # a real pod has its sandbox's IP
+            run.pod_ip = str(ipaddress.IPv4Address(_POD_NET + ((idx % 16384) << 8) + 2 + n % 253))
 
     # ------------------------------------------------------------------ endings
 
     async def _terminate_gracefully(
         self, key: PodKey, pod: Mapping[str, Any], run: _PodRun, now: float
     ) -> None:
+        if self.runtime is not None and any(c.real for c in run.containers):
+            grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0
+            if not self.runtime.terminate(run, float(grace)):
+                return  # SIGTERM sent, SIGKILL after the grace period: woken when they exit
         if run.terminate_at is None:
             grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0
             run.terminate_at = now + min(float(grace) * self.time_scale, MAX_TERMINATION_DELAY)
@@ -699,7 +788,10 @@ class Kubelet:
             self._wake(key, run.terminate_at, now)
             return
         for c in run.containers:
-            if c.state == "running":
+            if c.state == "running" and c.real and c.program is not None:
+                code = c.program.exit_code  # how the process really ended
+                self._exit(c, code, "Completed" if code == 0 else "Error")
+            elif c.state == "running":
                 self._exit(c, KILLED_EXIT_CODE, "Error")
             elif c.state == "waiting":
                 self._exit(
@@ -875,8 +967,8 @@ class Kubelet:
         if phase in _TERMINAL:
             ready = ("False", "PodCompleted", "")
         else:
-            unready = [c.name for c in run.mains if c.state != "running"]
-            unready += [c.name for c in run.inits if c.sidecar and c.state != "running"]
+            unready = [c.name for c in run.mains if not c.ready]
+            unready += [c.name for c in run.inits if c.sidecar and not c.ready]
             if unready:
                 ready = (
                     "False",

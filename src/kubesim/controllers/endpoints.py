@@ -1,0 +1,543 @@
+"""Endpoints and EndpointSlices from the pods behind each Service, and how a Service is reached.
+
+The controllers (kube-controller-manager's endpoints and endpointslice controllers), for every
+Service with a selector:
+
+- `core/v1 Endpoints` named after the Service: pods of its namespace matching the selector
+  that have a pod IP and can still run (`restartPolicy` decides whether a finished pod
+  counts), not being deleted; Ready pods under `addresses`, the others under
+  `notReadyAddresses` (all under `addresses` with `publishNotReadyAddresses`). Each Service
+  port resolves against the pod: a numeric `targetPort` as is, a named one through the
+  container port of that name (a pod without it is left out of that port). Addresses carry
+  `nodeName`, `targetRef` and, for a pod whose `subdomain` is the Service, `hostname`;
+  subsets are packed as upstream's RepackSubsets packs them. Labels: the Service's, plus
+  `endpointslice.kubernetes.io/skip-mirror`.
+- `discovery.k8s.io/v1 EndpointSlices` (generateName `<service>-`, labels
+  `kubernetes.io/service-name` and `endpointslice.kubernetes.io/managed-by`, owned by the
+  Service): one slice per distinct set of resolved ports, endpoints with
+  `conditions.ready/serving/terminating` (terminating pods stay listed, not ready), nodeName,
+  zone (the node's `topology.kubernetes.io/zone`) and targetRef; a placeholder slice without
+  endpoints when nothing matches.
+
+Services without a selector are left alone: their Endpoints are whoever writes them (the
+EndpointSlice mirroring controller is not modelled).
+
+`resolve_service` is how the API server reaches a Service (admission webhooks): see there.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kubesim.apiserver.apicore import ApiCore
+from kubesim.apiserver.store import DELETED, ResourceKey, Store, WatchEvent
+from kubesim.controllers.base import PODS, Controller, meta_key
+from kubesim.controllers.rollout import pod_ready
+from kubesim.machinery.errors import ApiError
+
+SERVICES: Final[ResourceKey] = ("", "services")
+ENDPOINTS: Final[ResourceKey] = ("", "endpoints")
+SLICES: Final[ResourceKey] = ("discovery.k8s.io", "endpointslices")
+NODES: Final[ResourceKey] = ("", "nodes")
+
+SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
+MANAGED_BY_LABEL: Final = "endpointslice.kubernetes.io/managed-by"
+MANAGED_BY: Final = "endpointslice-controller.k8s.io"
+SKIP_MIRROR_LABEL: Final = "endpointslice.kubernetes.io/skip-mirror"
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+# The simulated cluster's dial hint on a Service (host:port), used by `jobset dev`.
+ADDRESS_ANNOTATION: Final = "sim.jobset.x-k8s.io/address"
+# Where a simulated pod's endpoint is reached: no process listens on a simulated pod's IP, so
+# the host stands in for it (a controller on the host serving what the pod would serve).
+SIMULATED_POD_HOST: Final = "127.0.0.1"
+
+# ---------------------------------------------------------------------------------------------
+# Pure computation
+
+
+def find_port(pod: Mapping[str, Any], service_port: Mapping[str, Any]) -> int | None:
+    """The pod's port for a Service port (upstream's podutil.FindPort); None if it has none."""
+    target = service_port.get("targetPort")
+    if target is None or target == "":
+        target = service_port.get("port")
+    if isinstance(target, int):
+        return target
+    if isinstance(target, str) and target.isdigit():
+        return int(target)
+    protocol = service_port.get("protocol") or "TCP"
+    for c in (pod.get("spec") or {}).get("containers") or ():
+        for p in c.get("ports") or ():
+            if p.get("name") == target and (p.get("protocol") or "TCP") == protocol:
+                return int(p.get("containerPort") or 0) or None
+    return None
+
+
+def pod_ip(pod: Mapping[str, Any]) -> str:
+    status = pod.get("status") or {}
+    if status.get("podIP"):
+        return str(status["podIP"])
+    ips: list[dict[str, Any]] = status.get("podIPs") or []
+    return str(ips[0].get("ip") or "") if ips else ""
+
+
+def should_be_in_endpoints(pod: Mapping[str, Any], include_terminating: bool) -> bool:
+    """upstream's ShouldPodBeInEndpoints."""
+    if not pod_ip(pod):
+        return False
+    if not include_terminating and (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    phase = (pod.get("status") or {}).get("phase")
+    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    if policy == "Never":
+        return phase not in ("Failed", "Succeeded")
+    if policy == "OnFailure":
+        return phase != "Succeeded"
+    return True
+
+
+def _target_ref(pod: Mapping[str, Any]) -> dict[str, Any]:
+    meta = pod.get("metadata") or {}
+    return {
+        "kind": "Pod",
+        "namespace": meta.get("namespace", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+    }
+
+
+def _ip_key(ip: str) -> tuple[int, Any]:
+    try:
+        return (0, ipaddress.ip_address(ip))
+    except ValueError:
+        return (1, ip)
+
+
+def _port_entry(service_port: Mapping[str, Any], number: int) -> dict[str, Any]:
+    entry: dict[str, Any] = {"port": number, "protocol": service_port.get("protocol") or "TCP"}
+    if service_port.get("name"):
+        entry["name"] = service_port["name"]
+    if service_port.get("appProtocol"):
+        entry["appProtocol"] = service_port["appProtocol"]
+    return entry
+
+
+def _resolved_ports(
+    service: Mapping[str, Any], pod: Mapping[str, Any]
+) -> list[dict[str, Any]] | None:
+    """The pod's endpoint ports for the Service; None when no port resolves (and the Service
+    has ports), [] for a headless Service without ports."""
+    ports = (service.get("spec") or {}).get("ports") or []
+    if not ports:
+        return []
+    out = []
+    for sp in ports:
+        number = find_port(pod, sp)
+        if number is not None:
+            out.append(_port_entry(sp, number))
+    return out or None
+
+
+def endpoint_subsets(
+    service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The `subsets` of the Service's Endpoints, packed by port set (RepackSubsets)."""
+    spec = service.get("spec") or {}
+    publish = bool(spec.get("publishNotReadyAddresses"))
+    svc_name = (service.get("metadata") or {}).get("name")
+    groups: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    for pod in pods:
+        if not should_be_in_endpoints(pod, publish):
+            continue
+        ports = _resolved_ports(service, pod)
+        if ports is None:
+            continue
+        pspec = pod.get("spec") or {}
+        address: dict[str, Any] = {"ip": pod_ip(pod), "targetRef": _target_ref(pod)}
+        if pspec.get("nodeName"):
+            address["nodeName"] = pspec["nodeName"]
+        if pspec.get("hostname") and pspec.get("subdomain") == svc_name:
+            address["hostname"] = pspec["hostname"]
+        key = repr(sorted((p.get("name", ""), p["port"], p["protocol"]) for p in ports))
+        ready, not_ready, _ = groups.setdefault(key, ([], [], ports))
+        (ready if publish or pod_ready(pod) else not_ready).append(address)
+    subsets = []
+    for _key, (ready, not_ready, ports) in sorted(groups.items()):
+        subset: dict[str, Any] = {}
+        if ready:
+            subset["addresses"] = sorted(
+                ready, key=lambda a: (_ip_key(a["ip"]), a["targetRef"]["name"])
+            )
+        if not_ready:
+            subset["notReadyAddresses"] = sorted(
+                not_ready, key=lambda a: (_ip_key(a["ip"]), a["targetRef"]["name"])
+            )
+        if ports:
+            subset["ports"] = sorted(ports, key=lambda p: (p.get("name", ""), p["port"]))
+        subsets.append(subset)
+    return subsets
+
+
+def slice_groups(
+    service: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    zones: Mapping[str, str] | None = None,
+) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """(ports, endpoints) for each EndpointSlice the Service should have; one group with no
+    endpoints (the placeholder slice) when no pod qualifies."""
+    spec = service.get("spec") or {}
+    publish = bool(spec.get("publishNotReadyAddresses"))
+    svc_name = (service.get("metadata") or {}).get("name")
+    zones = zones or {}
+    groups: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    for pod in pods:
+        if not should_be_in_endpoints(pod, True):
+            continue
+        ports = _resolved_ports(service, pod)
+        if ports is None:
+            continue
+        pspec = pod.get("spec") or {}
+        terminating = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+        serving = publish or pod_ready(pod)
+        endpoint: dict[str, Any] = {
+            "addresses": [pod_ip(pod)],
+            "conditions": {
+                "ready": serving and (publish or not terminating),
+                "serving": serving,
+                "terminating": terminating,
+            },
+            "targetRef": _target_ref(pod),
+        }
+        node = pspec.get("nodeName")
+        if node:
+            endpoint["nodeName"] = node
+            if zones.get(node):
+                endpoint["zone"] = zones[node]
+        if pspec.get("hostname") and pspec.get("subdomain") == svc_name:
+            endpoint["hostname"] = pspec["hostname"]
+        ports = sorted(ports, key=lambda p: (p.get("name", ""), p["port"]))
+        key = repr([(p.get("name", ""), p["port"], p["protocol"]) for p in ports])
+        groups.setdefault(key, (ports, []))[1].append(endpoint)
+    if not groups:
+        return [([], [])]
+    out = []
+    for _key, (ports, endpoints) in sorted(groups.items()):
+        endpoints.sort(key=lambda e: (_ip_key(e["addresses"][0]), e["targetRef"]["name"]))
+        out.append((ports, endpoints))
+    return out
+
+
+def selects(service: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
+    selector = (service.get("spec") or {}).get("selector") or {}
+    if not selector:
+        return False
+    labels = labels or {}
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolution
+
+
+class ServiceUnavailable(Exception):
+    """A Service cannot be reached; the message is what kube-apiserver reports."""
+
+
+@dataclass(frozen=True)
+class ServiceEndpoint:
+    """Where a call to a Service goes: `host:port`, and the pod behind it if any."""
+
+    host: str
+    port: int
+    pod: tuple[str, str] | None = None  # (namespace, name)
+
+
+# How an endpoint address of a pod is dialled: given the pod and its IP, the host to connect
+# to. Simulated pods listen nowhere, so by default the host stands in (127.0.0.1); a runtime
+# that gives pods real addresses returns the IP for the pods it runs.
+PodHost = Callable[[Mapping[str, Any], str], str]
+
+
+def simulated_pod_host(pod: Mapping[str, Any], ip: str) -> str:
+    return SIMULATED_POD_HOST
+
+
+def resolve_service(
+    store: Store,
+    namespace: str,
+    name: str,
+    port: int,
+    *,
+    pod_host: PodHost = simulated_pod_host,
+    choose: Callable[[Sequence[ServiceEndpoint]], ServiceEndpoint] = random.choice,
+) -> ServiceEndpoint:
+    """Resolve `service <namespace>/<name>` port `port` to one endpoint to dial.
+
+    In order:
+    1. the `sim.jobset.x-k8s.io/address: host:port` annotation on the Service (a dial hint
+       for a controller running on the host, as `jobset dev` installs it);
+    2. `spec.externalName`, with `port`;
+    3. the Service's Endpoints: a ready address of the subset whose port has the name of the
+       Service port numbered `port`, at that endpoint port; a pod address is dialled at
+       `pod_host(pod, ip)` (the pod IP for pods with a real network, 127.0.0.1 for
+       simulated ones). No ready address: `no endpoints available for service "<name>"`;
+    4. no Endpoints object at all (a selector-less Service nobody wrote Endpoints for): the
+       host stands in, 127.0.0.1 at the Service port's numeric targetPort (else the port).
+
+    Raises ServiceUnavailable with kube-apiserver's wording when the Service, the port or a
+    ready endpoint is missing.
+    """
+    service = store.get(SERVICES, (namespace, name))
+    if service is None:
+        raise ServiceUnavailable(f'service "{name}" not found')
+    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    spec = service.get("spec") or {}
+    address = annotations.get(ADDRESS_ANNOTATION)
+    if address:
+        host, _, dial_port = str(address).rpartition(":")
+        if not host or not dial_port.isdigit():
+            raise ServiceUnavailable(
+                f'annotation {ADDRESS_ANNOTATION} of service "{name}" is not host:port: {address!r}'
+            )
+        return ServiceEndpoint(host.strip("[]"), int(dial_port))
+    if spec.get("externalName"):
+        return ServiceEndpoint(str(spec["externalName"]), port)
+    entry = next((p for p in spec.get("ports") or () if p.get("port") == port), None)
+    if entry is None:
+        raise ServiceUnavailable(f'no service port {port} found for service "{name}"')
+    endpoints = store.get(ENDPOINTS, (namespace, name))
+    if endpoints is None:
+        target = entry.get("targetPort")
+        return ServiceEndpoint(SIMULATED_POD_HOST, target if isinstance(target, int) else port)
+    port_name = entry.get("name") or ""
+    candidates: list[ServiceEndpoint] = []
+    for subset in endpoints.get("subsets") or ():
+        for ep_port in subset.get("ports") or ():
+            if (ep_port.get("name") or "") != port_name:
+                continue
+            for addr in subset.get("addresses") or ():
+                ip = str(addr.get("ip") or "")
+                ref = addr.get("targetRef") or {}
+                pod = None
+                if ref.get("kind") == "Pod":
+                    pod = store.get(
+                        PODS, (str(ref.get("namespace") or namespace), str(ref.get("name")))
+                    )
+                if pod is not None:
+                    pod_ns, pod_name = meta_key(pod)
+                    candidates.append(
+                        ServiceEndpoint(pod_host(pod, ip), int(ep_port["port"]), (pod_ns, pod_name))
+                    )
+                elif ip:
+                    candidates.append(ServiceEndpoint(ip, int(ep_port["port"])))
+    if not candidates:
+        raise ServiceUnavailable(f'no endpoints available for service "{name}"')
+    return choose(candidates)
+
+
+# ---------------------------------------------------------------------------------------------
+# The controller
+
+Key = tuple[str, str]
+
+
+class EndpointsController(Controller[Key]):
+    """Both the endpoints and the endpointslice controller, keyed by Service."""
+
+    name = "endpoint-controller"
+    workers = 2
+
+    def __init__(self, core: ApiCore) -> None:
+        super().__init__(core)
+        self.ep_rt = self.rt("", "endpoints")
+        self.slice_rt = self.rt("discovery.k8s.io", "endpointslices")
+        # (namespace, label key, value) -> Services whose selector requires that label.
+        self._index: dict[tuple[str, str, str], set[str]] = {}
+        self._indexed: dict[Key, tuple[str, str]] = {}
+
+    def _index_service(self, svc: dict[str, Any] | None, key: Key) -> None:
+        old = self._indexed.pop(key, None)
+        if old is not None:
+            members = self._index.get((key[0], *old))
+            if members is not None:
+                members.discard(key[1])
+                if not members:
+                    del self._index[(key[0], *old)]
+        selector = ((svc or {}).get("spec") or {}).get("selector") or {}
+        if selector:
+            k, v = min(selector.items())
+            self._indexed[key] = (k, str(v))
+            self._index.setdefault((key[0], k, str(v)), set()).add(key[1])
+
+    def initial_keys(self) -> Iterable[Key]:
+        keys = []
+        for svc in self.core.store.resource(SERVICES).objects.values():
+            key = meta_key(svc)
+            self._index_service(svc, key)
+            keys.append(key)
+        return keys
+
+    def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[Key]:
+        if rkey == SERVICES:
+            key = meta_key(ev.obj)
+            self._index_service(None if ev.type == DELETED else ev.obj, key)
+            return [key]
+        if rkey == ENDPOINTS or rkey == SLICES:
+            # Someone else changed what this controller owns: put it back.
+            if rkey == SLICES:
+                svc = ((ev.obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL)
+                return [(ev.obj["metadata"].get("namespace", ""), str(svc))] if svc else []
+            return [meta_key(ev.obj)]
+        if rkey != PODS:
+            return []
+        ns = ev.obj["metadata"].get("namespace", "")
+        keys: set[Key] = set()
+        for pod in (ev.obj, ev.old):
+            if pod is None:
+                continue
+            for k, v in ((pod.get("metadata") or {}).get("labels") or {}).items():
+                for name in self._index.get((ns, k, str(v)), ()):
+                    keys.add((ns, name))
+        return keys
+
+    async def sync(self, key: Key) -> float | None:
+        ns = key[0]
+        store = self.core.store
+        service = store.get(SERVICES, key)
+        if service is None:
+            await self._delete_endpoints(key)
+            for sl in self._slices(key):
+                await self._delete(self.slice_rt, sl)
+            return None
+        if not (service.get("spec") or {}).get("selector"):
+            return None  # selector-less: Endpoints are the user's
+        pods = [
+            p
+            for p in store.resource(PODS).range(ns)
+            if selects(service, (p.get("metadata") or {}).get("labels"))
+        ]
+        await self._sync_endpoints(service, pods)
+        zones = {}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and node not in zones:
+                obj = store.get(NODES, ("", node))
+                zones[node] = str(
+                    ((obj or {}).get("metadata") or {}).get("labels", {}).get(ZONE_LABEL) or ""
+                )
+        await self._sync_slices(service, slice_groups(service, pods, zones))
+        return None
+
+    async def _sync_endpoints(self, service: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+        ns, name = meta_key(service)
+        labels = {
+            **((service.get("metadata") or {}).get("labels") or {}),
+            SKIP_MIRROR_LABEL: "true",
+        }
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+        }
+        subsets = endpoint_subsets(service, pods)
+        if subsets:
+            body["subsets"] = subsets
+        current = self.core.store.get(ENDPOINTS, (ns, name))
+        if current is None:
+            try:
+                await self.core.create(self.ep_rt, ns, body, self.req())
+            except ApiError as err:
+                if err.code != 409:
+                    raise
+            return
+        if (
+            current.get("subsets") == body.get("subsets")
+            and current["metadata"].get("labels") == labels
+        ):
+            return
+        new = {k: v for k, v in current.items() if k != "subsets"}
+        new["metadata"] = {**current["metadata"], "labels": labels}
+        if subsets:
+            new["subsets"] = subsets
+        await self.core.update(self.ep_rt, ns, name, new, self.req())
+
+    def _slices(self, key: Key) -> list[dict[str, Any]]:
+        return [
+            sl
+            for sl in self.core.store.resource(SLICES).range(key[0])
+            if ((sl.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) == key[1]
+            and sl["metadata"]["labels"].get(MANAGED_BY_LABEL) == MANAGED_BY
+        ]
+
+    async def _sync_slices(
+        self,
+        service: dict[str, Any],
+        groups: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]],
+    ) -> None:
+        ns, name = meta_key(service)
+        existing = self._slices((ns, name))
+        labels = {
+            **((service.get("metadata") or {}).get("labels") or {}),
+            SERVICE_NAME_LABEL: name,
+            MANAGED_BY_LABEL: MANAGED_BY,
+        }
+        owner = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "name": name,
+            "uid": service["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        unused = list(existing)
+        for ports, endpoints in groups:
+            match = next((s for s in unused if (s.get("ports") or []) == ports), None)
+            if (
+                match is None
+                and unused
+                and not any((s.get("ports") or []) == ports for s in existing)
+            ):
+                match = unused[0]
+            body: dict[str, Any] = {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "addressType": "IPv4",
+                "endpoints": endpoints,
+                "ports": ports or None,
+            }
+            if match is None:
+                body["metadata"] = {
+                    "generateName": f"{name}-",
+                    "namespace": ns,
+                    "labels": labels,
+                    "ownerReferences": [owner],
+                }
+                await self.core.create(self.slice_rt, ns, body, self.req())
+                continue
+            unused.remove(match)
+            if (
+                match.get("endpoints") == endpoints
+                and match.get("ports") == body["ports"]
+                and match["metadata"].get("labels") == labels
+            ):
+                continue
+            body["metadata"] = {**match["metadata"], "labels": labels}
+            await self.core.update(self.slice_rt, ns, match["metadata"]["name"], body, self.req())
+        for sl in unused:
+            await self._delete(self.slice_rt, sl)
+
+    async def _delete_endpoints(self, key: Key) -> None:
+        ep = self.core.store.get(ENDPOINTS, key)
+        if ep is not None and (ep["metadata"].get("labels") or {}).get(SKIP_MIRROR_LABEL) == "true":
+            await self._delete(self.ep_rt, ep)
+
+    async def _delete(self, rt: Any, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.core.delete(rt, meta.get("namespace", ""), meta["name"], {}, self.req())
+        except ApiError as err:
+            if err.code != 404:
+                raise

@@ -1,0 +1,805 @@
+"""Real processes for the images named with `--run-image REPOSITORY=DIR`.
+
+The simulated kubelet (`kubelet.py`) keeps its state machine (start, exit, restart with
+CrashLoopBackOff, termination, status); for a container whose image repository is mapped it
+asks this runtime to run the container for real instead of a simulated program:
+
+- the pod gets a network namespace on this simulator's bridge (`network.py`), its IP is
+  `status.podIP`;
+- each container instance is `launch.py` (a private mount and UTS namespace inside the pod's
+  network namespace, volumes bind-mounted, uid/gid switched) executing the pod's command and
+  args, resolved with DIR first on PATH; with no `command`, `DIR/entrypoint` plays the image's
+  ENTRYPOINT (args are passed to it) and without one the container fails with StartError;
+- its output goes to a log file per instance (`kubectl logs`, `--previous`, `-f`);
+- probes run on a task per container (`probes.py`) and set readiness, or kill the container;
+- deletion sends SIGTERM to the container's process group, SIGKILL after the grace period
+  (wall seconds: `--time-scale` does not shorten a real process's shutdown);
+- Secret / ConfigMap / projected / downwardAPI volumes are re-published every
+  `VOLUME_SYNC` seconds, so updates reach running containers as in Kubernetes.
+
+When the pod ends, its processes are killed and its namespace removed; when the pod object is
+deleted, its directory (volumes and logs) goes too; `close()` removes everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import math
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from kubesim.apiserver import reviews
+from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.controllers.endpoints import simulated_pod_host
+from kubesim.kubelet import network, probes
+from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
+from kubesim.kubelet.volumes import (
+    SA_VOLUME,
+    MountError,
+    container_mounts,
+    publish,
+    sa_volume,
+    volume_files,
+)
+from kubesim.programs import Program
+
+if TYPE_CHECKING:
+    from kubesim.apiserver.apicore import ApiCore
+    from kubesim.apiserver.server import ApiHttpServer
+
+__all__ = ["NOT_YET", "ProcessRuntime", "image_repository", "parse_run_images"]
+
+log = structlog.get_logger("sim.processes")
+
+LAUNCHER: Final = str(Path(__file__).with_name("launch.py"))
+DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+VOLUME_SYNC: Final = 2.0  # seconds between re-publications of Secret/ConfigMap volumes
+CONFIG_RETRY: Final = 1.0  # seconds before retrying a container that could not be configured
+STOP_GRACE: Final = 2.0  # seconds the simulator's own shutdown gives processes after SIGTERM
+FOLLOW_POLL: Final = 0.2
+START_ERROR: Final = 128
+
+_PODS: Final[ResourceKey] = ("", "pods")
+_NODES: Final[ResourceKey] = ("", "nodes")
+PodKey = tuple[str, str]
+# What `start` raises for a container that cannot be configured yet (the kubelet retries).
+NOT_YET: Final = (ConfigError, MountError)
+
+
+def _normalize(repository: str) -> str:
+    first, _, rest = repository.partition("/")
+    if not rest:
+        return f"docker.io/library/{repository}"
+    if "." not in first and ":" not in first and first != "localhost":
+        return f"docker.io/{repository}"
+    return repository
+
+
+def image_repository(image: str) -> str:
+    """The repository of an image reference, without tag or digest, normalized as the
+    container runtime does (`busybox` is `docker.io/library/busybox`)."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        name = name[: len(name) - len(last)] + last.split(":", 1)[0]
+    return _normalize(name)
+
+
+def parse_run_images(values: list[str] | Mapping[str, str]) -> dict[str, Path]:
+    """`REPOSITORY=DIR` flags (or a mapping) as repository -> directory; DIR must exist."""
+    pairs: list[tuple[str, str]] = []
+    if isinstance(values, Mapping):
+        pairs = [(str(k), str(v)) for k, v in values.items()]
+    else:
+        for v in values:
+            repo, sep, directory = v.partition("=")
+            if not sep or not repo or not directory:
+                raise ValueError(f"--run-image wants REPOSITORY=DIR, not {v!r}")
+            pairs.append((repo, directory))
+    out: dict[str, Path] = {}
+    for repo, directory in pairs:
+        path = Path(directory).resolve()
+        if not path.is_dir():
+            raise ValueError(f"--run-image {repo}={directory}: not a directory")
+        out[image_repository(repo)] = path
+    return out
+
+
+@dataclass
+class _Instance:
+    """One run of one container: its process, log file and probes."""
+
+    key: PodKey
+    name: str
+    container: Any  # the kubelet's _Container, updated on exit and by probes
+    run: Any  # the kubelet's _PodRun
+    spec: Mapping[str, Any]
+    log_path: Path
+    identity: dict[str, Any]
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+    pidfd: int = -1
+    exit_code: int | None = None
+    probe_task: asyncio.Task[None] | None = None
+    kill_handle: asyncio.TimerHandle | None = None
+    terminating: bool = False
+    exited: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class _Sandbox:
+    uid: str
+    key: PodKey
+    node: str
+    directory: Path
+    net: network.PodNetwork
+    instances: dict[str, _Instance] = field(default_factory=dict)
+    tokens: dict[tuple[str, int], tuple[str, float]] = field(default_factory=dict)
+    closed: bool = False
+
+    @property
+    def logs(self) -> Path:
+        return self.directory / "logs"
+
+    @property
+    def volumes(self) -> Path:
+        return self.directory / "volumes"
+
+
+class ProcessRuntime:
+    """Real containers for the kubelet: see the module docstring."""
+
+    def __init__(
+        self, core: ApiCore, http: ApiHttpServer, run_images: Mapping[str, Path | str]
+    ) -> None:
+        self.core = core
+        self.http = http
+        self.images = {image_repository(k): Path(v) for k, v in run_images.items()}
+        self.bridge: network.Bridge | None = None
+        self.api_port = 0
+        self.ca_pem = b""
+        self._sandboxes: dict[str, _Sandbox] = {}  # pod uid -> sandbox
+        self._wake: Callable[[PodKey], None] = lambda key: None
+        self._session: aiohttp.ClientSession | None = None
+        self._sync_task: asyncio.Task[None] | None = None
+        self._cleanups: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def open(self) -> str:
+        """Sweep leftovers of crashed runs, make this simulator's bridge; its gateway address
+        (where the API server must listen too) is returned."""
+        self.bridge = await network.open_bridge()
+        return self.bridge.gateway
+
+    @property
+    def api_host(self) -> str:
+        assert self.bridge is not None
+        return self.bridge.gateway
+
+    def serve_api(self, port: int, ca_pem: bytes) -> None:
+        self.api_port = port
+        self.ca_pem = ca_pem
+
+    def bind(self, wake: Callable[[PodKey], None]) -> None:
+        """Called by the kubelet when it starts: how to wake a pod's sync."""
+        self._wake = wake
+        self.core.store.listeners.append(self._on_event)
+        self._session = aiohttp.ClientSession()
+        self._sync_task = asyncio.create_task(self._sync_volumes(), name="sim-volume-sync")
+
+    async def close(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.core.store.listeners.remove(self._on_event)
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sync_task
+        for sandbox in list(self._sandboxes.values()):
+            for inst in sandbox.instances.values():
+                self._signal(inst, signal.SIGTERM)
+        running = [
+            i.exited.wait()
+            for s in self._sandboxes.values()
+            for i in s.instances.values()
+            if i.exit_code is None and i.proc is not None
+        ]
+        if running:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*running), STOP_GRACE)
+        for uid in list(self._sandboxes):
+            await self._teardown(uid, remove_dir=True)
+        for task in list(self._cleanups):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._session is not None:
+            await self._session.close()
+        if self.bridge is not None:
+            await self.bridge.close()
+            self.bridge = None
+
+    # ------------------------------------------------------------------ what is real
+
+    def directory_for(self, container: Mapping[str, Any]) -> Path | None:
+        image = str(container.get("image") or "")
+        return self.images.get(image_repository(image)) if image else None
+
+    def claims(self, container: Mapping[str, Any]) -> bool:
+        return self.directory_for(container) is not None
+
+    def pod_host(self, pod: Mapping[str, Any], ip: str) -> str:
+        """How the API server dials a pod endpoint (`WebhookAdmission.pod_host`): real pods
+        at their IP in their network namespace, simulated ones at 127.0.0.1 as before."""
+        return ip if ip and self.claims_pod(pod) else simulated_pod_host(pod, ip)
+
+    def claims_pod(self, pod: Mapping[str, Any]) -> bool:
+        spec = pod.get("spec") or {}
+        return any(
+            self.claims(c)
+            for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+        )
+
+    # ------------------------------------------------------------------ sandbox
+
+    async def prepare(self, key: PodKey, run: Any, pod: Mapping[str, Any]) -> None:
+        """Make the pod's network namespace (once) and give the run its IP."""
+        if self.bridge is None or not self.claims_pod(pod):
+            return
+        sandbox = self._sandboxes.get(run.uid)
+        if sandbox is None:
+            net = await self.bridge.add_pod(run.uid)
+            directory = self.bridge.state_dir / "pods" / run.uid
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            (directory / "logs").mkdir(exist_ok=True)
+            (directory / "volumes").mkdir(exist_ok=True, mode=0o755)
+            sandbox = _Sandbox(run.uid, key, run.node, directory, net)
+            self._sandboxes[run.uid] = sandbox
+        run.pod_ip = sandbox.net.ip
+
+    # ------------------------------------------------------------------ containers
+
+    def start(
+        self, key: PodKey, c: Any, source: Mapping[str, Any], pod: Mapping[str, Any], run: Any
+    ) -> None:
+        """Start container `c` of `pod` as a process. Raises ConfigError / MountError when it
+        cannot be configured yet (the kubelet retries); a container that cannot run at all is
+        started as an instance that ended with StartError."""
+        sandbox = self._sandboxes.get(run.uid)
+        if sandbox is None or self.bridge is None:
+            raise MountError("the pod sandbox is not ready")
+        directory = self.directory_for(source)
+        assert directory is not None
+        pod = self._with_ip(pod, sandbox)
+        mounts = self._mounts(sandbox, pod, source)
+        identity = _identity(pod, source)
+        env = self._env(pod, source, directory, identity)
+        argv = [expand(str(a), env) for a in source.get("command") or []]
+        args = [expand(str(a), env) for a in source.get("args") or []]
+        entrypoint = directory / "entrypoint"
+        old = sandbox.instances.get(c.name)
+        if old is not None:
+            self._stop_probes(old)
+        container_dir = sandbox.logs / c.name
+        container_dir.mkdir(parents=True, exist_ok=True)
+        inst = _Instance(
+            key, c.name, c, run, source, container_dir / f"{c.restarts}.log", identity, env
+        )
+        inst.log_path.write_bytes(b"")
+        sandbox.instances[c.name] = inst
+        c.real = True
+        c.ends_at = math.inf
+        c.program = Program(math.inf, 0, "")
+        c.container_id = f"containerd://{os.urandom(32).hex()}"
+        if not argv:
+            if not (entrypoint.is_file() and os.access(entrypoint, os.X_OK)):
+                self._ended(
+                    inst,
+                    START_ERROR,
+                    "StartError",
+                    f"the image {source.get('image')} has no entrypoint here: give the "
+                    f"container a command, or put an executable {entrypoint}",
+                )
+                return
+            argv = [str(entrypoint)]
+        status_file = sandbox.directory / f".status-{c.name}"
+        spec = {
+            "mode": "run",
+            "netns": str(network.NETNS_DIR / sandbox.net.netns),
+            "hostname": str((pod.get("spec") or {}).get("hostname") or pod["metadata"]["name"]),
+            "volumes": str(sandbox.volumes),
+            "mounts": mounts,
+            "read_only_root": bool(
+                (source.get("securityContext") or {}).get("readOnlyRootFilesystem")
+            ),
+            "workdir": str(source.get("workingDir") or "/"),
+            "argv": argv + args,
+            "env": env,
+            "status_file": str(status_file),
+            **identity,
+        }
+        with open(inst.log_path, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", LAUNCHER],
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                close_fds=True,
+                env={"PATH": DEFAULT_PATH},
+            )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(spec).encode())
+        proc.stdin.close()
+        inst.proc = proc
+        inst.pidfd = os.pidfd_open(proc.pid)
+        asyncio.get_running_loop().add_reader(inst.pidfd, self._on_exit, inst, status_file)
+        c.probe_started = not source.get("startupProbe")
+        c.probe_ready = not source.get("readinessProbe")
+        specs = [
+            probes.ProbeSpec.of(kind, source[f"{kind}Probe"])
+            for kind in probes.KINDS
+            if source.get(f"{kind}Probe")
+        ]
+        if specs:
+            inst.probe_task = asyncio.create_task(
+                self._probe_loop(inst, sandbox, specs), name=f"probes-{key[1]}-{c.name}"
+            )
+        log.info(
+            "container process started", pod=f"{key[0]}/{key[1]}", container=c.name, pid=proc.pid
+        )
+
+    def _with_ip(self, pod: Mapping[str, Any], sandbox: _Sandbox) -> dict[str, Any]:
+        status = dict(pod.get("status") or {})
+        status["podIP"] = sandbox.net.ip
+        status["podIPs"] = [{"ip": sandbox.net.ip}]
+        return {**pod, "status": status}
+
+    def _env(
+        self,
+        pod: Mapping[str, Any],
+        source: Mapping[str, Any],
+        directory: Path,
+        identity: Mapping[str, Any],
+    ) -> dict[str, str]:
+        node = (
+            self.core.store.get(_NODES, ("", str((pod.get("spec") or {}).get("nodeName") or "")))
+            or {}
+        )
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        env = container_env(
+            pod, source, self._lookup, service_env(self.api_host, self.api_port), allocatable
+        )
+        uid = identity.get("uid")
+        home = "/root"
+        if uid not in (None, 0):
+            try:
+                home = pwd.getpwuid(int(uid)).pw_dir
+            except KeyError:
+                home = "/"
+        base = {
+            "PATH": DEFAULT_PATH,
+            "HOSTNAME": str((pod.get("spec") or {}).get("hostname") or pod["metadata"]["name"]),
+            "HOME": home,
+        }
+        env = {**base, **env}
+        env["PATH"] = f"{directory}:{env['PATH']}"
+        return env
+
+    def _lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        plural = "secrets" if kind == "Secret" else "configmaps"
+        obj = self.core.store.get(("", plural), (namespace, name))
+        if obj is None and kind == "ConfigMap" and name == "kube-root-ca.crt":
+            return {"data": {"ca.crt": self.ca_pem.decode()}}
+        return obj
+
+    def _token(
+        self, sandbox: _Sandbox, namespace: str, account: str, audience: str, seconds: int
+    ) -> str:
+        """A ServiceAccount token for the pod, re-issued once 80% of its life has passed."""
+        from kubesim.apiserver.server import IssuedToken
+
+        cached = sandbox.tokens.get((audience, seconds))
+        now = time.time()
+        if cached is not None and now < cached[1]:
+            return cached[0]
+        sa = self.core.store.get(("", "serviceaccounts"), (namespace, account))
+        if sa is None:
+            raise MountError(f'serviceaccount "{account}" not found')
+        token = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+        audiences = (audience,) if audience else tuple(reviews.API_AUDIENCES)
+        self.http.sa_tokens[token] = IssuedToken(
+            namespace, account, str(sa["metadata"].get("uid") or ""), audiences, now + seconds
+        )
+        sandbox.tokens[(audience, seconds)] = (token, now + 0.8 * seconds)
+        return token
+
+    def _publish(self, sandbox: _Sandbox, pod: Mapping[str, Any]) -> None:
+        """Write every file-backed volume of the pod (only what changed)."""
+        gid = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
+        for volume in self._volumes(pod):
+            name = str(volume.get("name") or "")
+            target = sandbox.volumes / name
+            files = volume_files(
+                pod,
+                volume,
+                self._lookup,
+                lambda ns, sa, aud, sec: self._token(sandbox, ns, sa, aud, sec),
+            )
+            if files is not None:
+                publish(target, files, gid)
+            elif "hostPath" in volume:
+                continue
+            elif not target.exists():
+                target.mkdir(mode=0o777)
+                os.chmod(target, 0o777)
+                if gid is not None:
+                    os.chown(target, -1, int(gid))
+
+    def _volumes(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        volumes = list((pod.get("spec") or {}).get("volumes") or [])
+        sa = sa_volume(pod)
+        if sa is not None and not any(v.get("name") == SA_VOLUME for v in volumes):
+            volumes.append(sa)
+        return volumes
+
+    def _mounts(
+        self, sandbox: _Sandbox, pod: Mapping[str, Any], source: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        self._publish(sandbox, pod)
+        by_name = {str(v.get("name")): v for v in self._volumes(pod)}
+        out = []
+        for m in container_mounts(pod, source):
+            volume = by_name[m.volume]
+            if "hostPath" in volume:
+                base = str(volume["hostPath"].get("path") or "")
+                if not os.path.exists(base):
+                    if volume["hostPath"].get("type") != "DirectoryOrCreate":
+                        raise MountError(
+                            f'MountVolume.SetUp failed for volume "{m.volume}" : hostPath {base} does not exist'
+                        )
+                    os.makedirs(base, exist_ok=True)
+                src = os.path.join(base, m.sub_path) if m.sub_path else base
+            else:
+                src = f"{m.volume}/{m.sub_path}" if m.sub_path else m.volume
+                full = sandbox.volumes / src
+                if m.sub_path and not full.exists():
+                    full.mkdir(parents=True, exist_ok=True, mode=0o777)
+            out.append({"source": src, "target": m.path, "read_only": m.read_only})
+        return out
+
+    # ------------------------------------------------------------------ exits
+
+    def _on_exit(self, inst: _Instance, status_file: Path) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(inst.pidfd)
+        os.close(inst.pidfd)
+        inst.pidfd = -1
+        assert inst.proc is not None
+        rc = inst.proc.wait()
+        code = 128 - rc if rc < 0 else rc
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(inst.proc.pid, signal.SIGKILL)  # what is left of the container
+        message = ""
+        with contextlib.suppress(OSError):
+            message = status_file.read_text().strip()
+            status_file.unlink()
+        if code == START_ERROR and message:
+            self._ended(inst, code, "StartError", message)
+        else:
+            self._ended(inst, code, "", "")
+
+    def _ended(self, inst: _Instance, code: int, reason: str, message: str) -> None:
+        inst.exit_code = code
+        inst.exited.set()
+        if inst.kill_handle is not None:
+            inst.kill_handle.cancel()
+        self._stop_probes(inst)
+        c = inst.container
+        if c.real and c.ends_at == math.inf and c.state == "running":
+            c.program = Program(0.0, code, "")
+            c.exit_reason = reason
+            c.exit_message = message
+            c.ends_at = asyncio.get_running_loop().time()
+            c.probe_ready = False
+        log.info(
+            "container process ended",
+            pod=f"{inst.key[0]}/{inst.key[1]}",
+            container=inst.name,
+            code=code,
+        )
+        self._wake(inst.key)
+
+    def _signal(self, inst: _Instance, sig: int) -> None:
+        if inst.proc is None or inst.exit_code is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(inst.proc.pid, sig)
+
+    def kill(self, inst: _Instance, grace: float) -> None:
+        """SIGTERM to the container's process group, SIGKILL after `grace` seconds."""
+        if inst.terminating or inst.exit_code is not None:
+            return
+        inst.terminating = True
+        self._signal(inst, signal.SIGTERM)
+        inst.kill_handle = asyncio.get_running_loop().call_later(
+            max(grace, 0.0), self._signal, inst, signal.SIGKILL
+        )
+
+    def terminate(self, run: Any, grace: float) -> bool:
+        """Pod deletion: stop every process of the pod (once); True when none is left."""
+        sandbox = self._sandboxes.get(run.uid)
+        if sandbox is None:
+            return True
+        for inst in sandbox.instances.values():
+            self.kill(inst, grace)
+        return all(i.exit_code is not None or i.proc is None for i in sandbox.instances.values())
+
+    # ------------------------------------------------------------------ probes
+
+    def _stop_probes(self, inst: _Instance) -> None:
+        if inst.probe_task is not None and inst.probe_task is not asyncio.current_task():
+            inst.probe_task.cancel()
+        inst.probe_task = None
+
+    async def _exec_in(self, inst: _Instance, command: list[str], limit: float) -> int:
+        if inst.proc is None or inst.exit_code is not None:
+            return 1
+        spec = {
+            "mode": "join",
+            "pid": inst.proc.pid,
+            "argv": command,
+            "env": inst.env,
+            **inst.identity,
+        }
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-S",
+            LAUNCHER,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            await asyncio.wait_for(proc.communicate(json.dumps(spec).encode()), limit)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+            raise
+        return int(proc.returncode or 0)
+
+    async def _probe_loop(
+        self, inst: _Instance, sandbox: _Sandbox, specs: list[probes.ProbeSpec]
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        states = [probes.ProbeState(s, loop.time()) for s in specs]
+        session = self._session
+        assert session is not None
+        c = inst.container
+        grace = float(sandbox_pod_grace(self.core, inst.key))
+        while inst.exit_code is None and not inst.terminating:
+            state = probes.next_probe(states)
+            if state is None:
+                return
+            await asyncio.sleep(max(state.due() - loop.time(), 0.0))
+            if inst.exit_code is not None or inst.terminating:
+                return
+            ok, message = await probes.run_probe(
+                state.spec,
+                inst.spec,
+                sandbox.net.ip,
+                session,
+                lambda cmd, timeout: self._exec_in(inst, list(cmd), timeout),
+            )
+            if not state.record(ok, loop.time(), message):
+                continue
+            kind = state.spec.kind
+            if kind == "readiness":
+                c.probe_ready = bool(state.verdict)
+            elif kind == "startup" and state.verdict:
+                c.probe_started = True
+                if not any(s.spec.kind == "readiness" for s in states):
+                    c.probe_ready = True
+            elif state.verdict is False:  # liveness or startup failed: restart the container
+                log.info(
+                    f"container failed its {kind} probe, will be restarted",
+                    pod=f"{inst.key[0]}/{inst.key[1]}",
+                    container=inst.name,
+                    message=message,
+                )
+                probe_grace = state.spec.handler.get("terminationGracePeriodSeconds")
+                self.kill(inst, float(probe_grace) if probe_grace is not None else grace)
+                return
+            inst.run.dirty = True
+            self._wake(inst.key)
+
+    # ------------------------------------------------------------------ logs
+
+    def _instance_logs(self, pod: Mapping[str, Any], container: str) -> list[Path] | None:
+        sandbox = self._sandboxes.get(str((pod.get("metadata") or {}).get("uid") or ""))
+        if sandbox is None:
+            return None
+        directory = sandbox.logs / container
+        if not directory.is_dir():
+            return None
+        return sorted(directory.glob("*.log"), key=lambda p: int(p.stem))
+
+    def logs(self, pod: Mapping[str, Any], container: str) -> str | None:
+        """The current instance's output, or None for a container that is not real."""
+        files = self._instance_logs(pod, container)
+        if not files:
+            return None
+        return files[-1].read_bytes().decode("utf-8", "replace")
+
+    async def log_response(
+        self, request: web.Request, pod: Mapping[str, Any], container: str
+    ) -> web.StreamResponse | None:
+        """`pods/log` of a real container, with `previous`, `follow`, `tailLines`,
+        `limitBytes`; None when the container is not real."""
+        files = self._instance_logs(pod, container)
+        if not files:
+            return None
+        q = request.query
+        previous = q.get("previous", "").lower() in ("true", "1")
+        if previous:
+            if len(files) < 2:
+                raise _bad(
+                    f'previous terminated container "{container}" in pod "{pod["metadata"]["name"]}" not found'
+                )
+            path = files[-2]
+        else:
+            path = files[-1]
+        data = path.read_bytes()
+        if q.get("tailLines") is not None:
+            n = int(q["tailLines"])
+            lines = data.splitlines(keepends=True)
+            data = b"".join(lines[-n:]) if n > 0 else b""
+        follow = q.get("follow", "").lower() in ("true", "1") and not previous
+        if not follow:
+            return web.Response(body=data, content_type="text/plain")
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        offset = path.stat().st_size
+        await resp.write(data)
+        sandbox = self._sandboxes.get(str(pod["metadata"].get("uid") or ""))
+        inst = sandbox.instances.get(container) if sandbox is not None else None
+        while True:
+            done = inst is None or inst.log_path != path or inst.exit_code is not None
+            chunk = _read_from(path, offset)
+            if chunk:
+                offset += len(chunk)
+                await resp.write(chunk)
+            elif done:
+                break
+            else:
+                await asyncio.sleep(FOLLOW_POLL)
+        await resp.write_eof()
+        return resp
+
+    # ------------------------------------------------------------------ pod and node ends
+
+    def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
+        try:
+            if rkey == _PODS:
+                uid = str(ev.obj["metadata"].get("uid") or "")
+                if uid not in self._sandboxes:
+                    return
+                if ev.type == DELETED:
+                    self._spawn_cleanup(uid, remove_dir=True)
+                elif (ev.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                    self._spawn_cleanup(uid, remove_dir=False)
+            elif rkey == _NODES and ev.type == DELETED:
+                node = ev.obj["metadata"]["name"]
+                for uid, s in list(self._sandboxes.items()):
+                    if s.node == node:
+                        self._spawn_cleanup(uid, remove_dir=False)
+        except Exception:
+            log.exception("process runtime event handling failed")
+
+    def _spawn_cleanup(self, uid: str, remove_dir: bool) -> None:
+        task = asyncio.get_running_loop().create_task(self._teardown(uid, remove_dir))
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
+
+    async def _teardown(self, uid: str, remove_dir: bool) -> None:
+        """Kill what is left of the pod's processes and remove its network namespace; with
+        `remove_dir` (the pod object is gone) its volumes and logs too."""
+        sandbox = self._sandboxes.get(uid)
+        if sandbox is None:
+            return
+        if not sandbox.closed:
+            sandbox.closed = True
+            for inst in sandbox.instances.values():
+                self._stop_probes(inst)
+                self._signal(inst, signal.SIGKILL)
+            for inst in sandbox.instances.values():
+                if inst.proc is not None and inst.exit_code is None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        await asyncio.to_thread(inst.proc.wait, 5)
+                    if inst.pidfd >= 0:
+                        self._on_exit(inst, sandbox.directory / f".status-{inst.name}")
+            if self.bridge is not None:
+                await self.bridge.remove_pod(uid)
+        if remove_dir:
+            self._sandboxes.pop(uid, None)
+            for token, _ in sandbox.tokens.values():
+                self.http.sa_tokens.pop(token, None)
+            shutil.rmtree(sandbox.directory, ignore_errors=True)
+
+    async def _sync_volumes(self) -> None:
+        while True:
+            await asyncio.sleep(VOLUME_SYNC)
+            for sandbox in list(self._sandboxes.values()):
+                if sandbox.closed:
+                    continue
+                pod = self.core.store.get(_PODS, sandbox.key)
+                if pod is None or pod["metadata"].get("uid") != sandbox.uid:
+                    continue
+                try:
+                    self._publish(sandbox, pod)
+                except (MountError, ConfigError, OSError) as exc:
+                    log.debug(
+                        "volume refresh failed",
+                        pod=f"{sandbox.key[0]}/{sandbox.key[1]}",
+                        error=str(exc),
+                    )
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read()
+
+
+def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
+    pod = core.store.get(_PODS, key) or {}
+    value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return 30.0 if value is None else float(value)
+
+
+def _bad(message: str) -> Exception:
+    from kubesim.machinery.errors import ApiError
+
+    return ApiError(400, "BadRequest", message)
+
+
+def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
+    """uid, gid and supplementary groups from the pod's and the container's securityContext
+    (the container's wins); `runAsNonRoot` without a non-zero uid cannot start."""
+    pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
+    sc = container.get("securityContext") or {}
+    uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
+    gid = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
+    non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
+    if non_root and not uid:
+        raise ConfigError(
+            "container has runAsNonRoot and image will run as root"
+            if uid is None
+            else "container's runAsUser breaks non-root policy"
+        )
+    groups = [int(g) for g in pod_sc.get("supplementalGroups") or []]
+    if pod_sc.get("fsGroup") is not None:
+        groups.append(int(pod_sc["fsGroup"]))
+    return {
+        "uid": None if uid is None else int(uid),
+        "gid": int(gid) if gid is not None else (0 if uid is not None else None),
+        "groups": sorted(set(groups)),
+    }

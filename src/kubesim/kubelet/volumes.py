@@ -1,0 +1,268 @@
+"""Volumes as files: what each volume of a pod holds, where each container mounts it, and the
+kubelet's atomic writer that publishes a volume's files.
+
+`volume_files` and `container_mounts` are pure. `publish` writes a directory the way the
+kubelet's AtomicWriter does: the files in a timestamped `..<ts>` directory, a `..data` symlink
+to it, and for each top-level entry a symlink through `..data`; an update writes a new
+directory and swaps `..data` with one rename, so a reader never sees half an update and a
+process watching the files (a webhook server reloading its certificate) sees the change
+through its bind mount.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from kubesim.kubelet.envvars import ConfigError, Lookup, field_ref, resource_field_ref
+
+__all__ = [
+    "SA_MOUNT_PATH",
+    "SA_VOLUME",
+    "Mount",
+    "MountError",
+    "container_mounts",
+    "publish",
+    "volume_files",
+]
+
+SA_MOUNT_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
+SA_VOLUME: Final = "kube-api-access-sim"  # the projected volume the ServiceAccount admission adds
+SA_TOKEN_SECONDS: Final = 3607  # what kube-apiserver gives the kube-api-access token
+DEFAULT_MODE: Final = 0o644
+
+# Files of a volume: relative path -> (content, mode)
+Files = dict[str, tuple[bytes, int]]
+# (namespace, serviceAccount, audience, expirationSeconds) -> a token
+TokenSource = Callable[[str, str, str, int], str]
+
+
+class MountError(Exception):
+    """A volume cannot be set up yet (the kubelet keeps the pod in ContainerCreating)."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One volumeMount of a container: the volume, where, which sub-path, read-only."""
+
+    volume: str
+    path: str
+    sub_path: str = ""
+    read_only: bool = False
+
+
+def _decode(kind: str, obj: Mapping[str, Any]) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    if kind == "Secret":
+        out.update({k: base64.b64decode(str(v)) for k, v in (obj.get("data") or {}).items()})
+        out.update({k: str(v).encode() for k, v in (obj.get("stringData") or {}).items()})
+    else:
+        out.update({k: base64.b64decode(str(v)) for k, v in (obj.get("binaryData") or {}).items()})
+        out.update({k: str(v).encode() for k, v in (obj.get("data") or {}).items()})
+    return out
+
+
+def _keyed(
+    kind: str,
+    namespace: str,
+    source: Mapping[str, Any],
+    lookup: Lookup,
+    default_mode: int,
+    volume: str,
+) -> Files:
+    name = str(source.get("secretName") or source.get("name") or "")
+    obj = lookup(kind, namespace, name)
+    if obj is None:
+        if source.get("optional"):
+            return {}
+        raise MountError(
+            f'MountVolume.SetUp failed for volume "{volume}" : {kind.lower()} "{name}" not found'
+        )
+    data = _decode(kind, obj)
+    items = source.get("items")
+    if not items:
+        return {k: (v, default_mode) for k, v in data.items()}
+    out: Files = {}
+    for item in items:
+        key = str(item.get("key") or "")
+        if key not in data:
+            if source.get("optional"):
+                continue
+            raise MountError(
+                f'MountVolume.SetUp failed for volume "{volume}" : configmap references '
+                f"non-existent config key: {key}"
+                if kind == "ConfigMap"
+                else f'MountVolume.SetUp failed for volume "{volume}" : references '
+                f"non-existent secret key: {key}"
+            )
+        mode = item.get("mode")
+        out[str(item.get("path") or key)] = (data[key], default_mode if mode is None else mode)
+    return out
+
+
+def _downward(pod: Mapping[str, Any], items: list[Mapping[str, Any]], default_mode: int) -> Files:
+    out: Files = {}
+    containers = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
+    for item in items:
+        mode = item.get("mode")
+        mode = default_mode if mode is None else mode
+        try:
+            if "fieldRef" in item:
+                value = field_ref(pod, str(item["fieldRef"].get("fieldPath") or ""))
+            else:
+                ref = item.get("resourceFieldRef") or {}
+                value = resource_field_ref(containers.get(ref.get("containerName")) or {}, ref)
+        except ConfigError as exc:
+            raise MountError(str(exc)) from exc
+        out[str(item.get("path") or "")] = (value.encode(), mode)
+    return out
+
+
+def sa_volume(pod: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The `kube-api-access` projected volume the ServiceAccount admission plugin adds (token,
+    ca.crt, namespace), unless the pod or its ServiceAccount opts out."""
+    spec = pod.get("spec") or {}
+    if spec.get("automountServiceAccountToken") is False:
+        return None
+    return {
+        "name": SA_VOLUME,
+        "projected": {
+            "defaultMode": DEFAULT_MODE,
+            "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": SA_TOKEN_SECONDS}},
+                {
+                    "configMap": {
+                        "name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    }
+                },
+                {
+                    "downwardAPI": {
+                        "items": [
+                            {"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}
+                        ]
+                    }
+                },
+            ],
+        },
+    }
+
+
+def volume_files(
+    pod: Mapping[str, Any], volume: Mapping[str, Any], lookup: Lookup, tokens: TokenSource
+) -> Files | None:
+    """The files of a Secret / ConfigMap / downwardAPI / projected volume; None for a volume
+    that is a plain directory (emptyDir and the kinds the simulator has no storage for).
+    Raises MountError while a source is missing."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    name = str(volume.get("name") or "")
+    if "secret" in volume:
+        src = volume["secret"] or {}
+        return _keyed("Secret", namespace, src, lookup, src.get("defaultMode", DEFAULT_MODE), name)
+    if "configMap" in volume:
+        src = volume["configMap"] or {}
+        return _keyed(
+            "ConfigMap", namespace, src, lookup, src.get("defaultMode", DEFAULT_MODE), name
+        )
+    if "downwardAPI" in volume:
+        src = volume["downwardAPI"] or {}
+        return _downward(pod, src.get("items") or [], src.get("defaultMode", DEFAULT_MODE))
+    if "projected" in volume:
+        src = volume["projected"] or {}
+        mode = src.get("defaultMode", DEFAULT_MODE)
+        out: Files = {}
+        account = str((pod.get("spec") or {}).get("serviceAccountName") or "default")
+        for source in src.get("sources") or []:
+            if "secret" in source:
+                out.update(_keyed("Secret", namespace, source["secret"], lookup, mode, name))
+            elif "configMap" in source:
+                out.update(_keyed("ConfigMap", namespace, source["configMap"], lookup, mode, name))
+            elif "downwardAPI" in source:
+                out.update(_downward(pod, source["downwardAPI"].get("items") or [], mode))
+            elif "serviceAccountToken" in source:
+                tok = source["serviceAccountToken"]
+                seconds = int(tok.get("expirationSeconds") or SA_TOKEN_SECONDS)
+                token = tokens(namespace, account, str(tok.get("audience") or ""), seconds)
+                out[str(tok.get("path") or "token")] = (token.encode(), mode)
+        return out
+    return None
+
+
+def container_mounts(pod: Mapping[str, Any], container: Mapping[str, Any]) -> list[Mount]:
+    """The container's volumeMounts, plus the ServiceAccount volume at its standard path when
+    the pod has it and the container mounts nothing there; parents before children."""
+    spec = pod.get("spec") or {}
+    volumes = {v.get("name") for v in spec.get("volumes") or []}
+    out: list[Mount] = []
+    for m in container.get("volumeMounts") or []:
+        name = str(m.get("name") or "")
+        if name not in volumes:
+            raise MountError(f'volume "{name}" of volumeMount not found in the pod')
+        out.append(
+            Mount(
+                name,
+                os.path.normpath(str(m.get("mountPath") or "/")),
+                str(m.get("subPath") or ""),
+                bool(m.get("readOnly")),
+            )
+        )
+    if sa_volume(pod) is not None and not any(m.path == SA_MOUNT_PATH for m in out):
+        out.append(Mount(SA_VOLUME, SA_MOUNT_PATH, "", True))
+    return sorted(out, key=lambda m: m.path.count("/"))
+
+
+def publish(directory: Path, files: Files, owner_gid: int | None = None) -> bool:
+    """Write `files` into `directory` atomically (AtomicWriter layout); False if they are
+    already what it holds."""
+    data_link = directory / "..data"
+    if data_link.is_symlink() and _current(directory) == files:
+        return False
+    directory.mkdir(parents=True, exist_ok=True)
+    os.chmod(directory, 0o755)
+    stamp = f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{time.monotonic_ns()}"
+    target = directory / stamp
+    target.mkdir(mode=0o755)
+    for rel, (content, mode) in files.items():
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        os.chmod(path, mode)
+        if owner_gid is not None:
+            os.chown(path, -1, owner_gid)
+    old = os.readlink(data_link) if data_link.is_symlink() else None
+    tmp_link = directory / "..data_tmp"
+    if tmp_link.is_symlink():
+        tmp_link.unlink()
+    os.symlink(stamp, tmp_link)
+    os.replace(tmp_link, data_link)
+    tops = {rel.split("/", 1)[0] for rel in files}
+    for entry in directory.iterdir():
+        if entry.name.startswith(".."):
+            continue
+        if entry.name not in tops:
+            entry.unlink()
+    for top in tops:
+        link = directory / top
+        if not link.is_symlink():
+            os.symlink(f"..data/{top}", link)
+    if old is not None:
+        shutil.rmtree(directory / old, ignore_errors=True)
+    return True
+
+
+def _current(directory: Path) -> Files:
+    out: Files = {}
+    root = directory / "..data"
+    for dirpath, _dirs, names in os.walk(root, followlinks=True):
+        for n in names:
+            path = Path(dirpath) / n
+            rel = str(path.relative_to(root))
+            out[rel] = (path.read_bytes(), path.stat().st_mode & 0o7777)
+    return out
