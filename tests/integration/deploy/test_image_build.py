@@ -1,8 +1,8 @@
 """The container image built from the Dockerfile by `make image` (tools/build_image.sh), checked.
 
 Tier `make image-test` (marker `image`), not `make test`: on a fresh machine the image needs a
-debootstrap of Debian (70-110 s, the Debian mirror), buildah, root, and pip with the package
-index inside the build (about 60 s more). The tests fail, never skip, when the image is
+debootstrap of Debian (40-110 s, the Debian mirror), buildah, root, and pip with the package
+index inside the build (25-60 s more). The tests fail, never skip, when the image is
 missing. `tests/integration/deploy/conftest.py` deselects them unless `-m` names `image`.
 
 What is checked, on the image itself (buildah's local storage):
