@@ -67,9 +67,10 @@ def build_wheel(outside: Path) -> Path:
     return built
 
 
-def install(venv: Path, wheel: Path, extras: str = "") -> Path:
-    """A fresh venv at `venv` with `wheel` (plus `extras`) and its dependencies."""
-    run(sys.executable, "-m", "venv", venv, cwd=venv.parent)
+def install(venv: Path, wheel: Path, extras: str = "", python: str | Path = sys.executable) -> Path:
+    """A fresh venv at `venv`, made by `python`, with `wheel` (plus `extras`) and its
+    dependencies."""
+    run(python, "-m", "venv", venv, cwd=venv.parent)
     spec = f"{wheel}[{extras}]" if extras else str(wheel)
     run(venv / "bin" / "python", "-m", "pip", "install", "-q", spec, cwd=venv.parent, timeout=600)
     return venv
