@@ -125,9 +125,7 @@ def test_invalid_jobset_is_denied_by_the_in_cluster_webhook(installed: Cluster) 
     bad = yaml.safe_load(jobset(name))
     out = installed.sim.kubectl("apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
     assert out.returncode != 0
-    assert "job names generated for this JobSet will exceed 63 characters" in out.stderr, (
-        out.stderr
-    )
+    assert "job names generated for this JobSet will exceed 63 characters" in out.stderr, out.stderr
     missing = installed.sim.kubectl("get", "jobset", name, check=False)
     assert missing.returncode != 0
 
