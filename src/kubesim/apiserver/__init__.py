@@ -2,7 +2,8 @@
 
 Where things live:
 
-- `server.py` - HTTP: routing, authentication, content types, watch streams, subresources.
+- `server.py` - HTTP: routing, authentication, content types, subresources; `watchstream.py`
+  writes a watch's event stream (initial events, bookmarks, timeouts, injected cuts).
 - `apicore.py` - API semantics independent of HTTP (create/update/patch/delete, admission,
   resourceVersion conflicts, finalizers); simulated controllers write through it too.
 - `store.py`, `persistence.py` - objects with one global resourceVersion and watch fan-out;

@@ -17,7 +17,6 @@ Helm and kubernetes_asyncio talk to it unchanged.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,9 +28,9 @@ from aiohttp import web
 
 from kubesim import __version__
 from kubesim.apiserver import discovery, openapi, protobuf, rbac, reviews, tables
-from kubesim.apiserver.apicore import APPLY_PATCH, ApiCore, Request
+from kubesim.apiserver.apicore import ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import WatchEvent
+from kubesim.apiserver.watchstream import WatchOptions, WatchStream
 from kubesim.clock import now_rfc3339
 from kubesim.controllers.disruption import evict
 from kubesim.machinery.errors import ApiError, bad_request
@@ -344,36 +343,19 @@ class ApiHttpServer:
         self, request: web.Request, group: str, version: str, rest: list[str]
     ) -> web.StreamResponse:
         t = self._parse_target(group, version, rest)
-        method = request.method
         q = request.query
         is_watch = (
             t.watch_path or _bool(q.get("watch")) if ("watch" in q or t.watch_path) else False
         )
-        verb = _verb(method, t, is_watch)
+        verb = _verb(request.method, t, is_watch)
         user = request.get(_USER)
         if user is not None:
             self._authorize(user, _attributes(user, verb, t, q.get("fieldSelector", "")))
-        self.requests[(verb, t.rt.plural)] = self.requests.get((verb, t.rt.plural), 0) + 1
-        agent = (request.headers.get("User-Agent") or "").split("/", 1)[0].strip()
-        akey = (agent, verb, f"{t.rt.plural}/{t.subresource}" if t.subresource else t.rt.plural)
-        self.requests_by_agent[akey] = self.requests_by_agent.get(akey, 0) + 1
-        decision = None
-        if self.faults is not None:
-            decision = self.faults.decide(
-                verb, t.rt.group, t.rt.plural, t.namespace or "", time.monotonic()
-            )
-            if decision.delay:
-                await asyncio.sleep(decision.delay)
-            if decision.reset_connection and request.transport is not None:
-                request.transport.close()
-                raise ConnectionResetError("fault injection: connection reset")
-            if decision.error is not None:
-                raise decision.error
-        rt = t.rt
-        ns = t.namespace or ""
+        self._count(request, t, verb)
+        decision = await self._inject_faults(request, t, verb)
         req = self._request_options(request)
-        if rt.group in (reviews.AUTHN_GROUP, reviews.AUTHZ_GROUP) and (
-            rt.plural in reviews.REVIEW_RESOURCES
+        if t.rt.group in (reviews.AUTHN_GROUP, reviews.AUTHZ_GROUP) and (
+            t.rt.plural in reviews.REVIEW_RESOURCES
         ):
             return json_response(await self._review(request, t, verb, user), 201)
         if verb == "watch":
@@ -381,79 +363,130 @@ class ApiHttpServer:
         if verb == "list":
             return self._list(request, t)
         if verb == "get":
-            if t.subresource == "log":
-                return await self._log(request, t)
-            obj = self.core.get(rt, ns, t.name)
-            if t.subresource == "scale":
-                return json_response(_scale_of(obj))
-            return self._object(request, rt, obj)
+            return await self._get(request, t)
         if verb == "create":
-            body = await self._body(request)
-            if t.subresource == "binding":
-                return json_response(await self._bind(t, body, req), 201)
-            if t.subresource == "eviction":
-                await evict(self.core, rt, ns, t.name, body, req)
-                return json_response(
-                    {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
-                )
-            if t.subresource == "token":
-                # 404 for a ServiceAccount that does not exist
-                account = self.core.get(rt, ns, t.name)
-                answer = _token_request(body)
-                self.sa_tokens[answer["status"]["token"]] = IssuedToken(
-                    ns,
-                    t.name,
-                    str(account["metadata"].get("uid", "")),
-                    tuple(answer["spec"]["audiences"]),
-                    time.time() + int(answer["spec"]["expirationSeconds"]),
-                )
-                return json_response(answer, 201)
-            obj = await self.core.create(rt, ns, body, req)
-            return self._object(request, rt, obj, 201, req)
+            return await self._create(request, t, req)
         if verb == "update":
-            body = await self._body(request)
-            if t.subresource == "scale":
-                return json_response(_scale_of(await self._set_scale(t, body, req)))
-            obj = await self.core.update(rt, ns, t.name, body, req, t.subresource)
-            return self._object(request, rt, obj, 200, req)
+            return await self._update(request, t, req)
         if verb == "patch":
-            body = await self._body(request)
-            ctype = request.content_type
-            if ctype == APPLY_PATCH and isinstance(body, dict):
-                pass
-            if t.subresource == "scale":  # `kubectl scale` patches the Scale, not the object
-                return json_response(_scale_of(await self._patch_scale(t, ctype, body, req)))
-            obj = await self.core.patch(rt, ns, t.name, ctype, body, req, t.subresource)
-            return self._object(request, rt, obj, 200, req)
+            return await self._patch(request, t, req)
         if verb == "delete":
-            opts = dict(await self._body(request) or {})
-            if "propagationPolicy" in q:
-                opts["propagationPolicy"] = q["propagationPolicy"]
-            if "gracePeriodSeconds" in q:
-                opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
-            if "orphanDependents" in q:
-                opts["orphanDependents"] = _bool(q["orphanDependents"])
-            obj = await self.core.delete(rt, ns, t.name, opts, req)
-            still_there = self.core.try_get(rt, ns, t.name) is not None and not req.dry_run
-            return self._object(request, rt, obj, 202 if still_there else 200, req)
+            return await self._delete(request, t, req)
         if verb == "deletecollection":
-            opts = dict(await self._body(request) or {})
-            if "propagationPolicy" in q:
-                opts["propagationPolicy"] = q["propagationPolicy"]
-            labels, fields = self._selectors(request, rt)
-            items = await self.core.delete_collection(rt, t.namespace, labels, fields, opts, req)
-            return json_response(
-                {
-                    "kind": f"{rt.kind}List",
-                    "apiVersion": rt.group_version,
-                    "metadata": {"resourceVersion": str(self.core.store.rv)},
-                    "items": items,
-                }
-            )
+            return await self._delete_collection(request, t, req)
         raise ApiError(
             405,
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
+        )
+
+    def _count(self, request: web.Request, t: Target, verb: str) -> None:
+        """Count the request by verb and resource, and by client (for /debug/requests)."""
+        self.requests[(verb, t.rt.plural)] = self.requests.get((verb, t.rt.plural), 0) + 1
+        agent = (request.headers.get("User-Agent") or "").split("/", 1)[0].strip()
+        akey = (agent, verb, f"{t.rt.plural}/{t.subresource}" if t.subresource else t.rt.plural)
+        self.requests_by_agent[akey] = self.requests_by_agent.get(akey, 0) + 1
+
+    async def _inject_faults(self, request: web.Request, t: Target, verb: str) -> Any:
+        """Apply the fault injector's decision for this request (delay, reset, error); the
+        decision is returned for a watch to apply its own faults (cut, gone)."""
+        if self.faults is None:
+            return None
+        decision = self.faults.decide(
+            verb, t.rt.group, t.rt.plural, t.namespace or "", time.monotonic()
+        )
+        if decision.delay:
+            await asyncio.sleep(decision.delay)
+        if decision.reset_connection and request.transport is not None:
+            request.transport.close()
+            raise ConnectionResetError("fault injection: connection reset")
+        if decision.error is not None:
+            raise decision.error
+        return decision
+
+    async def _get(self, request: web.Request, t: Target) -> web.StreamResponse:
+        if t.subresource == "log":
+            return await self._log(request, t)
+        obj = self.core.get(t.rt, t.namespace or "", t.name)
+        if t.subresource == "scale":
+            return json_response(_scale_of(obj))
+        return self._object(request, t.rt, obj)
+
+    async def _create(self, request: web.Request, t: Target, req: Request) -> web.StreamResponse:
+        rt, ns = t.rt, t.namespace or ""
+        body = await self._body(request)
+        if t.subresource == "binding":
+            return json_response(await self._bind(t, body, req), 201)
+        if t.subresource == "eviction":
+            await evict(self.core, rt, ns, t.name, body, req)
+            return json_response(
+                {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
+            )
+        if t.subresource == "token":
+            return json_response(self._issue_token(t, body), 201)
+        obj = await self.core.create(rt, ns, body, req)
+        return self._object(request, rt, obj, 201, req)
+
+    def _issue_token(self, t: Target, body: Any) -> dict[str, Any]:
+        """A TokenRequest for a ServiceAccount: the token is remembered until it expires."""
+        # 404 for a ServiceAccount that does not exist
+        account = self.core.get(t.rt, t.namespace or "", t.name)
+        answer = _token_request(body)
+        self.sa_tokens[answer["status"]["token"]] = IssuedToken(
+            t.namespace or "",
+            t.name,
+            str(account["metadata"].get("uid", "")),
+            tuple(answer["spec"]["audiences"]),
+            time.time() + int(answer["spec"]["expirationSeconds"]),
+        )
+        return answer
+
+    async def _update(self, request: web.Request, t: Target, req: Request) -> web.StreamResponse:
+        body = await self._body(request)
+        if t.subresource == "scale":
+            return json_response(_scale_of(await self._set_scale(t, body, req)))
+        obj = await self.core.update(t.rt, t.namespace or "", t.name, body, req, t.subresource)
+        return self._object(request, t.rt, obj, 200, req)
+
+    async def _patch(self, request: web.Request, t: Target, req: Request) -> web.StreamResponse:
+        body = await self._body(request)
+        ctype = request.content_type
+        if t.subresource == "scale":  # `kubectl scale` patches the Scale, not the object
+            return json_response(_scale_of(await self._patch_scale(t, ctype, body, req)))
+        obj = await self.core.patch(
+            t.rt, t.namespace or "", t.name, ctype, body, req, t.subresource
+        )
+        return self._object(request, t.rt, obj, 200, req)
+
+    async def _delete(self, request: web.Request, t: Target, req: Request) -> web.StreamResponse:
+        rt, ns, q = t.rt, t.namespace or "", request.query
+        opts = dict(await self._body(request) or {})
+        if "propagationPolicy" in q:
+            opts["propagationPolicy"] = q["propagationPolicy"]
+        if "gracePeriodSeconds" in q:
+            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+        if "orphanDependents" in q:
+            opts["orphanDependents"] = _bool(q["orphanDependents"])
+        obj = await self.core.delete(rt, ns, t.name, opts, req)
+        still_there = self.core.try_get(rt, ns, t.name) is not None and not req.dry_run
+        return self._object(request, rt, obj, 202 if still_there else 200, req)
+
+    async def _delete_collection(
+        self, request: web.Request, t: Target, req: Request
+    ) -> web.StreamResponse:
+        rt = t.rt
+        opts = dict(await self._body(request) or {})
+        if "propagationPolicy" in request.query:
+            opts["propagationPolicy"] = request.query["propagationPolicy"]
+        labels, fields = self._selectors(request, rt)
+        items = await self.core.delete_collection(rt, t.namespace, labels, fields, opts, req)
+        return json_response(
+            {
+                "kind": f"{rt.kind}List",
+                "apiVersion": rt.group_version,
+                "metadata": {"resourceVersion": str(self.core.store.rv)},
+                "items": items,
+            }
         )
 
     async def _review(
@@ -612,17 +645,8 @@ class ApiHttpServer:
     # ----------------------------------------------------------------- watch
 
     async def _watch(self, request: web.Request, t: Target, decision: Any) -> web.StreamResponse:
-        q = request.query
         labels, fields = self._selectors(request, t.rt)
-        rv = q.get("resourceVersion", "")
-        send_initial = _bool(q.get("sendInitialEvents")) if "sendInitialEvents" in q else False
-        if send_initial:
-            rv = ""
-        want_table = tables.wants_table(request.headers.get("Accept", ""))
-        include = q.get("includeObject", "Metadata")
-        bookmarks = _bool(q.get("allowWatchBookmarks")) if "allowWatchBookmarks" in q else False
-        timeout = float(q.get("timeoutSeconds", "0") or 0) or 1800.0
-        cut_after = decision.watch_cut_after if decision is not None else None
+        opts = WatchOptions.of(request)
         resp = web.StreamResponse(
             status=200, headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"}
         )
@@ -630,104 +654,34 @@ class ApiHttpServer:
         try:
             if decision is not None and getattr(decision, "gone", False):
                 raise ApiError(
-                    410, "Expired", f"too old resource version: {rv} (forced by fault injection)"
+                    410,
+                    "Expired",
+                    f"too old resource version: {opts.resource_version} "
+                    "(forced by fault injection)",
                 )
-            watcher, initial = self.core.watch(t.rt, t.namespace, labels, fields, rv)
+            watcher, initial = self.core.watch(
+                t.rt, t.namespace, labels, fields, opts.resource_version
+            )
         except ApiError as err:
             await resp.write(orjson.dumps({"type": "ERROR", "object": err.to_status()}) + b"\n")
             return resp
+        stream = WatchStream(
+            resp,
+            t.rt,
+            t.namespace,
+            opts,
+            lambda: self.core.store.rv,
+            self.faults,
+            decision.watch_cut_after if decision is not None else None,
+            self.bookmark_interval,
+        )
         self.open_watches += 1
-        sent = 0
-        deadline = time.monotonic() + timeout
-
-        def encode(ev: WatchEvent) -> bytes:
-            if want_table:
-                return (
-                    orjson.dumps(
-                        {
-                            "type": ev.type,
-                            "object": tables.to_table(
-                                t.rt, [ev.obj], include, None, with_headers=False
-                            ),
-                        }
-                    )
-                    + b"\n"
-                )
-            if t.rt.version != ev.obj.get("apiVersion", "").rpartition("/")[2]:
-                return (
-                    orjson.dumps(
-                        {"type": ev.type, "object": {**ev.obj, "apiVersion": t.rt.group_version}}
-                    )
-                    + b"\n"
-                )
-            return ev.encoded()
-
         try:
-            if cut_after is not None:
-                initial = initial[:cut_after]
-            if initial:
-                chunk = b"".join(encode(ev) for ev in initial)
-                await resp.write(chunk)
-                sent += len(initial)
-            if send_initial:
-                await resp.write(
-                    orjson.dumps(
-                        {
-                            "type": "BOOKMARK",
-                            "object": self._bookmark(t.rt, self.core.store.rv, True),
-                        }
-                    )
-                    + b"\n"
-                )
-            next_bookmark = time.monotonic() + self.bookmark_interval
-            while True:
-                if cut_after is not None and sent >= cut_after:
-                    break
-                now = time.monotonic()
-                if now >= deadline:
-                    break
-                wait = deadline - now
-                if bookmarks:
-                    wait = min(wait, max(0.0, next_bookmark - now))
-                outages = self.faults is not None and bool(self.faults.outages)
-                if outages:
-                    wait = min(wait, 0.5)
-                    if self.faults.outage_active(
-                        "watch", t.rt.group, t.rt.plural, t.namespace or "", now
-                    ):
-                        break  # the server "went away": the stream ends with it
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(watcher.wakeup.wait(), timeout=wait)
-                watcher.wakeup.clear()
-                if watcher.queue:
-                    batch = []
-                    while watcher.queue:
-                        ev = watcher.queue.popleft()
-                        batch.append(encode(ev))
-                        sent += 1
-                        if cut_after is not None and sent >= cut_after:
-                            break
-                    await resp.write(b"".join(batch))
-                if watcher.closed:
-                    break  # shutdown or a watcher too far behind: the client re-watches
-                if bookmarks and time.monotonic() >= next_bookmark:
-                    # The queue is drained, so every change up to the store's current
-                    # resourceVersion has been sent: that is the bookmark's version.
-                    bookmark = self._bookmark(t.rt, self.core.store.rv, False)
-                    await resp.write(orjson.dumps({"type": "BOOKMARK", "object": bookmark}) + b"\n")
-                    next_bookmark = time.monotonic() + self.bookmark_interval
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+            await stream.run(watcher, initial)
         finally:
             self.open_watches -= 1
             self.core.unwatch(t.rt, watcher)
         return resp
-
-    def _bookmark(self, rt: ResourceType, rv: int, initial_end: bool) -> dict[str, Any]:
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if initial_end:
-            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
 
 
 def _verb(method: str, t: Target, is_watch: bool) -> str:
