@@ -33,8 +33,8 @@ and `uncountedTerminatedPods` stays empty (a crash of the whole simulator betwee
 write and a finalizer removal could count a pod twice).
 
 Where things are: `jobpolicy.py` has the pure facts about Jobs and pods, `jobplan.py` the
-pure decision of one sync at level `pods` (this module applies it), `workqueue.py` the
-queue and timers shared with the simulated kubelet.
+pure decision of one sync at level `pods` (this module applies it), `jobsim.py` level `jobs`,
+`workqueue.py` the queue and timers shared with the simulated kubelet.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ import math
 import random
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import structlog
@@ -54,40 +53,24 @@ from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
-from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.controllers.jobplan import JobPlanner, Memory, Outcome, StatusUpdate
 from kubesim.controllers.jobpolicy import (
-    COMPLETION_INDEX_ANNOTATION,
     JOB_CONTROLLER_NAME,
     JOB_TRACKING_FINALIZER,
     Backoff,
-    Finish,
-    backoff_delay,
-    ensure_condition,
-    format_indexes,
     has_tracking_finalizer,
     is_job_finished,
     job_ref,
-    match_pod_failure_policy,
-    match_success_policy,
-    omit_zero,
-    parse_indexes,
     pod_ready,
-    spec_int,
-    with_index_env,
 )
+from kubesim.controllers.jobsim import Run, StatusOnlySync
 from kubesim.controllers.workqueue import WorkQueue
 from kubesim.machinery.errors import ApiError
-from kubesim.programs.programs import Program, program_for
 
 __all__ = ["JobController"]
 
 log = structlog.get_logger("sim.jobcontroller")
 
-# How long a simulated pod takes to start at level `jobs`, before --time-scale.
-JOBS_LEVEL_START_DELAY: Final = 1.0
-# The kubelet's first container restart back-off, for restartPolicy OnFailure at level `jobs`.
-CRASH_LOOP_BACKOFF: Final = 10.0
 # Workers syncing distinct Jobs concurrently (kube-controller-manager's default is 5); they
 # overlap the latency of admission webhooks on pod creation.
 WORKERS: Final = 8
@@ -97,29 +80,6 @@ _JOBS: Final[ResourceKey] = ("batch", "jobs")
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 
 JobKey = tuple[str, str, str]  # ("job", namespace, name) or ("orphan", namespace, pod name)
-
-
-@dataclass
-class _Run:
-    """Level `jobs`: the simulated pods of one Job, one timeline per completion slot.
-
-    A slot is a completion index (a pod of an Indexed Job, or one of the `completions`
-    pods of a NonIndexed one). At most `parallelism` slots run at once; each ends at its
-    own program's duration, then succeeds, fails (and is retried after the pod back-off)
-    or restarts in place (`restartPolicy: OnFailure`).
-    """
-
-    uid: str
-    start_at: float  # loop time the first simulated pods may start
-    running: dict[int, float] = field(default_factory=dict)  # slot -> loop time it ends
-    retry_at: dict[int, float] = field(default_factory=dict)  # slot -> earliest restart
-    succeeded: set[int] = field(default_factory=set)
-    failed_slots: set[int] = field(default_factory=set)  # backoffLimitPerIndex
-    slot_failures: dict[int, int] = field(default_factory=dict)
-    failed: int = 0
-    restarts: int = 0
-    failures_since_success: int = 0
-    programs: dict[int, Program] = field(default_factory=dict)
 
 
 class JobController:
@@ -154,7 +114,7 @@ class JobController:
         self._index_failures: dict[str, dict[int, tuple[int, int, float]]] = {}
         # Precise start times (status.startTime has whole seconds only), per Job uid.
         self._started: dict[str, float] = {}
-        self._runs: dict[tuple[str, str], _Run] = {}
+        self._runs: dict[tuple[str, str], Run] = {}
         self.syncs = 0  # for tests and benchmarks: how much work the controller did
         self.status_writes = 0
 
@@ -429,49 +389,9 @@ class JobController:
 
     # ------------------------------------------------------------------ level jobs
 
-    def _program_for_slot(self, job: Mapping[str, Any], run: _Run, slot: int) -> Program:
-        program = run.programs.get(slot)
-        if program is not None:
-            return program
-        spec = job.get("spec") or {}
-        template = spec.get("template") or {}
-        containers = (template.get("spec") or {}).get("containers") or [{}]
-        container: Mapping[str, Any] = containers[0]
-        pod: dict[str, Any] | None = None
-        if spec.get("completionMode") == "Indexed":
-            # What the pod of this index would see: JOB_COMPLETION_INDEX and its hostname.
-            container = with_index_env(container)
-            tmeta = template.get("metadata") or {}
-            name = job["metadata"]["name"]
-            pod = {
-                "metadata": {
-                    "name": f"{name}-{slot}",
-                    "namespace": job["metadata"].get("namespace", ""),
-                    "labels": {
-                        **(tmeta.get("labels") or {}),
-                        COMPLETION_INDEX_ANNOTATION: str(slot),
-                    },
-                    "annotations": {
-                        **(tmeta.get("annotations") or {}),
-                        COMPLETION_INDEX_ANNOTATION: str(slot),
-                    },
-                },
-                "spec": {"hostname": f"{name}-{slot}"},
-            }
-        program = program_for(container, pod=pod)
-        if len(run.programs) < 4096:
-            run.programs[slot] = program
-        return program
-
-    def _start_delay(self) -> float:
-        return JOBS_LEVEL_START_DELAY * self.time_scale * self.rng.uniform(0.8, 1.2)
-
     async def _sync_job_status_only(self, ns: str, name: str) -> None:
-        """Level `jobs`: advance one Job's simulated pods to now and write what changed.
-
-        The status is written only when something a client could see happens: pods start
-        or end, the Job is suspended or resumed, or it finishes.
-        """
+        """Level `jobs`: advance one Job's simulated pods to now and write what changed
+        (`jobsim.py`)."""
         key = (ns, name)
         job = self.core.store.get(_JOBS, key)
         if job is None:
@@ -479,269 +399,14 @@ class JobController:
             return
         self.syncs += 1
         meta = job["metadata"]
-        uid = meta["uid"]
-        spec = job.get("spec") or {}
         if (
-            spec.get("managedBy") not in (None, JOB_CONTROLLER_NAME)
+            (job.get("spec") or {}).get("managedBy") not in (None, JOB_CONTROLLER_NAME)
             or is_job_finished(job)
             or meta.get("deletionTimestamp")
         ):
             self._runs.pop(key, None)
             return
-        loop = asyncio.get_running_loop()
-        now_loop, now_wall = loop.time(), time.time()
-        now = now_rfc3339(now_wall)
-        old_status: dict[str, Any] = job.get("status") or {}
-        status: dict[str, Any] = dict(old_status)
-        conds: list[dict[str, Any]] = [dict(c) for c in status.get("conditions") or []]
-        run = self._runs.get(key)
-        if run is not None and run.uid != uid:
-            run = None
-        if spec.get("suspend"):
-            self._runs.pop(key, None)
-            ensure_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now)
-            status.pop("active", None)
-            status.update(ready=0, terminating=0, conditions=conds)
-            status.setdefault("uncountedTerminatedPods", {})
-            if status != old_status:
-                await self._write_status(job, status)
-            return
-        changed = False
-        if ensure_condition(conds, "Suspended", "False", "JobResumed", "Job resumed", now):
-            status["startTime"] = now  # resumed Jobs restart their deadline clock
-            self._started[uid] = now_wall
-            changed = True
-        indexed = spec.get("completionMode") == "Indexed"
-        slots = spec_int(spec, "completions", spec_int(spec, "parallelism", 1))
-        if run is None:
-            run = _Run(uid, now_loop + self._start_delay())
-            if indexed:
-                run.succeeded = parse_indexes(status.get("completedIndexes"), slots)
-                run.failed_slots = parse_indexes(status.get("failedIndexes"), slots)
-            else:
-                run.succeeded = set(range(min(int(status.get("succeeded") or 0), slots)))
-            run.failed = int(status.get("failed") or 0)
-            self._runs[key] = run
-        sim = _SlotSim(self, job, run, slots, now_loop)
-        finish = sim.advance()
-        if (
-            finish is None
-            and (left := self._deadline_left(spec, status, uid, now_wall)) is not None
-        ):
-            if left <= 0:
-                run.failed += len(run.running)
-                run.running.clear()
-                finish = Finish(
-                    "FailureTarget",
-                    "Failed",
-                    "DeadlineExceeded",
-                    "Job was active longer than specified deadline",
-                )
-            else:
-                self._requeue_after(ns, name, left)
-        if finish is None and now_loop >= run.start_at:
-            if sim.fill() and not status.get("startTime"):
-                status["startTime"] = now
-                self._started[uid] = now_wall
-                deadline = spec.get("activeDeadlineSeconds")
-                if deadline is not None:
-                    self._requeue_after(ns, name, float(deadline) * self.time_scale)
-            finish = sim.completion()
-        changed = changed or sim.changed or finish is not None
-        if finish is not None:
-            self._runs.pop(key, None)
-        else:
-            wake = sim.next_wake()
-            if not math.isinf(wake):
-                self._requeue_after(ns, name, wake - now_loop)
-        if not changed:
-            return
-        active = len(run.running) if finish is None else 0
-        omit_zero(status, "active", active)
-        status["ready"] = active
-        status["terminating"] = 0
-        status.setdefault("uncountedTerminatedPods", {})
-        omit_zero(status, "failed", run.failed)
-        omit_zero(status, "succeeded", len(run.succeeded))
-        if indexed and run.succeeded:
-            status["completedIndexes"] = format_indexes(run.succeeded)
-        if indexed and spec.get("backoffLimitPerIndex") is not None:
-            status["failedIndexes"] = format_indexes(run.failed_slots)
-        if finish is not None:
-            ensure_condition(conds, finish.interim, "True", finish.reason, finish.message, now)
-            ensure_condition(conds, finish.final, "True", finish.reason, finish.message, now)
-            if finish.final == "Complete":
-                status["completionTime"] = now
-        if conds:
-            status["conditions"] = conds
-        if status != old_status:
-            await self._write_status(job, status)
-
-    def _deadline_left(
-        self, spec: Mapping[str, Any], status: Mapping[str, Any], uid: str, now_wall: float
-    ) -> float | None:
-        deadline = spec.get("activeDeadlineSeconds")
-        if deadline is None or not status.get("startTime"):
-            return None
-        started = self._started.get(uid) or parse_rfc3339(status["startTime"])
-        return started + float(deadline) * self.time_scale - now_wall
-
-
-class _SlotSim:
-    """Level `jobs`: one step of a `_Run` — slots that ended, limits, and new starts."""
-
-    def __init__(
-        self, ctl: JobController, job: Mapping[str, Any], run: _Run, slots: int, now: float
-    ) -> None:
-        self.ctl = ctl
-        self.job = job
-        self.run = run
-        self.slots = slots
-        self.now = now
-        self.spec: Mapping[str, Any] = job.get("spec") or {}
-        template = (self.spec.get("template") or {}).get("spec") or {}
-        self.on_failure = template.get("restartPolicy") == "OnFailure"
-        containers = template.get("containers") or [{}]
-        self.container_name = str(containers[0].get("name") or "")
-        self.indexed = self.spec.get("completionMode") == "Indexed"
-        self.per_index = self.indexed and self.spec.get("backoffLimitPerIndex") is not None
-        self.changed = False
-
-    def _duration(self, slot: int) -> float:
-        program = self.ctl._program_for_slot(self.job, self.run, slot)
-        return program.duration * self.ctl.time_scale
-
-    def advance(self) -> Finish | None:
-        """Settle every slot that has ended by now, in the order they ended."""
-        run = self.run
-        spec = self.spec
-        ended = sorted((end, slot) for slot, end in run.running.items() if end <= self.now)
-        backoff_limit = spec_int(spec, "backoffLimit", 6)
-        policy = spec.get("podFailurePolicy")
-        ns = self.job["metadata"].get("namespace", "")
-        name = self.job["metadata"]["name"]
-        scale = self.ctl.time_scale
-        for end, slot in ended:
-            self.changed = True
-            del run.running[slot]
-            code = self.ctl._program_for_slot(self.job, run, slot).exit_code
-            if code == 0:
-                run.succeeded.add(slot)
-                run.failures_since_success = 0
-                continue
-            fake_pod = {
-                "metadata": {"namespace": ns, "name": f"{name}-{slot}"},
-                "status": {
-                    "containerStatuses": [
-                        {
-                            "name": self.container_name,
-                            "state": {"terminated": {"exitCode": code}},
-                        }
-                    ]
-                },
-            }
-            message, counts, action = match_pod_failure_policy(policy, fake_pod)
-            if message is not None:
-                run.failed += 1 + len(run.running)
-                run.running.clear()
-                return Finish("FailureTarget", "Failed", "PodFailurePolicy", message)
-            if self.on_failure and counts:
-                run.restarts += 1
-                if (backoff_limit == 0 and run.restarts > 0) or (
-                    backoff_limit > 0 and run.restarts >= backoff_limit
-                ):
-                    run.failed += 1 + len(run.running)
-                    run.running.clear()
-                    return self._backoff_exceeded()
-                # restarted in place after the kubelet's crash-loop back-off
-                wait = CRASH_LOOP_BACKOFF * 2.0 ** min(run.restarts - 1, 5)
-                run.running[slot] = end + min(wait, 300.0) * scale + self._duration(slot)
-                continue
-            if counts:
-                run.failed += 1
-                run.failures_since_success += 1
-                failures = run.slot_failures.get(slot, 0) + 1
-                run.slot_failures[slot] = failures
-                if self.per_index and (
-                    action == "FailIndex" or failures > spec_int(spec, "backoffLimitPerIndex", 0)
-                ):
-                    run.failed_slots.add(slot)
-                if run.failed > backoff_limit:
-                    run.failed += len(run.running)
-                    run.running.clear()
-                    return self._backoff_exceeded()
-            n = run.slot_failures.get(slot, 0) if self.per_index else run.failures_since_success
-            run.retry_at[slot] = end + backoff_delay(n) * scale
-        if self.per_index:
-            max_failed = spec.get("maxFailedIndexes")
-            if max_failed is not None and len(run.failed_slots) > int(max_failed):
-                run.failed += len(run.running)
-                run.running.clear()
-                return Finish(
-                    "FailureTarget",
-                    "Failed",
-                    "MaxFailedIndexesExceeded",
-                    "Job has exceeded the specified maximal number of failed indexes",
-                )
-            if run.failed_slots and len(run.failed_slots) + len(run.succeeded) >= self.slots:
-                return Finish("FailureTarget", "Failed", "FailedIndexes", "Job has failed indexes")
-        if self.indexed:
-            met = match_success_policy(spec.get("successPolicy"), self.slots, run.succeeded)
-            if met is not None:
-                run.running.clear()
-                return Finish("SuccessCriteriaMet", "Complete", "SuccessPolicy", met)
-        return None
-
-    def _backoff_exceeded(self) -> Finish:
-        return Finish(
-            "FailureTarget",
-            "Failed",
-            "BackoffLimitExceeded",
-            "Job has reached the specified backoff limit",
-        )
-
-    def fill(self) -> bool:
-        """Start slots up to `parallelism`; True if any started."""
-        run = self.run
-        parallelism = spec_int(self.spec, "parallelism", 1)
-        if self.spec.get("completions") is None and run.succeeded:
-            return False  # a work queue drains: once one pod succeeded, none start
-        started = False
-        for slot in range(self.slots):
-            if len(run.running) >= parallelism:
-                break
-            if slot in run.running or slot in run.succeeded or slot in run.failed_slots:
-                continue
-            if run.retry_at.get(slot, 0.0) > self.now:
-                continue
-            run.retry_at.pop(slot, None)
-            run.running[slot] = self.now + self._duration(slot)
-            started = True
-        self.changed = self.changed or started
-        return started
-
-    def completion(self) -> Finish | None:
-        run = self.run
-        if self.spec.get("completions") is None:
-            done = bool(run.succeeded) and not run.running
-        else:
-            done = len(run.succeeded) >= self.slots and not run.running
-        if not done:
-            return None
-        return Finish(
-            "SuccessCriteriaMet",
-            "Complete",
-            "CompletionsReached",
-            "Reached expected number of succeeded pods",
-        )
-
-    def next_wake(self) -> float:
-        run = self.run
-        times = [math.inf, *run.running.values()]
-        if run.start_at > self.now:
-            times.append(run.start_at)
-        times.extend(t for s, t in run.retry_at.items() if s not in run.failed_slots)
-        return min(times)
+        await StatusOnlySync(self, job).run()
 
 
 class _JobSync:
