@@ -13,7 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jobset.api.validation import Limits
 
 __all__ = [
     "add_controller_flags",
@@ -21,9 +24,33 @@ __all__ = [
     "add_jobset_flags",
     "add_metrics_security_flags",
     "check_flags",
+    "jobset_limits",
     "run_controller",
     "run_manager",
 ]
+
+
+# The defaults of --max-jobs-per-jobset / --max-pods-per-job (jobset.api.validation holds
+# them; repeated so that building the parser loads no API module). A test checks they agree.
+DEFAULT_MAX_JOBS_PER_JOBSET = 100_000
+DEFAULT_MAX_PODS_PER_JOB = 100_000
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def jobset_limits(args: argparse.Namespace) -> Limits:
+    """The `jobset.api.validation.Limits` the flags ask for."""
+    from jobset.api.validation import Limits
+
+    return Limits(
+        max_jobs_per_jobset=getattr(args, "max_jobs_per_jobset", DEFAULT_MAX_JOBS_PER_JOBSET),
+        max_pods_per_job=getattr(args, "max_pods_per_job", DEFAULT_MAX_PODS_PER_JOB),
+    )
 
 
 def add_jobset_flags(p: argparse.ArgumentParser) -> None:
@@ -33,6 +60,20 @@ def add_jobset_flags(p: argparse.ArgumentParser) -> None:
         default="",
         help="comma-separated K=V of upstream feature gates "
         "(RestartJob, ElasticJobSet, InPlaceRestart, TLSOptions)",
+    )
+    p.add_argument(
+        "--max-jobs-per-jobset",
+        type=_positive_int,
+        default=DEFAULT_MAX_JOBS_PER_JOBSET,
+        help="refuse JobSets asking for more Jobs than this (the sum of replicas; "
+        "admission and stored JobSets alike; default %(default)s)",
+    )
+    p.add_argument(
+        "--max-pods-per-job",
+        type=_positive_int,
+        default=DEFAULT_MAX_PODS_PER_JOB,
+        help="refuse JobSets whose Jobs ask for more pods than this (parallelism or "
+        "completions; default %(default)s)",
     )
     p.add_argument(
         "--per-jobset-metrics",
@@ -83,8 +124,9 @@ def add_jobset_components(
     from jobset.webhooks import CertOptions, WebhookOptions, setup_webhooks
 
     features = parse_feature_gates(args.feature_gates)
+    limits = jobset_limits(args)
     controller = JobSetController(
-        manager, features=features, per_jobset_metrics=args.per_jobset_metrics
+        manager, features=features, per_jobset_metrics=args.per_jobset_metrics, limits=limits
     )
     # After the reconciler: placement reuses the Job informer it declared.
     placement = add_placement_controllers(manager)
@@ -96,6 +138,7 @@ def add_jobset_components(
             port=webhook_port,
             host=host,
             features=features,
+            limits=limits,
             cert_management=getattr(args, "cert_management", "internal"),
             cert_dir=getattr(args, "cert_dir", "/tmp/k8s-webhook-server/serving-certs"),
             certs=cert_options,

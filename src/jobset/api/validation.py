@@ -38,8 +38,13 @@ from kubeutil.names import (
 from kubeutil.quantity import parse_quantity
 
 __all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_JOBS_PER_JOBSET",
+    "DEFAULT_MAX_PODS_PER_JOB",
+    "UNLIMITED",
     "ErrorType",
     "FieldError",
+    "Limits",
     "format_invalid_message",
     "invalid_status",
     "is_dns1035_label",
@@ -395,6 +400,86 @@ def _is_indexed(job_spec: Mapping[str, Any]) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------
+# Size limits (not upstream's: upstream admits any int32 replicas)
+
+# Jobs one JobSet may ask for (the sum of its replicatedJobs' replicas). Every pass of the
+# controller over a JobSet costs in proportion to its Jobs, and a tenant chooses that number;
+# 100,000 admits the project's largest benchmark (`make bench-large`: 64,000 Jobs in one
+# JobSet) with room to spare. Operators raise or lower it with `--max-jobs-per-jobset`.
+DEFAULT_MAX_JOBS_PER_JOBSET: Final = 100_000
+# Pods one Job may ask for (its parallelism and its completions): Kubernetes' own cap on an
+# Indexed Job's parallelism (100,000). `--max-pods-per-job`.
+DEFAULT_MAX_PODS_PER_JOB: Final = 100_000
+
+MAX_JOBS_FLAG: Final = "--max-jobs-per-jobset"
+MAX_PODS_FLAG: Final = "--max-pods-per-job"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one JobSet may ask for; None: no limit (upstream's behaviour).
+
+    The controller passes the values of its flags; the webhook (admission) and the
+    controller's check of stored JobSets (which may have bypassed the webhook) apply the same.
+    """
+
+    max_jobs_per_jobset: int | None = DEFAULT_MAX_JOBS_PER_JOBSET
+    max_pods_per_job: int | None = DEFAULT_MAX_PODS_PER_JOB
+
+
+DEFAULT_LIMITS: Final = Limits()
+UNLIMITED: Final = Limits(None, None)
+
+
+def _validate_limits(rjobs: Sequence[Mapping[str, Any]], limits: Limits) -> list[FieldError]:
+    errs: list[FieldError] = []
+    max_jobs, max_pods = limits.max_jobs_per_jobset, limits.max_pods_per_job
+    total = 0
+    single = False  # one ReplicatedJob alone is over the limit: that error says it all
+    for idx, rjob in enumerate(rjobs):
+        path = f"spec.replicatedJobs[{idx}]"
+        reps = t.replicas(rjob)
+        total += max(0, reps)
+        if max_jobs is not None and reps > max_jobs:
+            single = True
+            errs.append(
+                invalid(
+                    f"{path}.replicas",
+                    reps,
+                    f"must be no more than {max_jobs}: a JobSet may have at most {max_jobs} "
+                    f"Jobs (the sum of replicas over spec.replicatedJobs; the controller's "
+                    f"{MAX_JOBS_FLAG} flag sets this limit)",
+                )
+            )
+        if max_pods is None:
+            continue
+        job_spec = t.job_spec(rjob)
+        for key in ("parallelism", "completions"):
+            value = job_spec.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > max_pods:
+                errs.append(
+                    invalid(
+                        f"{path}.template.spec.{key}",
+                        value,
+                        f"must be no more than {max_pods}: a Job of a JobSet may have at most "
+                        f"{max_pods} pods (the controller's {MAX_PODS_FLAG} flag sets this "
+                        "limit)",
+                    )
+                )
+    if max_jobs is not None and total > max_jobs and not single:
+        errs.append(
+            FieldError(
+                "spec.replicatedJobs",
+                ErrorType.TOO_MANY,
+                f"must have at most {max_jobs} Jobs in total (the sum of replicas over "
+                f"spec.replicatedJobs; the controller's {MAX_JOBS_FLAG} flag sets this limit)",
+                total,
+            )
+        )
+    return errs
+
+
+# ------------------------------------------------------------------------------------------------
 # Create
 
 
@@ -403,6 +488,7 @@ def validate_create(
     *,
     features: Mapping[str, bool] | None = None,
     existing_pvcs: Mapping[str, Mapping[str, Any] | Exception] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> list[FieldError]:
     """Every rule upstream's webhook checks when a JobSet is created (or, defensively, read).
 
@@ -410,12 +496,14 @@ def validate_create(
     off by default). `existing_pvcs` maps the names of PVCs the volumeClaimPolicies would
     create (see `volume_claim_pvc_names`) to the PVC found in the JobSet's namespace, or to
     the exception the lookup raised; absent names do not exist. The webhook fetches them
-    before calling, so this function stays free of I/O.
+    before calling, so this function stays free of I/O. `limits` caps the Jobs of the JobSet
+    and the pods of each Job (not an upstream rule; `UNLIMITED` checks upstream's alone).
     """
     errs: list[FieldError] = []
     spec: Mapping[str, Any] = js.get("spec") or {}
     jsname = name_for_validation(js)
     rjobs: list[Mapping[str, Any]] = list(spec.get("replicatedJobs") or [])
+    errs.extend(_validate_limits(rjobs, limits))
     failure_policy: Mapping[str, Any] | None = spec.get("failurePolicy")
     in_place = (
         failure_policy is not None
@@ -878,6 +966,7 @@ def validate_update(
     old: Mapping[str, Any],
     *,
     features: Mapping[str, bool] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> list[FieldError]:
     """Rules for an update: replicatedJobs and managedBy are immutable, with two exceptions.
 
@@ -888,7 +977,8 @@ def validate_update(
       (equal to each other, at least 1) unless the JobSet already finished.
 
     network, successPolicy, failurePolicy, startupPolicy and volumeClaimPolicies are
-    immutable through the CRD's CEL rules, not here.
+    immutable through the CRD's CEL rules, not here. `limits.max_pods_per_job` applies to a
+    changed parallelism or completions as on create.
     """
     errs: list[FieldError] = []
     new_spec: Mapping[str, Any] = new.get("spec") or {}
@@ -907,7 +997,7 @@ def validate_update(
             new_job, old_job = t.job_spec(new_rjob), t.job_spec(old_rjob)
             if not _is_indexed(new_job):
                 continue
-            errs.extend(_validate_elastic(idx, new_job, old_job, terminal))
+            errs.extend(_validate_elastic(idx, new_job, old_job, terminal, limits))
             for key in ("parallelism", "completions"):
                 _path_set(munged[idx], ("template", "spec", key), old_job.get(key))
 
@@ -927,7 +1017,11 @@ def validate_update(
 
 
 def _validate_elastic(
-    idx: int, new_job: Mapping[str, Any], old_job: Mapping[str, Any], terminal: bool
+    idx: int,
+    new_job: Mapping[str, Any],
+    old_job: Mapping[str, Any],
+    terminal: bool,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> list[FieldError]:
     path = f"spec.replicatedJobs[{idx}].template.spec"
     par, comp = new_job.get("parallelism"), new_job.get("completions")
@@ -950,4 +1044,18 @@ def _validate_elastic(
                 "completions must be equal to parallelism for Elastic Indexed Jobs",
             )
         )
+    max_pods = limits.max_pods_per_job
+    for key, value, changed in (
+        ("parallelism", par, par_changed),
+        ("completions", comp, comp_changed),
+    ):
+        if changed and max_pods is not None and value is not None and int(value) > max_pods:
+            errs.append(
+                invalid(
+                    f"{path}.{key}",
+                    value,
+                    f"must be no more than {max_pods}: a Job of a JobSet may have at most "
+                    f"{max_pods} pods (the controller's {MAX_PODS_FLAG} flag sets this limit)",
+                )
+            )
     return errs

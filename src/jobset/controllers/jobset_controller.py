@@ -36,7 +36,7 @@ import structlog
 from jobset.api import constants as c
 from jobset.api.defaulting import default_jobset
 from jobset.api.types import headless_service_name, is_suspended, iter_job_names
-from jobset.api.validation import format_invalid_message, validate_create
+from jobset.api.validation import DEFAULT_LIMITS, Limits, format_invalid_message, validate_create
 from jobset.controllers.classify import Children
 from jobset.controllers.expectations import Awaited
 from jobset.controllers.jobcache import job_record
@@ -149,8 +149,12 @@ class JobSetController:
         max_parallelism: int = c.MAX_PARALLELISM,
         resync_period: float | None = None,
         counts_interval: float = 1.0,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.client = manager.client
+        # --max-jobs-per-jobset / --max-pods-per-job: a stored JobSet over them (created
+        # while the webhook was down or bypassed) fails validation like one over a rule.
+        self.limits = limits
         self.placer: JobPlacer | None = None
         self.features: dict[str, bool] = dict(features or {})
         self.clock = clock
@@ -311,7 +315,7 @@ class JobSetController:
         cached = self._validation.get(key)
         if cached is not None and cached[:2] == (uid, generation):
             return cached[2]
-        errors = validate_create(default_jobset(js), features=self.features)
+        errors = validate_create(default_jobset(js), features=self.features, limits=self.limits)
         message = format_invalid_message(str(meta.get("name")), errors) if errors else None
         self._validation[key] = (uid, generation, message)
         return message

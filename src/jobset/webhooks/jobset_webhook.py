@@ -21,6 +21,8 @@ from typing import Any, Final
 from jobset.api.defaulting import default_jobset
 from jobset.api.regex import go_regexp_error
 from jobset.api.validation import (
+    DEFAULT_LIMITS,
+    Limits,
     invalid_status,
     validate_create,
     validate_update,
@@ -90,12 +92,20 @@ class JobSetWebhook:
     `client` is used only to read PVCs at validation time (upstream reads them through its
     API reader too: a cached view would let a just-created claim slip through). `features`
     are the controller's feature gates (InPlaceRestart, RestartJob, ElasticJobSet change
-    what validation accepts).
+    what validation accepts). `limits` are the controller's `--max-jobs-per-jobset` and
+    `--max-pods-per-job`, the same the controller applies to stored JobSets.
     """
 
-    def __init__(self, client: Client | None, features: Mapping[str, bool] | None = None) -> None:
+    def __init__(
+        self,
+        client: Client | None,
+        features: Mapping[str, bool] | None = None,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
         self.client = client
         self.features = dict(features or {})
+        self.limits = limits
 
     # ------------------------------------------------------------------ mutate
 
@@ -127,10 +137,14 @@ class JobSetWebhook:
         try:
             if req.operation == "CREATE":
                 pvcs = await self._existing_pvcs(js, req.namespace)
-                errors = validate_create(js, features=self.features, existing_pvcs=pvcs)
+                errors = validate_create(
+                    js, features=self.features, existing_pvcs=pvcs, limits=self.limits
+                )
             else:
                 assert req.old_object is not None
-                errors = validate_update(js, req.old_object, features=self.features)
+                errors = validate_update(
+                    js, req.old_object, features=self.features, limits=self.limits
+                )
         except (TypeError, AttributeError, ValueError) as exc:
             return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc!r}")
         if not errors:

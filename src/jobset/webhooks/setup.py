@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jobset.api import constants as c
+from jobset.api.validation import DEFAULT_LIMITS, Limits
 from jobset.placement.caches import PlacementCaches, node_informer, pod_informer
 from jobset.runtime.certfiles import CertFiles
 from jobset.runtime.client import NAMESPACES, ApiError, Client, Resource
@@ -52,6 +53,8 @@ class WebhookOptions:
     cert_dir: str = "/tmp/k8s-webhook-server/serving-certs"
     certs: CertOptions = field(default_factory=CertOptions)
     features: Mapping[str, bool] = field(default_factory=dict)
+    # --max-jobs-per-jobset / --max-pods-per-job (the controller applies the same)
+    limits: Limits = DEFAULT_LIMITS
 
 
 class Webhooks:
@@ -104,7 +107,9 @@ def setup_webhooks(manager: Manager, options: WebhookOptions | None = None) -> W
         timeout=options.timeout,
         registry=manager.metrics.registry,
     )
-    jobsets = JobSetWebhook(manager.client_for("webhooks"), options.features)
+    jobsets = JobSetWebhook(
+        manager.client_for("webhooks"), options.features, limits=options.limits
+    )
     pods = PodWebhook(PlacementCaches(pod_informer(manager), node_informer(manager)))
     server.register(c.MUTATING_JOBSET_WEBHOOK_PATH, jobsets.mutate)
     server.register(c.VALIDATING_JOBSET_WEBHOOK_PATH, jobsets.validate)

@@ -15,8 +15,10 @@ import pytest
 
 from jobset.api import constants as c
 from jobset.api.validation import (
+    UNLIMITED,
     ErrorType,
     FieldError,
+    Limits,
     format_invalid_message,
     invalid_status,
     is_dns1035_label,
@@ -207,20 +209,84 @@ def test_generate_name_that_makes_pvc_names_too_long() -> None:
 
 
 def test_replicas_times_parallelism_must_fit_int32() -> None:
+    # Upstream's rule alone (the size limits below would refuse these values first).
     js = jobset(
         rjob("test-jobset-replicated-job-0", replicas=MAX_INT32, parallelism=MAX_INT32),
         rjob("test-jobset-replicated-job-1", replicas=MIN_INT32, parallelism=MIN_INT32),
         name="js",
     )
-    found = texts(validate_create(js))
+    found = texts(validate_create(js, limits=UNLIMITED))
     for rj in ("test-jobset-replicated-job-0", "test-jobset-replicated-job-1"):
         assert (
             "<nil>: Internal error: the product of replicas and parallelism must not exceed "
             f"2147483647 for replicatedJob '{rj}'"
         ) in found
-    assert validate_create(jobset(rjob(replicas=1000, parallelism=2_000_000))) == []
+    ok = jobset(rjob(replicas=1000, parallelism=2_000_000))
+    assert validate_create(ok, limits=UNLIMITED) == []
     # Parallelism defaults to 1 when unset: replicas alone never overflows.
-    assert validate_create(jobset(rjob(replicas=MAX_INT32), name="j")) == []
+    assert validate_create(jobset(rjob(replicas=MAX_INT32), name="j"), limits=UNLIMITED) == []
+
+
+# ------------------------------------------------------------------------------------------------
+# Size limits (--max-jobs-per-jobset, --max-pods-per-job; not upstream's)
+
+
+def test_jobs_per_jobset_are_capped_naming_the_field_the_limit_and_the_flag() -> None:
+    # 2**31-1 replicas passed admission: every controller pass then walked them all.
+    err = one(validate_create(jobset(rjob(replicas=MAX_INT32), name="j")))
+    assert str(err) == (
+        "spec.replicatedJobs[0].replicas: Invalid value: 2147483647: must be no more than "
+        "100000: a JobSet may have at most 100000 Jobs (the sum of replicas over "
+        "spec.replicatedJobs; the controller's --max-jobs-per-jobset flag sets this limit)"
+    )
+    assert validate_create(jobset(rjob(replicas=100_000), name="j")) == []
+    # The bench-large JobSet (64,000 Jobs) is admitted by the defaults.
+    assert validate_create(jobset(rjob(replicas=64_000), name="j")) == []
+
+
+def test_the_sum_of_replicas_is_capped() -> None:
+    js = jobset(rjob("a", replicas=60_000), rjob("b", replicas=60_000), name="j")
+    err = one(validate_create(js))
+    assert err.path == "spec.replicatedJobs" and err.type == ErrorType.TOO_MANY
+    assert str(err) == (
+        "spec.replicatedJobs: Too many: 120000: must have at most 100000 Jobs in total (the "
+        "sum of replicas over spec.replicatedJobs; the controller's --max-jobs-per-jobset "
+        "flag sets this limit)"
+    )
+    assert validate_create(js, limits=Limits(max_jobs_per_jobset=120_000)) == []
+    # A ReplicatedJob over the limit by itself is named (the total is then not repeated).
+    over = validate_create(js, limits=Limits(max_jobs_per_jobset=10))
+    assert [e.path for e in over] == [f"spec.replicatedJobs[{i}].replicas" for i in (0, 1)]
+
+
+@pytest.mark.parametrize("key", ["parallelism", "completions"])
+def test_pods_per_job_are_capped(key: str) -> None:
+    js = jobset(rjob(**{key: 100_001}), name="j")
+    err = one(validate_create(js))
+    assert str(err) == (
+        f"spec.replicatedJobs[0].template.spec.{key}: Invalid value: 100001: must be no more "
+        "than 100000: a Job of a JobSet may have at most 100000 pods (the controller's "
+        "--max-pods-per-job flag sets this limit)"
+    )
+    assert validate_create(js, limits=Limits(max_pods_per_job=100_001)) == []
+    assert validate_create(jobset(rjob(**{key: 100_000}), name="j")) == []
+
+
+def test_elastic_updates_are_capped_too() -> None:
+    gates = {c.FEATURE_ELASTIC_JOBSET: True}
+    old = jobset(rjob(indexed=True, parallelism=2, completions=2), name="j")
+    new = copy.deepcopy(old)
+    new["spec"]["replicatedJobs"][0]["template"]["spec"].update(
+        {"parallelism": 200_000, "completions": 200_000}
+    )
+    found = texts(validate_update(new, old, features=gates))
+    assert found == [
+        f"spec.replicatedJobs[0].template.spec.{key}: Invalid value: 200000: must be no more "
+        "than 100000: a Job of a JobSet may have at most 100000 pods (the controller's "
+        "--max-pods-per-job flag sets this limit)"
+        for key in ("parallelism", "completions")
+    ]
+    assert validate_update(new, old, features=gates, limits=UNLIMITED) == []
 
 
 def test_success_policy_targets_must_exist() -> None:
