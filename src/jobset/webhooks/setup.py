@@ -107,9 +107,7 @@ def setup_webhooks(manager: Manager, options: WebhookOptions | None = None) -> W
         timeout=options.timeout,
         registry=manager.metrics.registry,
     )
-    jobsets = JobSetWebhook(
-        manager.client_for("webhooks"), options.features, limits=options.limits
-    )
+    jobsets = JobSetWebhook(manager.client_for("webhooks"), options.features, limits=options.limits)
     pods = PodWebhook(PlacementCaches(pod_informer(manager), node_informer(manager)))
     server.register(c.MUTATING_JOBSET_WEBHOOK_PATH, jobsets.mutate)
     server.register(c.VALIDATING_JOBSET_WEBHOOK_PATH, jobsets.validate)
