@@ -6,6 +6,7 @@ Where things live:
   writes a watch's event stream (initial events, bookmarks, timeouts, injected cuts).
 - `apicore.py` - API semantics independent of HTTP (create/update/patch/delete, admission,
   resourceVersion conflicts, finalizers); simulated controllers write through it too.
+  `deletion.py` is what a DELETE does to an object (preconditions, propagation, grace).
 - `store.py`, `persistence.py` - objects with one global resourceVersion and watch fan-out;
   `--data-dir` snapshot plus journal.
 - `resources.py` - the catalogue of served types (`Registry`, `ResourceType`); CRDs add to it

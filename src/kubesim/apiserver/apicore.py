@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubesim.apiserver import deletion
 from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.store import ObjectKey, Store, Watcher, WatchEvent
 from kubesim.apiserver.strategies import Strategy, strategy_for
@@ -733,28 +734,8 @@ class ApiCore:
 
     # ----------------------------------------------------------------- delete
 
-    def default_propagation(self, rt: ResourceType) -> str:
-        # batch/v1 Jobs orphan their pods when deleted through the API without a policy.
-        if rt.group == "batch" and rt.plural == "jobs":
-            return "Orphan"
-        return "Background"
-
-    def _graceful_pending(self, rt: ResourceType, obj: dict[str, Any]) -> bool:
-        """A pod on a node is removed by its kubelet after the grace period, not at once."""
-        if not (self.graceful_pod_deletion and rt.group == "" and rt.plural == "pods"):
-            return False
-        meta = obj["metadata"]
-        return bool(
-            (obj.get("spec") or {}).get("nodeName")
-            and meta.get("deletionGracePeriodSeconds", 0) > 0
-            and (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        )
-
     def _deletion_blocked(self, rt: ResourceType, obj: dict[str, Any]) -> bool:
-        """Whether a deleted object must stay: finalizers, a kubelet's grace, namespace content."""
-        if obj["metadata"].get("finalizers") or self._graceful_pending(rt, obj):
-            return True
-        return rt.key == ("", "namespaces") and bool((obj.get("spec") or {}).get("finalizers"))
+        return deletion.deletion_blocked(rt, obj, self.graceful_pod_deletion)
 
     async def delete(
         self,
@@ -764,76 +745,30 @@ class ApiCore:
         options: dict[str, Any] | None = None,
         req: Request | None = None,
     ) -> dict[str, Any]:
+        """Delete (`deletion.py` decides what that does to the object): removed at once, or
+        marked with a deletionTimestamp while finalizers or a pod's grace period hold it."""
         req = req or Request()
         options = options or {}
         namespace = namespace if rt.namespaced else ""
         obj = self.store.get(rt.key, (namespace, name))
         if obj is None:
             raise not_found(rt.group, rt.plural, name)
-        pre = options.get("preconditions") or {}
-        if pre.get("uid") and pre["uid"] != obj["metadata"].get("uid"):
-            raise conflict(
-                rt.group,
-                rt.plural,
-                name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
-                f"{obj['metadata'].get('uid')}",
-            )
-        if (
-            pre.get("resourceVersion")
-            and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]
-        ):
-            raise conflict(
-                rt.group,
-                rt.plural,
-                name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                f"ResourceVersion in object meta: {obj['metadata']['resourceVersion']}",
-            )
-        policy = options.get("propagationPolicy")
-        if policy is None and options.get("orphanDependents") is not None:
-            policy = "Orphan" if options["orphanDependents"] else "Background"
-        if policy is None:
-            policy = self.default_propagation(rt)
-        if policy not in ("Orphan", "Background", "Foreground"):
-            raise invalid(
-                rt.group,
-                rt.kind,
-                name,
-                [
-                    fe.not_supported(
-                        "propagationPolicy", policy, ("Foreground", "Background", "Orphan")
-                    )
-                ],
-            )
+        deletion.check_preconditions(rt, name, obj, options)
+        policy = deletion.propagation_policy(rt, name, options)
         if self.admission is not None:
             attrs = AdmissionAttributes(rt, "", namespace, name, "DELETE", req, options)
             await self.admission.validate(attrs, None, obj)
         if req.dry_run:
             return obj
-        new = _copy_meta(obj)
-        meta = new["metadata"]
-        finalizers = list(meta.get("finalizers") or [])
-        has_dependents = bool(self.store.dependents.get(meta.get("uid", "")))
-        if policy == "Orphan" and has_dependents and "orphan" not in finalizers:
-            finalizers.append("orphan")
-        if policy == "Foreground" and has_dependents and "foregroundDeletion" not in finalizers:
-            finalizers.append("foregroundDeletion")
-        if policy != "Orphan" and "orphan" in finalizers and not meta.get("deletionTimestamp"):
-            finalizers.remove("orphan")
-        if finalizers:
-            meta["finalizers"] = finalizers
-        grace = options.get("gracePeriodSeconds")
-        if rt.group == "" and rt.plural == "pods" and self.graceful_pod_deletion:
-            if grace is None:
-                grace = (new.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-            if meta.get("deletionGracePeriodSeconds") is not None:
-                grace = min(int(grace), int(meta["deletionGracePeriodSeconds"]))
-            meta["deletionGracePeriodSeconds"] = int(grace)
-        if meta.get("deletionTimestamp") is None:
-            meta["deletionTimestamp"] = now_rfc3339()
-        if rt.key == ("", "namespaces"):
-            new["status"] = {**(new.get("status") or {}), "phase": "Terminating"}
+        has_dependents = bool(self.store.dependents.get(obj["metadata"].get("uid", "")))
+        new = deletion.mark_deleted(
+            rt,
+            obj,
+            policy,
+            has_dependents,
+            options.get("gracePeriodSeconds"),
+            self.graceful_pod_deletion,
+        )
         if self._deletion_blocked(rt, new):
             if new == obj:
                 return obj

@@ -1,0 +1,130 @@
+"""What a DELETE does to an object before the store sees it, as kube-apiserver decides it.
+
+Pure functions over the object and the request's DeleteOptions: preconditions (uid,
+resourceVersion), the propagation policy (`Orphan`, `Background`, `Foreground`, and the
+`orphan` / `foregroundDeletion` finalizers they imply), a pod's grace period, the
+deletionTimestamp, and whether the object must stay (finalizers, a kubelet's grace, a
+namespace's content). `ApiCore.delete` runs admission and writes the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubesim.apiserver.resources import ResourceType
+from kubesim.clock import now_rfc3339
+from kubesim.machinery import field as fe
+from kubesim.machinery.errors import conflict, invalid
+
+__all__ = [
+    "check_preconditions",
+    "default_propagation",
+    "deletion_blocked",
+    "graceful_pending",
+    "mark_deleted",
+    "propagation_policy",
+]
+
+_POLICIES = ("Foreground", "Background", "Orphan")
+
+
+def default_propagation(rt: ResourceType) -> str:
+    # batch/v1 Jobs orphan their pods when deleted through the API without a policy.
+    if rt.group == "batch" and rt.plural == "jobs":
+        return "Orphan"
+    return "Background"
+
+
+def check_preconditions(
+    rt: ResourceType, name: str, obj: Mapping[str, Any], options: Mapping[str, Any]
+) -> None:
+    """DeleteOptions.preconditions: a 409 Conflict when uid or resourceVersion differ."""
+    pre = options.get("preconditions") or {}
+    if pre.get("uid") and pre["uid"] != obj["metadata"].get("uid"):
+        raise conflict(
+            rt.group,
+            rt.plural,
+            name,
+            f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+            f"{obj['metadata'].get('uid')}",
+        )
+    if pre.get("resourceVersion") and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+        raise conflict(
+            rt.group,
+            rt.plural,
+            name,
+            f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+            f"ResourceVersion in object meta: {obj['metadata']['resourceVersion']}",
+        )
+
+
+def propagation_policy(rt: ResourceType, name: str, options: Mapping[str, Any]) -> str:
+    """propagationPolicy, else the deprecated orphanDependents, else the type's default."""
+    policy = options.get("propagationPolicy")
+    if policy is None and options.get("orphanDependents") is not None:
+        policy = "Orphan" if options["orphanDependents"] else "Background"
+    if policy is None:
+        policy = default_propagation(rt)
+    if policy not in _POLICIES:
+        raise invalid(
+            rt.group,
+            rt.kind,
+            name,
+            [fe.not_supported("propagationPolicy", policy, _POLICIES)],
+        )
+    return str(policy)
+
+
+def mark_deleted(
+    rt: ResourceType,
+    obj: dict[str, Any],
+    policy: str,
+    has_dependents: bool,
+    grace_seconds: Any,
+    graceful_pods: bool,
+) -> dict[str, Any]:
+    """The object as the deletion leaves it: finalizers for the policy, a pod's grace
+    period, deletionTimestamp, a namespace Terminating."""
+    meta = dict(obj.get("metadata") or {})
+    new = {**obj, "metadata": meta}
+    finalizers = list(meta.get("finalizers") or [])
+    if policy == "Orphan" and has_dependents and "orphan" not in finalizers:
+        finalizers.append("orphan")
+    if policy == "Foreground" and has_dependents and "foregroundDeletion" not in finalizers:
+        finalizers.append("foregroundDeletion")
+    if policy != "Orphan" and "orphan" in finalizers and not meta.get("deletionTimestamp"):
+        finalizers.remove("orphan")
+    if finalizers:
+        meta["finalizers"] = finalizers
+    grace = grace_seconds
+    if rt.group == "" and rt.plural == "pods" and graceful_pods:
+        if grace is None:
+            grace = (new.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+        if meta.get("deletionGracePeriodSeconds") is not None:
+            grace = min(int(grace), int(meta["deletionGracePeriodSeconds"]))
+        meta["deletionGracePeriodSeconds"] = int(grace)
+    if meta.get("deletionTimestamp") is None:
+        meta["deletionTimestamp"] = now_rfc3339()
+    if rt.key == ("", "namespaces"):
+        new["status"] = {**(new.get("status") or {}), "phase": "Terminating"}
+    return new
+
+
+def graceful_pending(rt: ResourceType, obj: Mapping[str, Any], graceful_pods: bool) -> bool:
+    """A pod on a node is removed by its kubelet after the grace period, not at once."""
+    if not (graceful_pods and rt.group == "" and rt.plural == "pods"):
+        return False
+    meta = obj["metadata"]
+    return bool(
+        (obj.get("spec") or {}).get("nodeName")
+        and meta.get("deletionGracePeriodSeconds", 0) > 0
+        and (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    )
+
+
+def deletion_blocked(rt: ResourceType, obj: Mapping[str, Any], graceful_pods: bool) -> bool:
+    """Whether a deleted object must stay: finalizers, a kubelet's grace, namespace content."""
+    if obj["metadata"].get("finalizers") or graceful_pending(rt, obj, graceful_pods):
+        return True
+    return rt.key == ("", "namespaces") and bool((obj.get("spec") or {}).get("finalizers"))
