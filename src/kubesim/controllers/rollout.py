@@ -390,11 +390,28 @@ def deployment_status(
     Progressing conditions (upstream's calculateStatus and syncRolloutStatus).
     `new_rs_event` is NEW_RS_CREATED or FOUND_NEW_RS when this sync created or first found
     the new ReplicaSet."""
+    old_status = deployment.get("status") or {}
+    status = _counts(deployment, new, olds)
+    conditions: list[dict[str, Any]] = [dict(c) for c in old_status.get("conditions") or ()]
+    conditions = set_condition(conditions, _available(deployment, status, now))
+    if (deployment.get("spec") or {}).get("paused"):
+        conditions = set_condition(
+            conditions, _condition("Progressing", "Unknown", PAUSED, "Deployment is paused", now)
+        )
+    else:
+        conditions = _rollout_started(conditions, new, now, new_rs_event)
+        conditions = _rollout_progress(deployment, status, conditions, new, now, now_ts)
+    status["conditions"] = conditions
+    return status
+
+
+def _counts(
+    deployment: Mapping[str, Any], new: RSState | None, olds: Sequence[RSState]
+) -> dict[str, Any]:
+    """The replica counts of the status, summed over the Deployment's ReplicaSets."""
     meta = deployment.get("metadata") or {}
-    spec = deployment.get("spec") or {}
     old_status = deployment.get("status") or {}
     everything = [*olds, *([new] if new else [])]
-    replicas = replicas_of(deployment)
     available = sum(r.available for r in everything)
     total_spec = sum(r.replicas for r in everything)
     status: dict[str, Any] = {
@@ -407,97 +424,106 @@ def deployment_status(
     }
     if old_status.get("collisionCount") is not None:
         status["collisionCount"] = old_status["collisionCount"]
-    conditions: list[dict[str, Any]] = [dict(c) for c in old_status.get("conditions") or ()]
-    if available >= replicas - max_unavailable(deployment):
-        conditions = set_condition(
+    return status
+
+
+def _available(
+    deployment: Mapping[str, Any], status: Mapping[str, Any], now: str
+) -> dict[str, Any]:
+    """The Available condition: at least replicas - maxUnavailable pods are available."""
+    if status["availableReplicas"] >= replicas_of(deployment) - max_unavailable(deployment):
+        return _condition(
+            "Available", "True", MIN_AVAILABLE, "Deployment has minimum availability.", now
+        )
+    return _condition(
+        "Available",
+        "False",
+        MIN_UNAVAILABLE,
+        "Deployment does not have minimum availability.",
+        now,
+    )
+
+
+def _progressing_condition(conditions: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    return next((c for c in conditions if c.get("type") == "Progressing"), None)
+
+
+def _rollout_started(
+    conditions: list[dict[str, Any]], new: RSState | None, now: str, new_rs_event: str
+) -> list[dict[str, Any]]:
+    """Progressing after a resume, or because this sync created or found the new ReplicaSet."""
+    new_name = new.name if new else ""
+    current = _progressing_condition(conditions)
+    if current is not None and current.get("reason") == PAUSED:
+        return set_condition(
+            conditions,
+            _condition("Progressing", "Unknown", RESUMED, "Deployment is resumed", now),
+        )
+    if new_rs_event == NEW_RS_CREATED:
+        return set_condition(
             conditions,
             _condition(
-                "Available", "True", MIN_AVAILABLE, "Deployment has minimum availability.", now
+                "Progressing", "True", NEW_RS_CREATED, f'Created new replica set "{new_name}"', now
             ),
         )
-    else:
-        conditions = set_condition(
+    if new_rs_event == FOUND_NEW_RS and current is None:
+        return set_condition(
             conditions,
             _condition(
-                "Available",
-                "False",
-                MIN_UNAVAILABLE,
-                "Deployment does not have minimum availability.",
+                "Progressing", "True", FOUND_NEW_RS, f'Found new replica set "{new_name}"', now
+            ),
+        )
+    return conditions
+
+
+def _rollout_progress(
+    deployment: Mapping[str, Any],
+    status: Mapping[str, Any],
+    conditions: list[dict[str, Any]],
+    new: RSState | None,
+    now: str,
+    now_ts: float,
+) -> list[dict[str, Any]]:
+    """Progressing while the new ReplicaSet is complete, progressing, or timed out."""
+    current = _progressing_condition(conditions)
+    already_complete = (
+        status["replicas"] == status["updatedReplicas"]
+        and current is not None
+        and current.get("reason") == NEW_RS_AVAILABLE
+    )
+    if already_complete or new is None:
+        return conditions
+    old_status = deployment.get("status") or {}
+    if is_complete(deployment, status):
+        return set_condition(
+            conditions,
+            _condition(
+                "Progressing",
+                "True",
+                NEW_RS_AVAILABLE,
+                f'ReplicaSet "{new.name}" has successfully progressed.',
                 now,
             ),
         )
-    new_name = new.name if new else ""
-    if spec.get("paused"):
-        conditions = set_condition(
-            conditions, _condition("Progressing", "Unknown", PAUSED, "Deployment is paused", now)
+    if _progressing(old_status, status):
+        cond = _condition(
+            "Progressing", "True", RS_UPDATED, f'ReplicaSet "{new.name}" is progressing.', now
         )
-    else:
-        current = next((c for c in conditions if c.get("type") == "Progressing"), None)
-        if current is not None and current.get("reason") == PAUSED:
-            conditions = set_condition(
-                conditions,
-                _condition("Progressing", "Unknown", RESUMED, "Deployment is resumed", now),
-            )
-        elif new_rs_event == NEW_RS_CREATED:
-            conditions = set_condition(
-                conditions,
-                _condition(
-                    "Progressing",
-                    "True",
-                    NEW_RS_CREATED,
-                    f'Created new replica set "{new_name}"',
-                    now,
-                ),
-            )
-        elif new_rs_event == FOUND_NEW_RS and current is None:
-            conditions = set_condition(
-                conditions,
-                _condition(
-                    "Progressing", "True", FOUND_NEW_RS, f'Found new replica set "{new_name}"', now
-                ),
-            )
-        current = next((c for c in conditions if c.get("type") == "Progressing"), None)
-        already_complete = (
-            status["replicas"] == status["updatedReplicas"]
-            and current is not None
-            and current.get("reason") == NEW_RS_AVAILABLE
+        if current is not None and current.get("status") == "True":
+            cond["lastTransitionTime"] = str(current.get("lastTransitionTime") or now)
+        return [c for c in conditions if c.get("type") != "Progressing"] + [cond]
+    if _timed_out(deployment, current, now_ts):
+        return set_condition(
+            conditions,
+            _condition(
+                "Progressing",
+                "False",
+                TIMED_OUT,
+                f'ReplicaSet "{new.name}" has timed out progressing.',
+                now,
+            ),
         )
-        if not already_complete and new is not None:
-            if is_complete(deployment, status):
-                conditions = set_condition(
-                    conditions,
-                    _condition(
-                        "Progressing",
-                        "True",
-                        NEW_RS_AVAILABLE,
-                        f'ReplicaSet "{new_name}" has successfully progressed.',
-                        now,
-                    ),
-                )
-            elif _progressing(old_status, status):
-                cond = _condition(
-                    "Progressing",
-                    "True",
-                    RS_UPDATED,
-                    f'ReplicaSet "{new_name}" is progressing.',
-                    now,
-                )
-                if current is not None and current.get("status") == "True":
-                    cond["lastTransitionTime"] = str(current.get("lastTransitionTime") or now)
-                conditions = [c for c in conditions if c.get("type") != "Progressing"] + [cond]
-            elif _timed_out(deployment, current, now_ts):
-                conditions = set_condition(
-                    conditions,
-                    _condition(
-                        "Progressing",
-                        "False",
-                        TIMED_OUT,
-                        f'ReplicaSet "{new_name}" has timed out progressing.',
-                        now,
-                    ),
-                )
-    status["conditions"] = conditions
-    return status
+    return conditions
 
 
 def is_complete(deployment: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
