@@ -22,7 +22,7 @@ keys; list items are added when missing), then `suspend: false`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any, overload
 
 from jobset.api import constants as c
@@ -54,7 +54,9 @@ from jobset.placement.labels import (
 
 __all__ = [
     "PendingJobs",
+    "all_exist",
     "construct_job",
+    "existing_indices",
     "jobset_keys",
     "merge_lists",
     "merge_maps",
@@ -221,14 +223,65 @@ class PendingJobs(Sequence[Job]):
         return f"PendingJobs({self.names()!r})"
 
 
+def existing_indices(jobset_name: str, names: Set[str]) -> dict[str, list[int]]:
+    """The Job indices among `names`, by ReplicatedJob: `<jobset>-<rjob>-<index>` parsed.
+
+    One pass over what exists, never over what the spec asks for: a JobSet's `replicas` is
+    the tenant's number, the Jobs that exist are the cluster's. The index is the part after
+    the last `-` (ReplicatedJob names may contain `-`, indices cannot) and must be written as
+    `job_name` writes it (ASCII digits, no leading zero), so each name gives at most one
+    (ReplicatedJob, index), and distinct names distinct pairs.
+    """
+    prefix = f"{jobset_name}-"
+    cut = len(prefix)
+    out: dict[str, list[int]] = {}
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        rjob_name, sep, index = name[cut:].rpartition("-")
+        if not sep or not index.isascii() or not index.isdigit():
+            continue
+        if len(index) > 1 and index[0] == "0":
+            continue
+        out.setdefault(rjob_name, []).append(int(index))
+    return out
+
+
+def all_exist(indices: Iterable[int], count: int) -> bool:
+    """Every index in [0, count) is among `indices` (distinct, as `existing_indices` gives
+    them): counted, in O(len(indices)) and no allocation."""
+    return sum(1 for i in indices if 0 <= i < count) == count
+
+
+def _gaps(indices: Iterable[int], count: int) -> list[int]:
+    """The indices in [0, count) not among `indices`: O(E log E + missing), E = len(indices)."""
+    present = sorted({i for i in indices if 0 <= i < count})
+    if len(present) == count:
+        return []
+    out: list[int] = []
+    start = 0
+    for i in present:
+        out.extend(range(start, i))
+        start = i + 1
+    out.extend(range(start, count))
+    return out
+
+
 def missing_indices(
     js: Mapping[str, Any],
     rjob: Mapping[str, Any],
     children: Children,
     *,
-    existing: set[str] | None = None,
+    existing: Set[str] | None = None,
+    indices: Iterable[int] | None = None,
 ) -> list[int]:
     """The indices of the Jobs of `rjob` that do not exist (in any state, previous included).
+
+    `existing` are the names that exist (default: the children's); `indices`, when given,
+    are this ReplicatedJob's existing indices already parsed (`existing_indices`, once per
+    pass for every ReplicatedJob). The work is in proportion to the Jobs that exist plus
+    those missing, never to `replicas` itself: a pass over a JobSet whose Jobs all exist
+    walks no replica.
 
     With `BlockingRecreate`, nothing is created while any previous Job still exists, so a
     restart replaces the whole set at once instead of Job by Job.
@@ -236,10 +289,15 @@ def missing_indices(
     policy = (js.get("spec") or {}).get("failurePolicy") or {}
     if children.previous and policy.get("restartStrategy") == c.RESTART_STRATEGY_BLOCKING_RECREATE:
         return []
-    names = existing if existing is not None else children.names()
-    jsname = name_of(js)
-    rjob_name = str(rjob.get("name") or "")
-    return [idx for idx in range(replicas(rjob)) if job_name(jsname, rjob_name, idx) not in names]
+    count = replicas(rjob)
+    if indices is None:
+        names = existing if existing is not None else children.names()
+        indices = existing_indices(name_of(js), names).get(str(rjob.get("name") or ""), [])
+    else:
+        indices = list(indices)
+    if all_exist(indices, count):
+        return []
+    return _gaps(indices, count)
 
 
 # ------------------------------------------------------------------------------ resume

@@ -35,11 +35,12 @@ import structlog
 
 from jobset.api import constants as c
 from jobset.api.defaulting import default_jobset
-from jobset.api.types import headless_service_name, is_suspended, iter_job_names
+from jobset.api.types import headless_service_name, is_suspended, name_of, replicas
 from jobset.api.validation import DEFAULT_LIMITS, Limits, format_invalid_message, validate_create
 from jobset.controllers.classify import Children
 from jobset.controllers.expectations import Awaited
 from jobset.controllers.jobcache import job_record
+from jobset.controllers.jobs import all_exist, existing_indices
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
 from jobset.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.runtime import (
@@ -581,9 +582,15 @@ class JobSetController:
 
 
 def _all_created(js: Mapping[str, Any], children: Children) -> bool:
-    """Every Job the spec asks for exists in the current run (previous ones excluded)."""
+    """Every Job the spec asks for exists in the current run (previous ones excluded).
+
+    Counted from the Jobs that exist (O(existing)), never by walking `replicas`."""
     current = {
         str(j["metadata"]["name"])
         for j in (*children.active, *children.succeeded, *children.failed)
     }
-    return all(name in current for _, _, name in iter_job_names(js))
+    by_rjob = existing_indices(name_of(js), current)
+    return all(
+        all_exist(by_rjob.get(str(rjob.get("name") or ""), ()), replicas(rjob))
+        for rjob in (js.get("spec") or {}).get("replicatedJobs") or []
+    )

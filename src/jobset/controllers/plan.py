@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.api.defaulting import default_jobset
-from jobset.api.types import is_finished, is_managed_by_this_controller, is_suspended
+from jobset.api.types import is_finished, is_managed_by_this_controller, is_suspended, name_of
 from jobset.controllers import startup
 from jobset.controllers.classify import (
     Children,
@@ -44,7 +44,7 @@ from jobset.controllers.classify import (
     statuses_equal,
 )
 from jobset.controllers.conditions import Event, StatusUpdate
-from jobset.controllers.jobs import PendingJobs, missing_indices, resume_patch
+from jobset.controllers.jobs import PendingJobs, existing_indices, missing_indices, resume_patch
 from jobset.controllers.network import headless_service, wants_headless_service
 from jobset.controllers.restart_policy import FailureOutcome, execute_failure_policy
 from jobset.controllers.success_policy import success_policy_met
@@ -238,7 +238,8 @@ def _plan_creation(
     """Missing Jobs, ReplicatedJob by ReplicatedJob (upstream `reconcileReplicatedJobs`)."""
     suspended = is_suspended(js)
     ordered = startup.in_order(js) and not suspended
-    existing = children.names() | awaited
+    # Parsed once for every ReplicatedJob: O(Jobs that exist), whatever `replicas` says.
+    existing = existing_indices(name_of(js), children.names() | awaited)
     out.create_jobs = PendingJobs(js, restart_job=restart_job)
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         if not startup.dependencies_reached(js, rjob, statuses):
@@ -246,7 +247,8 @@ def _plan_creation(
         status = startup.find_status(statuses, str(rjob.get("name")))
         if ordered and startup.all_replicas_started(rjob, status):
             continue
-        out.create_jobs.add(rjob, missing_indices(js, rjob, children, existing=existing))
+        indices = existing.get(str(rjob.get("name") or ""), [])
+        out.create_jobs.add(rjob, missing_indices(js, rjob, children, indices=indices))
         if ordered:
             update.set_startup_in_progress()
             return
