@@ -6,7 +6,7 @@
 - `processes.py`: the runtime for those: real host processes, each pod in its own network
   namespace (`network.py`) and each container in a private mount namespace set up by
   `launch.py`, with the environment (`envvars.py`), volumes (`volumes.py`) and probes
-  (`probes.py`) a kubelet gives a container.
+  (`probes.py`) a kubelet gives a container, and their logs (`containerlogs.py`).
 """
 
 from kubesim.kubelet.kubelet import Kubelet

@@ -47,7 +47,7 @@ from aiohttp import web
 from kubesim.apiserver import reviews
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.controllers.endpoints import simulated_pod_host
-from kubesim.kubelet import network, probes
+from kubesim.kubelet import containerlogs, network, probes
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
     SA_VOLUME,
@@ -72,7 +72,6 @@ DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 VOLUME_SYNC: Final = 2.0  # seconds between re-publications of Secret/ConfigMap volumes
 CONFIG_RETRY: Final = 1.0  # seconds before retrying a container that could not be configured
 STOP_GRACE: Final = 2.0  # seconds the simulator's own shutdown gives processes after SIGTERM
-FOLLOW_POLL: Final = 0.2
 START_ERROR: Final = 128
 
 _PODS: Final[ResourceKey] = ("", "pods")
@@ -292,20 +291,7 @@ class ProcessRuntime:
         argv = [expand(str(a), env) for a in source.get("command") or []]
         args = [expand(str(a), env) for a in source.get("args") or []]
         entrypoint = directory / "entrypoint"
-        old = sandbox.instances.get(c.name)
-        if old is not None:
-            self._stop_probes(old)
-        container_dir = sandbox.logs / c.name
-        container_dir.mkdir(parents=True, exist_ok=True)
-        inst = _Instance(
-            key, c.name, c, run, source, container_dir / f"{c.restarts}.log", identity, env
-        )
-        inst.log_path.write_bytes(b"")
-        sandbox.instances[c.name] = inst
-        c.real = True
-        c.ends_at = math.inf
-        c.program = Program(math.inf, 0, "")
-        c.container_id = f"containerd://{os.urandom(32).hex()}"
+        inst = self._new_instance(sandbox, key, c, run, source, identity, env)
         if not argv:
             if not (entrypoint.is_file() and os.access(entrypoint, os.X_OK)):
                 self._ended(
@@ -333,6 +319,44 @@ class ProcessRuntime:
             "status_file": str(status_file),
             **identity,
         }
+        proc = self._launch(inst, spec, status_file)
+        self._start_probes(inst, sandbox)
+        log.info(
+            "container process started", pod=f"{key[0]}/{key[1]}", container=c.name, pid=proc.pid
+        )
+
+    def _new_instance(
+        self,
+        sandbox: _Sandbox,
+        key: PodKey,
+        c: Any,
+        run: Any,
+        source: Mapping[str, Any],
+        identity: dict[str, Any],
+        env: dict[str, str],
+    ) -> _Instance:
+        """The container's next instance, with an empty log; the previous one's probes stop,
+        and the kubelet's container state says it is a real process from now on."""
+        old = sandbox.instances.get(c.name)
+        if old is not None:
+            self._stop_probes(old)
+        container_dir = sandbox.logs / c.name
+        container_dir.mkdir(parents=True, exist_ok=True)
+        inst = _Instance(
+            key, c.name, c, run, source, container_dir / f"{c.restarts}.log", identity, env
+        )
+        inst.log_path.write_bytes(b"")
+        sandbox.instances[c.name] = inst
+        c.real = True
+        c.ends_at = math.inf
+        c.program = Program(math.inf, 0, "")
+        c.container_id = f"containerd://{os.urandom(32).hex()}"
+        return inst
+
+    def _launch(
+        self, inst: _Instance, spec: dict[str, Any], status_file: Path
+    ) -> subprocess.Popen[bytes]:
+        """Run `launch.py` with the instance's spec; its exit is watched through a pidfd."""
         with open(inst.log_path, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", LAUNCHER],
@@ -349,6 +373,10 @@ class ProcessRuntime:
         inst.proc = proc
         inst.pidfd = os.pidfd_open(proc.pid)
         asyncio.get_running_loop().add_reader(inst.pidfd, self._on_exit, inst, status_file)
+        return proc
+
+    def _start_probes(self, inst: _Instance, sandbox: _Sandbox) -> None:
+        source, c = inst.spec, inst.container
         c.probe_started = not source.get("startupProbe")
         c.probe_ready = not source.get("readinessProbe")
         specs = [
@@ -358,11 +386,8 @@ class ProcessRuntime:
         ]
         if specs:
             inst.probe_task = asyncio.create_task(
-                self._probe_loop(inst, sandbox, specs), name=f"probes-{key[1]}-{c.name}"
+                self._probe_loop(inst, sandbox, specs), name=f"probes-{inst.key[1]}-{c.name}"
             )
-        log.info(
-            "container process started", pod=f"{key[0]}/{key[1]}", container=c.name, pid=proc.pid
-        )
 
     def _with_ip(self, pod: Mapping[str, Any], sandbox: _Sandbox) -> dict[str, Any]:
         status = dict(pod.get("status") or {})
@@ -637,10 +662,7 @@ class ProcessRuntime:
         sandbox = self._sandboxes.get(str((pod.get("metadata") or {}).get("uid") or ""))
         if sandbox is None:
             return None
-        directory = sandbox.logs / container
-        if not directory.is_dir():
-            return None
-        return sorted(directory.glob("*.log"), key=lambda p: int(p.stem))
+        return containerlogs.instance_logs(sandbox.logs / container)
 
     def logs(self, pod: Mapping[str, Any], container: str) -> str | None:
         """The current instance's output, or None for a container that is not real."""
@@ -652,47 +674,17 @@ class ProcessRuntime:
     async def log_response(
         self, request: web.Request, pod: Mapping[str, Any], container: str
     ) -> web.StreamResponse | None:
-        """`pods/log` of a real container, with `previous`, `follow`, `tailLines`,
-        `limitBytes`; None when the container is not real."""
+        """`pods/log` of a real container (`containerlogs.py`); None when it is not real."""
         files = self._instance_logs(pod, container)
         if not files:
             return None
-        q = request.query
-        previous = q.get("previous", "").lower() in ("true", "1")
-        if previous:
-            if len(files) < 2:
-                raise _bad(
-                    f'previous terminated container "{container}" in pod "{pod["metadata"]["name"]}" not found'
-                )
-            path = files[-2]
-        else:
-            path = files[-1]
-        data = path.read_bytes()
-        if q.get("tailLines") is not None:
-            n = int(q["tailLines"])
-            lines = data.splitlines(keepends=True)
-            data = b"".join(lines[-n:]) if n > 0 else b""
-        follow = q.get("follow", "").lower() in ("true", "1") and not previous
-        if not follow:
-            return web.Response(body=data, content_type="text/plain")
-        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-        await resp.prepare(request)
-        offset = path.stat().st_size
-        await resp.write(data)
         sandbox = self._sandboxes.get(str(pod["metadata"].get("uid") or ""))
         inst = sandbox.instances.get(container) if sandbox is not None else None
-        while True:
-            done = inst is None or inst.log_path != path or inst.exit_code is not None
-            chunk = _read_from(path, offset)
-            if chunk:
-                offset += len(chunk)
-                await resp.write(chunk)
-            elif done:
-                break
-            else:
-                await asyncio.sleep(FOLLOW_POLL)
-        await resp.write_eof()
-        return resp
+
+        def ended(path: Path) -> bool:
+            return inst is None or inst.log_path != path or inst.exit_code is not None
+
+        return await containerlogs.log_response(request, files, pod, container, ended)
 
     # ------------------------------------------------------------------ pod and node ends
 
@@ -763,22 +755,10 @@ class ProcessRuntime:
                     )
 
 
-def _read_from(path: Path, offset: int) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return f.read()
-
-
 def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
     pod = core.store.get(_PODS, key) or {}
     value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
     return 30.0 if value is None else float(value)
-
-
-def _bad(message: str) -> Exception:
-    from kubesim.machinery.errors import ApiError
-
-    return ApiError(400, "BadRequest", message)
 
 
 def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,84 @@
+"""`pods/log` for real containers (`--run-image`): one log file per container instance.
+
+`<sandbox>/logs/<container>/<restarts>.log` holds an instance's output; the newest is the
+current one, the one before it is `--previous`. `log_response` answers `pods/log` with
+`previous`, `follow` (until the instance ends or is replaced), `tailLines`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from aiohttp import web
+
+from kubesim.machinery.errors import ApiError
+
+__all__ = ["instance_logs", "log_response"]
+
+FOLLOW_POLL: Final = 0.2
+
+
+def instance_logs(directory: Path) -> list[Path] | None:
+    """A container's instance logs, oldest first; None when it has none."""
+    if not directory.is_dir():
+        return None
+    return sorted(directory.glob("*.log"), key=lambda p: int(p.stem))
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read()
+
+
+def _tail(data: bytes, lines: str | None) -> bytes:
+    if lines is None:
+        return data
+    n = int(lines)
+    return b"".join(data.splitlines(keepends=True)[-n:]) if n > 0 else b""
+
+
+async def log_response(
+    request: web.Request,
+    files: list[Path],
+    pod: Mapping[str, Any],
+    container: str,
+    ended: Callable[[Path], bool],
+) -> web.StreamResponse:
+    """Answer `pods/log` from the instance logs `files`; `ended(path)` tells a follow when
+    the instance writing `path` has ended (or been replaced)."""
+    q = request.query
+    previous = q.get("previous", "").lower() in ("true", "1")
+    if previous:
+        if len(files) < 2:
+            raise ApiError(
+                400,
+                "BadRequest",
+                f'previous terminated container "{container}" in pod "{pod["metadata"]["name"]}" not found',
+            )
+        path = files[-2]
+    else:
+        path = files[-1]
+    data = _tail(path.read_bytes(), q.get("tailLines"))
+    follow = q.get("follow", "").lower() in ("true", "1") and not previous
+    if not follow:
+        return web.Response(body=data, content_type="text/plain")
+    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    await resp.prepare(request)
+    offset = path.stat().st_size
+    await resp.write(data)
+    while True:
+        done = ended(path)
+        chunk = _read_from(path, offset)
+        if chunk:
+            offset += len(chunk)
+            await resp.write(chunk)
+        elif done:
+            break
+        else:
+            await asyncio.sleep(FOLLOW_POLL)
+    await resp.write_eof()
+    return resp
