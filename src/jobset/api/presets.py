@@ -65,6 +65,7 @@ __all__ = [
     "RANK_OFFSET_KEY",
     "WorldLayout",
     "apply_presets",
+    "apply_presets_in_place",
     "pod_rank_labels",
     "preset_settings",
     "validate_presets",
@@ -229,9 +230,11 @@ def preset_env(layout: WorldLayout) -> list[dict[str, Any]]:
 
 
 def _add_env(container: dict[str, Any], preset: Sequence[Mapping[str, Any]]) -> None:
+    """Add the preset's variables the container does not set itself (each container gets
+    its own entries: `preset` is made anew for each)."""
     user = container.get("env") or []
     taken = {e.get("name") for e in user if isinstance(e, Mapping)}
-    added = [copy.deepcopy(dict(e)) for e in preset if e["name"] not in taken]
+    added = [dict(e) for e in preset if e["name"] not in taken]
     if added:
         container["env"] = added + list(user)
 
@@ -246,11 +249,19 @@ def apply_presets(
     pod webhook needs for `pod_rank_labels`.
     """
     out = copy.deepcopy(job_template)
+    apply_presets_in_place(jobset, rjob, job_index, out)
+    return out
+
+
+def apply_presets_in_place(
+    jobset: Mapping[str, Any], rjob: Mapping[str, Any], job_index: int, job_template: dict[str, Any]
+) -> None:
+    """`apply_presets` on a template the caller owns (no copy: the Job builder parses each
+    Job's template afresh, so copying it again would only cost)."""
     layout = world_layout(jobset, rjob, job_index)
     if layout is None:
-        return out
-    env = preset_env(layout)
-    pod_template = out.setdefault("spec", {}).setdefault("template", {})
+        return
+    pod_template = job_template.setdefault("spec", {}).setdefault("template", {})
     pod_meta = pod_template.setdefault("metadata", {})
     annotations = pod_meta.get("annotations") or {}
     pod_meta["annotations"] = {**annotations, RANK_OFFSET_KEY: str(layout.rank_offset)}
@@ -258,8 +269,7 @@ def apply_presets(
     for key in ("initContainers", "containers"):
         for container in pod_spec.get(key) or []:
             if isinstance(container, dict):
-                _add_env(container, env)
-    return out
+                _add_env(container, preset_env(layout))
 
 
 def pod_rank_labels(pod: Mapping[str, Any]) -> dict[str, str]:

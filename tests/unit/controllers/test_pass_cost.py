@@ -11,16 +11,20 @@ Work is counted (calls), never timed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
 import pytest
 
+from jobset.api import constants as c
 from jobset.api import types as types_module
+from jobset.api.presets import FRAMEWORK_KEY
 from jobset.controllers import jobs as jobs_module
 from jobset.controllers import jobset_controller
 from jobset.controllers.classify import Children
-from jobset.controllers.jobs import existing_indices, missing_indices
+from jobset.controllers.jobs import PendingJobs, construct_job, existing_indices, missing_indices
 from jobset.controllers.plan import PlanInput, plan
 
 from .helpers import NOW, jobset, rjob
@@ -98,3 +102,67 @@ def test_all_created_counts_existing_jobs_without_naming_replicas(
     assert not jobset_controller._all_created(js, Children(active=jobs[1:]))
     assert not jobset_controller._all_created(js, Children(active=jobs[:-1], previous=jobs[-1:]))
     assert named[0] == 0
+
+
+def _containers(obj: Any) -> Iterator[int]:
+    """The ids of every dict and list in `obj` (what a mutation could reach)."""
+    if isinstance(obj, dict):
+        yield id(obj)
+        for value in obj.values():
+            yield from _containers(value)
+    elif isinstance(obj, list):
+        yield id(obj)
+        for value in obj:
+            yield from _containers(value)
+
+
+def test_job_bodies_share_nothing_mutable_with_the_jobset_and_deep_copy_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    r = rjob("w", 2)
+    r["template"]["metadata"] = {"labels": {"team": "ml"}, "annotations": {"note": "x"}}
+    pod = r["template"]["spec"]["template"]
+    pod["metadata"] = {"labels": {"app": "train"}}
+    pod["spec"]["containers"][0].update(
+        env=[{"name": "A", "value": "1"}],
+        args=["--steps", "10"],
+        volumeMounts=[{"name": "data", "mountPath": "/data"}],
+        resources={"limits": {"cpu": "1"}},
+    )
+    pod["spec"]["tolerations"] = [{"key": "t", "operator": "Exists"}]
+    pod["spec"]["nodeSelector"] = {"pool": "a"}
+    js = jobset(
+        r,
+        annotations={
+            FRAMEWORK_KEY: "pytorch",  # presets add env vars to each Job's containers
+            c.EXCLUSIVE_KEY: "cloud.google.com/gke-nodepool",
+            c.NODE_SELECTOR_STRATEGY_KEY: "true",  # nodeSelector and tolerations per Job
+        },
+        volumeClaimPolicies=[{"templates": [{"metadata": {"name": "data"}}]}],  # volumes
+    )
+    before = orjson.dumps(js)
+    deep_copies = _count_calls(monkeypatch, copy, "deepcopy")
+    pending = PendingJobs(js)
+    pending.add(js["spec"]["replicatedJobs"][0], [0, 1])
+    first, second = list(pending)
+    alone = construct_job(js, js["spec"]["replicatedJobs"][0], 1)
+    assert deep_copies[0] == 0
+    assert second == alone
+    assert first["spec"]["template"]["spec"]["volumes"]  # the paths that add things ran
+    assert first["spec"]["template"]["spec"]["nodeSelector"][c.NAMESPACED_JOB_KEY]
+    assert any(
+        e["name"] == "MASTER_ADDR"
+        for e in first["spec"]["template"]["spec"]["containers"][0]["env"]
+    )
+
+    ours = set(_containers(js))
+    assert not ours & set(_containers(first))
+    assert not ours & set(_containers(second))
+    assert not set(_containers(first)) & set(_containers(second))
+    container = first["spec"]["template"]["spec"]["containers"][0]
+    container["env"].append({"name": "B", "value": "2"})
+    container["args"][1] = "20"
+    container["resources"]["limits"]["cpu"] = "2"
+    first["metadata"]["labels"]["team"] = "other"
+    assert orjson.dumps(js) == before
+    assert second == alone
