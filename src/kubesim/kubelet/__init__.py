@@ -2,7 +2,9 @@
 
 - `kubelet.py`: every node's kubelet in one component: pods bound to a node start, run and
   finish as `kubesim.programs` says, with the status a real kubelet reports; NotReady nodes
-  fail their pods. Containers whose image is mapped with `--run-image` run for real instead:
+  fail their pods. What it knows of a pod and the status it reports from that is
+  `podstate.py`; the NoExecute taints and tolerations it evicts by, `taints.py`.
+  Containers whose image is mapped with `--run-image` run for real instead:
 - `processes.py`: the runtime for those: real host processes, each pod in its own network
   namespace (`network.py`) and each container in a private mount namespace set up by
   `launch.py`, with the environment (`envvars.py`), volumes (`volumes.py`) and probes

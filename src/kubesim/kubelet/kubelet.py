@@ -40,13 +40,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import ipaddress
 import math
 import random
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -57,8 +55,10 @@ from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.controllers.workqueue import WorkQueue
+from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
+from kubesim.kubelet.taints import no_execute_taints, node_ready, tolerations_for
 from kubesim.machinery.errors import ApiError
-from kubesim.programs.programs import Program, program_for
+from kubesim.programs.programs import program_for
 
 if TYPE_CHECKING:
     from kubesim.kubelet.processes import ProcessRuntime
@@ -77,129 +77,12 @@ WORKERS: Final = 4
 CONFIG_RETRY: Final = 1.0  # wall seconds before a real container that could not start retries
 POD_GC_QUARANTINE: Final = 40.0  # pod GC waits this long for a vanished node to come back
 
-NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
-
 _PODS: Final[ResourceKey] = ("", "pods")
 _NODES: Final[ResourceKey] = ("", "nodes")
-_TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 _POD_NET: Final = int(ipaddress.IPv4Address("10.64.0.0"))
 _NODE_NET: Final = int(ipaddress.IPv4Address("172.18.0.0"))
-_CANONICAL_CONDITIONS: Final = (
-    "PodReadyToStartContainers",
-    "Initialized",
-    "Ready",
-    "ContainersReady",
-    "PodScheduled",
-)
 
 PodKey = tuple[str, str]
-
-
-@dataclass
-class _Container:
-    """One container's life as this kubelet runs it."""
-
-    name: str
-    image: str
-    init: bool
-    sidecar: bool
-    state: str = "waiting"  # waiting | running | terminated
-    waiting_reason: str = "ContainerCreating"
-    waiting_message: str = ""
-    program: Program | None = None
-    started_at: str = ""
-    ends_at: float = math.inf
-    exit_code: int = 0
-    term_reason: str = ""
-    term_message: str = ""
-    finished_at: str = ""
-    restarts: int = 0
-    last_state: dict[str, Any] = field(default_factory=dict)
-    retry_at: float = 0.0
-    container_id: str = ""
-    # A real process (`--run-image`): its probes' verdicts and how it ended, set by the runtime
-    real: bool = False
-    probe_started: bool = True
-    probe_ready: bool = True
-    exit_reason: str = ""
-    exit_message: str = ""
-
-    @property
-    def ready(self) -> bool:
-        return (
-            self.state == "running"
-            and (not self.init or self.sidecar)
-            and self.probe_started
-            and self.probe_ready
-        )
-
-    def terminated(self) -> dict[str, Any]:
-        term: dict[str, Any] = {
-            "exitCode": self.exit_code,
-            "reason": self.term_reason,
-            "startedAt": self.started_at or self.finished_at,
-            "finishedAt": self.finished_at,
-        }
-        if self.term_message:
-            term["message"] = self.term_message
-        if self.container_id:
-            term["containerID"] = self.container_id
-        return term
-
-    def status(self) -> dict[str, Any]:
-        if self.state == "running":
-            state: dict[str, Any] = {"running": {"startedAt": self.started_at}}
-        elif self.state == "terminated":
-            state = {"terminated": self.terminated()}
-        else:
-            waiting: dict[str, Any] = {"reason": self.waiting_reason}
-            if self.waiting_message:
-                waiting["message"] = self.waiting_message
-            state = {"waiting": waiting}
-        out: dict[str, Any] = {
-            "name": self.name,
-            "image": self.image,
-            "imageID": _image_id(self.image) if self.container_id else "",
-            "ready": self.ready,
-            "restartCount": self.restarts,
-            "started": self.state == "running" and self.probe_started,
-            "state": state,
-            "lastState": self.last_state,
-        }
-        if self.container_id:
-            out["containerID"] = self.container_id
-        return out
-
-
-@dataclass
-class _PodRun:
-    """One pod on its node: sandbox start, containers, and how it ends."""
-
-    uid: str
-    node: str
-    start_at: float
-    containers: list[_Container]
-    restart_policy: str
-    started: bool = False
-    start_time: str = ""
-    pod_ip: str = ""
-    host_ip: str = ""
-    initialized: bool = False
-    deadline_at: float | None = None
-    terminate_at: float | None = None
-    done: bool = False
-    reason: str = ""
-    message: str = ""
-    dirty: bool = False  # a real container's probe verdict changed: write the status
-
-    @property
-    def inits(self) -> list[_Container]:
-        return [c for c in self.containers if c.init]
-
-    @property
-    def mains(self) -> list[_Container]:
-        return [c for c in self.containers if not c.init]
 
 
 def _not_yet(exc: Exception) -> tuple[str, str]:
@@ -211,18 +94,7 @@ def _not_yet(exc: Exception) -> tuple[str, str]:
     return "ContainerCreating", str(exc)
 
 
-def _image_id(image: str) -> str:
-    digest = hashlib.sha256(image.encode()).hexdigest()
-    name = image.rsplit("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    if ":" in last:
-        name = name[: len(name) - len(last)] + last.split(":", 1)[0]
-    if "/" not in name:
-        name = f"docker.io/library/{name}"
-    return f"{name}@sha256:{digest}"
-
-
-def _default_duration(pod: Mapping[str, Any], c: _Container) -> float:
+def _default_duration(pod: Mapping[str, Any], c: Container) -> float:
     """How long a container whose command says nothing runs: a while (DEFAULT_DURATION) for
     the run-to-completion pods of Jobs, for ever for a main container of a pod that restarts
     Always (a Deployment's server)."""
@@ -232,46 +104,6 @@ def _default_duration(pod: Mapping[str, Any], c: _Container) -> float:
 
 def _backoff(restarts: int) -> float:
     return float(min(CRASH_BACKOFF * 2.0 ** min(max(restarts - 1, 0), 32), MAX_CRASH_BACKOFF))
-
-
-def _node_ready(node: Mapping[str, Any]) -> bool:
-    for c in (node.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "Ready":
-            return bool(c.get("status") == "True")
-    return True  # a Node that reports no Ready condition counts as Ready in the simulation
-
-
-def _no_execute_taints(node: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """NoExecute taints, including the ones the node lifecycle controller puts on a node
-    whose Ready condition is False (not-ready) or Unknown (unreachable)."""
-    out: list[tuple[str, str]] = []
-    for t in (node.get("spec") or {}).get("taints") or ():
-        if t.get("effect") == "NoExecute":
-            out.append((str(t.get("key") or ""), str(t.get("value") or "")))
-    for c in (node.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "Ready" and c.get("status") != "True":
-            key = NOT_READY_TAINT if c.get("status") == "False" else UNREACHABLE_TAINT
-            if not any(k == key for k, _ in out):
-                out.append((key, ""))
-    return out
-
-
-def _tolerations_for(
-    tolerations: Sequence[Mapping[str, Any]], key: str, value: str
-) -> list[Mapping[str, Any]]:
-    out = []
-    for t in tolerations:
-        if t.get("effect") not in (None, "", "NoExecute"):
-            continue
-        t_key = t.get("key") or ""
-        op = t.get("operator") or "Equal"
-        if t_key and t_key != key:
-            continue
-        if not t_key and op != "Exists":
-            continue
-        if op == "Exists" or (t.get("value") or "") == value:
-            out.append(t)
-    return out
 
 
 class Kubelet:
@@ -294,7 +126,7 @@ class Kubelet:
         self._pods_rt: ResourceType = pods_rt
         self._queue: WorkQueue[PodKey] | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._runs: dict[PodKey, _PodRun] = {}
+        self._runs: dict[PodKey, PodRun] = {}
         self._by_node: dict[str, set[PodKey]] = {}
         self._logs: dict[str, dict[str, str]] = {}  # pod uid -> container -> log text
         self._taint_since: dict[tuple[str, str], float] = {}  # (node, taint key) -> loop time
@@ -314,7 +146,7 @@ class Kubelet:
         loop_now = asyncio.get_running_loop().time()
         for node in self.core.store.resource(_NODES).objects.values():
             name = node["metadata"]["name"]
-            for key, _value in _no_execute_taints(node):
+            for key, _value in no_execute_taints(node):
                 self._taint_since.setdefault((name, key), loop_now)
         for pod in list(self.core.store.resource(_PODS).objects.values()):
             self._track(pod)
@@ -376,7 +208,7 @@ class Kubelet:
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
             self._by_node.setdefault(node, set()).add(key)
-        terminal = (pod.get("status") or {}).get("phase") in _TERMINAL
+        terminal = (pod.get("status") or {}).get("phase") in TERMINAL
         if terminal and key not in self._runs:
             return
         if node or meta.get("deletionTimestamp"):
@@ -403,8 +235,8 @@ class Kubelet:
     def _on_node(self, ev: WatchEvent) -> None:
         name = ev.obj["metadata"]["name"]
         loop_now = asyncio.get_running_loop().time()
-        before = _no_execute_taints(ev.old) if ev.old is not None else []
-        now = [] if ev.type == DELETED else _no_execute_taints(ev.obj)
+        before = no_execute_taints(ev.old) if ev.old is not None else []
+        now = [] if ev.type == DELETED else no_execute_taints(ev.obj)
         keys_now = {k for k, _ in now}
         for k in keys_now:
             self._taint_since.setdefault((name, k), loop_now)
@@ -414,7 +246,7 @@ class Kubelet:
         changed = (
             ev.type != "MODIFIED"
             or before != now
-            or (ev.old is not None and _node_ready(ev.old) != _node_ready(ev.obj))
+            or (ev.old is not None and node_ready(ev.old) != node_ready(ev.obj))
         )
         if ev.type == DELETED:
             self._node_ids.pop(name, None)
@@ -464,7 +296,7 @@ class Kubelet:
         if run is not None and run.uid != uid:
             del self._runs[key]
             run = None
-        if (pod.get("status") or {}).get("phase") in _TERMINAL:
+        if (pod.get("status") or {}).get("phase") in TERMINAL:
             self._runs.pop(key, None)
             return
         loop_now = asyncio.get_running_loop().time()
@@ -497,7 +329,7 @@ class Kubelet:
             await self._terminate_gracefully(key, pod, run, loop_now)
             return
         wake_at = math.inf
-        taints = _no_execute_taints(node)
+        taints = no_execute_taints(node)
         if taints:
             wait = self._eviction_wait(node_name, spec, taints, loop_now)
             if wait is not None and wait <= 0:
@@ -509,7 +341,7 @@ class Kubelet:
                 return
             if wait is not None:
                 wake_at = loop_now + wait
-        if _node_ready(node):
+        if node_ready(node):
             if self.runtime is not None and (run.started or loop_now >= run.start_at):
                 await self.runtime.prepare(key, run, pod)  # the sandbox of a real pod
             if self._advance(run, pod, loop_now) or run.dirty:
@@ -526,10 +358,10 @@ class Kubelet:
         else:
             self._wake(key, wake_at, loop_now)
 
-    def _new_run(self, pod: Mapping[str, Any], node: Mapping[str, Any], now: float) -> _PodRun:
+    def _new_run(self, pod: Mapping[str, Any], node: Mapping[str, Any], now: float) -> PodRun:
         spec = pod.get("spec") or {}
         containers = [
-            _Container(
+            Container(
                 name=str(c.get("name") or ""),
                 image=str(c.get("image") or ""),
                 init=True,
@@ -539,7 +371,7 @@ class Kubelet:
             for c in spec.get("initContainers") or []
         ]
         containers += [
-            _Container(
+            Container(
                 name=str(c.get("name") or ""),
                 image=str(c.get("image") or ""),
                 init=False,
@@ -551,7 +383,7 @@ class Kubelet:
             for c in spec.get("containers") or []
         ]
         delay = STARTUP_DELAY * self.time_scale * self.rng.uniform(0.75, 1.25)
-        run = _PodRun(
+        run = PodRun(
             uid=str(pod["metadata"].get("uid") or ""),
             node=str(node["metadata"]["name"]),
             start_at=now + delay,
@@ -563,7 +395,7 @@ class Kubelet:
             self._adopt(run, pod, now)
         return run
 
-    def _adopt(self, run: _PodRun, pod: Mapping[str, Any], now: float) -> None:
+    def _adopt(self, run: PodRun, pod: Mapping[str, Any], now: float) -> None:
         """Take over a pod that was already running (the simulator restarted from its data
         directory): containers go on from what the status says."""
         status = pod.get("status") or {}
@@ -620,7 +452,7 @@ class Kubelet:
 
     # ------------------------------------------------------------------ container machine
 
-    def _start(self, c: _Container, pod: Mapping[str, Any], run: _PodRun, now: float) -> None:
+    def _start(self, c: Container, pod: Mapping[str, Any], run: PodRun, now: float) -> None:
         spec = pod.get("spec") or {}
         source: Mapping[str, Any] = next(
             (
@@ -651,7 +483,7 @@ class Kubelet:
         c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
         self._logs.setdefault(run.uid, {})[c.name] = c.program.log
 
-    def _exit(self, c: _Container, code: int, reason: str, message: str = "") -> None:
+    def _exit(self, c: Container, code: int, reason: str, message: str = "") -> None:
         if c.exit_reason:  # a real container said why it ended (StartError)
             reason, message = c.exit_reason, c.exit_message
             c.exit_reason = c.exit_message = ""
@@ -662,7 +494,7 @@ class Kubelet:
         c.finished_at = now_rfc3339()
         c.ends_at = math.inf
 
-    def _crash(self, c: _Container, pod: Mapping[str, Any], code: int, now: float) -> None:
+    def _crash(self, c: Container, pod: Mapping[str, Any], code: int, now: float) -> None:
         """Restart in place: the run that ended becomes lastState, then back-off."""
         self._exit(c, code, "Completed" if code == 0 else "Error")
         c.last_state = {"terminated": c.terminated()}
@@ -677,7 +509,7 @@ class Kubelet:
         )
         c.retry_at = now + wait * self.time_scale
 
-    def _advance(self, run: _PodRun, pod: Mapping[str, Any], now: float) -> bool:
+    def _advance(self, run: PodRun, pod: Mapping[str, Any], now: float) -> bool:
         """Move the pod's containers forward to `now`; True when the status changed."""
         changed = False
         if not run.started:
@@ -745,7 +577,7 @@ class Kubelet:
                 changed = True
         return changed
 
-    def _next_wake(self, run: _PodRun) -> float:
+    def _next_wake(self, run: PodRun) -> float:
         times = [math.inf]
         if not run.started:
             times.append(run.start_at)
@@ -758,7 +590,7 @@ class Kubelet:
                 times.append(c.retry_at)
         return min(times)
 
-    def _assign_ips(self, run: _PodRun) -> None:
+    def _assign_ips(self, run: PodRun) -> None:
         node = self.core.store.get(_NODES, ("", run.node)) or {}
         idx = self._node_ids.setdefault(run.node, len(self._node_ids))
         host = ""
@@ -775,7 +607,7 @@ class Kubelet:
     # ------------------------------------------------------------------ endings
 
     async def _terminate_gracefully(
-        self, key: PodKey, pod: Mapping[str, Any], run: _PodRun, now: float
+        self, key: PodKey, pod: Mapping[str, Any], run: PodRun, now: float
     ) -> None:
         if self.runtime is not None and any(c.real for c in run.containers):
             grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0
@@ -821,7 +653,7 @@ class Kubelet:
         tolerations = spec.get("tolerations") or []
         wait = math.inf
         for key, value in taints:
-            matching = _tolerations_for(tolerations, key, value)
+            matching = tolerations_for(tolerations, key, value)
             if not matching:
                 return 0.0
             seconds = math.inf
@@ -851,7 +683,7 @@ class Kubelet:
             if pod is None or pod["metadata"].get("uid") != uid:
                 return False
             status = dict(pod.get("status") or {})
-            if status.get("phase") in _TERMINAL:
+            if status.get("phase") in TERMINAL:
                 return False
             conds = [dict(c) for c in status.get("conditions") or []]
             if disruption is not None:
@@ -912,83 +744,13 @@ class Kubelet:
 
     # ------------------------------------------------------------------ status
 
-    def _phase(self, run: _PodRun) -> str:
-        if run.done:
-            if run.reason:
-                return "Failed"
-            mains = run.mains
-            if not run.initialized or any(
-                c.state != "terminated" or c.exit_code != 0 for c in mains
-            ):
-                return "Failed"
-            return "Succeeded"
-        if run.started and run.initialized:
-            return "Running"
-        return "Pending"
-
-    def _status(self, run: _PodRun, pod: Mapping[str, Any]) -> dict[str, Any]:
-        now = now_rfc3339()
-        old = pod.get("status") or {}
-        status = dict(old)
-        phase = self._phase(run)
-        status["phase"] = phase
-        if run.reason:
-            status["reason"] = run.reason
-            status["message"] = run.message
-        if run.started:
-            status["startTime"] = run.start_time
-            status["hostIP"] = run.host_ip
-            status["hostIPs"] = [{"ip": run.host_ip}]
-            status["podIP"] = run.pod_ip
-            status["podIPs"] = [{"ip": run.pod_ip}]
-        for c in run.mains:
-            if c.state == "waiting" and c.waiting_reason == "PodInitializing" and run.initialized:
-                c.waiting_reason = "ContainerCreating"
-        status["containerStatuses"] = [c.status() for c in run.mains]
-        if run.inits:
-            status["initContainerStatuses"] = [c.status() for c in run.inits]
-        wanted: dict[str, tuple[str, str, str]] = {"PodScheduled": ("True", "", "")}
-        if run.started:
-            wanted["PodReadyToStartContainers"] = ("True", "", "")
-        if run.initialized or (phase in _TERMINAL and not run.inits):
-            wanted["Initialized"] = ("True", "", "")
-        else:
-            pending = [
-                c.name for c in run.inits if not (c.state == "terminated" and c.exit_code == 0)
-            ]
-            if pending:
-                wanted["Initialized"] = (
-                    "False",
-                    "ContainersNotInitialized",
-                    f"containers with incomplete status: [{' '.join(pending)}]",
-                )
-            else:
-                wanted["Initialized"] = ("True", "", "")
-        if phase in _TERMINAL:
-            ready = ("False", "PodCompleted", "")
-        else:
-            unready = [c.name for c in run.mains if not c.ready]
-            unready += [c.name for c in run.inits if c.sidecar and not c.ready]
-            if unready:
-                ready = (
-                    "False",
-                    "ContainersNotReady",
-                    f"containers with unready status: [{' '.join(unready)}]",
-                )
-            else:
-                ready = ("True", "", "")
-        wanted["Ready"] = ready
-        wanted["ContainersReady"] = ready
-        status["conditions"] = _merge_conditions(old.get("conditions") or [], wanted, now)
-        return status
-
-    async def _write(self, key: PodKey, run: _PodRun) -> dict[str, Any] | None:
+    async def _write(self, key: PodKey, run: PodRun) -> dict[str, Any] | None:
         """Write the status derived from `run`, re-reading the pod on conflicts."""
         for _attempt in range(5):
             pod = self.core.store.get(_PODS, key)
             if pod is None or pod["metadata"].get("uid") != run.uid:
                 return None
-            status = self._status(run, pod)
+            status = pod_status(run, pod)
             if status == pod.get("status"):
                 return pod
             try:
@@ -1003,36 +765,3 @@ class Kubelet:
                     return None
                 raise
         raise ApiError(409, "Conflict", f"pod {key[0]}/{key[1]} keeps changing")
-
-
-def _merge_conditions(
-    existing: Sequence[Mapping[str, Any]], wanted: dict[str, tuple[str, str, str]], now: str
-) -> list[dict[str, Any]]:
-    """Set the kubelet-owned conditions, keeping lastTransitionTime when a condition's status
-    does not change and leaving conditions owned by others (DisruptionTarget, ...) alone."""
-    by_type = {c.get("type"): c for c in existing}
-    out: list[dict[str, Any]] = []
-    for ctype in _CANONICAL_CONDITIONS:
-        if ctype not in wanted:
-            if ctype in by_type:
-                out.append(dict(by_type[ctype]))
-            continue
-        status, reason, message = wanted[ctype]
-        old = by_type.get(ctype)
-        cond: dict[str, Any] = {
-            "type": ctype,
-            "status": status,
-            "lastProbeTime": None,
-            "lastTransitionTime": (
-                old.get("lastTransitionTime")
-                if old is not None and old.get("status") == status
-                else now
-            ),
-        }
-        if reason:
-            cond["reason"] = reason
-        if message:
-            cond["message"] = message
-        out.append(cond)
-    out.extend(dict(c) for c in existing if c.get("type") not in _CANONICAL_CONDITIONS)
-    return out

@@ -126,8 +126,8 @@ class _Instance:
 
     key: PodKey
     name: str
-    container: Any  # the kubelet's _Container, updated on exit and by probes
-    run: Any  # the kubelet's _PodRun
+    container: Any  # the kubelet's Container, updated on exit and by probes
+    run: Any  # the kubelet's PodRun
     spec: Mapping[str, Any]
     log_path: Path
     identity: dict[str, Any]
