@@ -174,6 +174,15 @@ class RuntimeMetrics:
             ["name"],
             registry=r,
         )
+        # This runtime's own: events not written (runtime/events.py), by why: `spam` (the
+        # per-object filter client-go's recorder has) or `queue_full`.
+        self.event_recorder_dropped_total = Counter(
+            "event_recorder_dropped",
+            "Events not written to the API server, by recorder component and reason "
+            "(spam: the per-object spam filter, queue_full: the writer is behind)",
+            ["component", "reason"],
+            registry=r,
+        )
         # This runtime's own: how late the event loop runs what is due (see runtime/looplag.py).
         self.event_loop_lag_seconds = Histogram(
             "asyncio_event_loop_lag_seconds",

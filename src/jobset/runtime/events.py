@@ -8,6 +8,13 @@ aggregated like client-go's `EventCorrelator`/`eventLogger`: the existing Event 
 with `count + 1` and a new `lastTimestamp` instead of creating a new object - that is what
 `kubectl describe` shows as "(x5 over 2m)".
 
+Before any of that, client-go's `EventSourceObjectSpamFilter`: a token bucket per source
+and involved object (burst 25, then one event per 5 minutes; 4096 objects remembered, least
+recently used forgotten), whatever the type, reason or message. An object that fails or
+restarts in a loop - and tenants choose what their JobSets do - costs the API server at
+most 25 events at once and 12 an hour after that, instead of one per reconcile; what is
+filtered is counted in `event_recorder_dropped_total{reason="spam"}`.
+
 core/v1 rather than events.k8s.io/v1 because `kubectl describe` and most tooling read both,
 and the core form carries `count` directly (the only thing aggregation needs).
 """
@@ -19,14 +26,68 @@ import contextlib
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from jobset.runtime.client import EVENTS, ApiError, Client, Object
 from jobset.runtime.logging import get_logger
 
-__all__ = ["NORMAL", "WARNING", "EventRecorder"]
+if TYPE_CHECKING:
+    from jobset.metrics import RuntimeMetrics
+
+__all__ = ["NORMAL", "WARNING", "EventRecorder", "SpamFilter"]
+
+# client-go's defaults (tools/record/events_cache.go): defaultSpamBurst, defaultSpamQPS,
+# maxLruCacheEntries.
+SPAM_BURST: Final = 25
+SPAM_QPS: Final = 1.0 / 300.0
+SPAM_CACHE_SIZE: Final = 4096
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at: float
+
+
+class SpamFilter:
+    """A token bucket per key (client-go's `EventSourceObjectSpamFilter`): `allow(key)` takes
+    a token, refilled at `qps` up to `burst`; buckets of the `cache_size` most recently used
+    keys are kept (a forgotten key starts with a full bucket again, as in client-go's LRU)."""
+
+    def __init__(
+        self,
+        *,
+        burst: int = SPAM_BURST,
+        qps: float = SPAM_QPS,
+        cache_size: int = SPAM_CACHE_SIZE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.burst = burst
+        self.qps = qps
+        self.cache_size = cache_size
+        self.clock = clock
+        self._buckets: OrderedDict[Hashable, _Bucket] = OrderedDict()
+
+    def allow(self, key: Hashable) -> bool:
+        now = self.clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(float(self.burst), now)
+            while len(self._buckets) > self.cache_size:
+                self._buckets.popitem(last=False)
+        else:
+            elapsed = max(0.0, now - bucket.at)
+            bucket.tokens = min(float(self.burst), bucket.tokens + elapsed * self.qps)
+            bucket.at = now
+            self._buckets.move_to_end(key)
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return True
+        return False
+
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -55,7 +116,12 @@ def _now() -> str:
 
 
 class EventRecorder:
-    """Non-blocking event recording with aggregation of repeats."""
+    """Non-blocking event recording with a per-object spam filter and aggregation of repeats.
+
+    `spam_filter` is client-go's (burst 25, one per 5 minutes per object; pass one with a
+    fake clock in tests). `metrics` counts dropped events by reason (`spam`: filtered;
+    `queue_full`: the writer is behind).
+    """
 
     def __init__(
         self,
@@ -66,6 +132,8 @@ class EventRecorder:
         queue_size: int = 1000,
         cache_size: int = 4096,
         aggregation_window: float = 600.0,
+        spam_filter: SpamFilter | None = None,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
         self.client = client
         self.component = component
@@ -75,7 +143,10 @@ class EventRecorder:
         self._cache_size = cache_size
         self._window = aggregation_window
         self._task: asyncio.Task[None] | None = None
-        self.dropped = 0
+        self.spam_filter = spam_filter if spam_filter is not None else SpamFilter()
+        self._dropped_metric = None if metrics is None else metrics.event_recorder_dropped_total
+        self.dropped = 0  # the queue was full
+        self.filtered = 0  # the spam filter refused
         self.written = 0
         self.log = get_logger("events", component=component)
 
@@ -84,6 +155,18 @@ class EventRecorder:
     def event(self, obj: Object, type_: str, reason: str, message: str) -> None:
         """Record an event about `obj`; returns at once, whatever the API server does."""
         meta = obj.get("metadata", {})
+        # client-go's spam key: source (component, host: one per recorder) + involved object.
+        spam_key = (
+            obj.get("kind", ""),
+            meta.get("namespace", ""),
+            meta.get("name", ""),
+            meta.get("uid", ""),
+            obj.get("apiVersion", ""),
+        )
+        if not self.spam_filter.allow(spam_key):
+            self.filtered += 1
+            self._count_drop("spam")
+            return
         involved = {
             "apiVersion": obj.get("apiVersion", ""),
             "kind": obj.get("kind", ""),
@@ -96,6 +179,11 @@ class EventRecorder:
             self._queue.put_nowait(_Pending(involved, type_, reason, message[:1024], _now()))
         except asyncio.QueueFull:
             self.dropped += 1
+            self._count_drop("queue_full")
+
+    def _count_drop(self, reason: str) -> None:
+        if self._dropped_metric is not None:
+            self._dropped_metric.labels(self.component, reason).inc()
 
     # ------------------------------------------------------------------ lifecycle
 

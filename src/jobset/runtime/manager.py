@@ -165,7 +165,7 @@ class Manager:
         return derived
 
     def recorder(self, component: str) -> EventRecorder:
-        rec = EventRecorder(self.client_for("events"), component)
+        rec = EventRecorder(self.client_for("events"), component, metrics=self.metrics)
         self.recorders.append(rec)
         return rec
 
