@@ -5,7 +5,7 @@ Nothing here does I/O or knows about HTTP; it is the Python counterpart of
 
 - `errors.py` - `ApiError` and `Cause`, rendered as `Status`; `field.py` - the field-error
   messages (`Invalid value: ...`, `Required value`) every validator words the same way.
-- `selectors.py` - label and field selectors, parsed and matched.
+- `selectors/` - label (`labels.py`) and field (`fields.py`) selectors, parsed and matched.
 - `patch` - JSON patch, merge patch, strategic merge patch, server-side apply and managedFields.
 - `schema` - CRD structural schemas: compile, prune, default, validate.
 - `cel` - CEL for `x-kubernetes-validations`, with Kubernetes' extension libraries.
