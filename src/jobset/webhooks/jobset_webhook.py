@@ -3,8 +3,9 @@
 Both call the pure functions of `jobset.api` (one definition of the contract for the
 webhook, the controller and the tests); this module adds only what needs I/O or the wire:
 decoding the object, looking up the PVCs `volumeClaimPolicies` would create (validation
-compares them with existing claims), turning field errors into the 422 `Invalid` Status
-upstream returns, and turning the defaulted object into a JSON patch.
+compares them with existing claims, for a requester who may read them: see `access.py`),
+turning field errors into the 422 `Invalid` Status upstream returns, and turning the
+defaulted object into a JSON patch.
 
 The API server applies the CRD schema's structural defaults before calling mutating
 webhooks, but validates the schema only after them, so the mutating handler may see
@@ -28,7 +29,9 @@ from jobset.api.validation import (
     validate_update,
     volume_claim_pvc_names,
 )
+from jobset.runtime.authn import User
 from jobset.runtime.client import ApiError, Client, Resource
+from jobset.webhooks.access import AccessReviewer, Unreviewable
 from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
 
 __all__ = ["PVCS", "JobSetWebhook"]
@@ -90,7 +93,8 @@ class JobSetWebhook:
     """Handlers for `/mutate-jobset-x-k8s-io-v1alpha2-jobset` and `/validate-...`.
 
     `client` is used only to read PVCs at validation time (upstream reads them through its
-    API reader too: a cached view would let a just-created claim slip through). `features`
+    API reader too: a cached view would let a just-created claim slip through), and to ask
+    whether the requesting user may read them (`access`; see `access.py`). `features`
     are the controller's feature gates (InPlaceRestart, RestartJob, ElasticJobSet change
     what validation accepts). `limits` are the controller's `--max-jobs-per-jobset` and
     `--max-pods-per-job`, the same the controller applies to stored JobSets.
@@ -102,10 +106,13 @@ class JobSetWebhook:
         features: Mapping[str, bool] | None = None,
         *,
         limits: Limits = DEFAULT_LIMITS,
+        access: AccessReviewer | None = None,
     ) -> None:
         self.client = client
         self.features = dict(features or {})
         self.limits = limits
+        # Whether the requesting user may read the claims validation would compare with.
+        self.access = access or (AccessReviewer(client) if client is not None else None)
 
     # ------------------------------------------------------------------ mutate
 
@@ -134,9 +141,15 @@ class JobSetWebhook:
             problem = None if obj is None else _shape_error(obj)
             if problem is not None:
                 return AdmissionResponse.errored(400, f"cannot decode JobSet: {problem}")
+        object_ns = (js.get("metadata") or {}).get("namespace")
+        if req.namespace and object_ns and object_ns != req.namespace:
+            # kube-apiserver never sends this; whoever did must not choose where we look.
+            return AdmissionResponse.errored(
+                400, "the namespace of the object does not match the namespace of the request"
+            )
         try:
             if req.operation == "CREATE":
-                pvcs = await self._existing_pvcs(js, req.namespace)
+                pvcs = await self._existing_pvcs(js, req.namespace, req.user)
                 errors = validate_create(
                     js, features=self.features, existing_pvcs=pvcs, limits=self.limits
                 )
@@ -153,9 +166,15 @@ class JobSetWebhook:
         return AdmissionResponse.with_status(invalid_status(name, errors))
 
     async def _existing_pvcs(
-        self, js: Mapping[str, Any], namespace: str
+        self, js: Mapping[str, Any], namespace: str, user: User | None
     ) -> dict[str, Mapping[str, Any] | Exception]:
         """The existing PVCs among those the JobSet would create (absent ones left out).
+
+        Only for a `user` who may `get` PVCs in the namespace (a SubjectAccessReview,
+        cached briefly): for anyone else the answer is `{}`, as if no claim existed, so
+        nothing in the response depends on claims the requester could not read. A review
+        that cannot be made marks every claim "cannot be checked" (which says nothing
+        about them either).
 
         A JobSet may name 50 x 50 claim templates, and a dry-run costs the tenant nothing:
         the lookups are deduplicated, at most `MAX_PVC_GETS` are single GETs (in parallel),
@@ -166,6 +185,14 @@ class JobSetWebhook:
             return {}
         ns = namespace or str((js.get("metadata") or {}).get("namespace") or "")
         names = list(dict.fromkeys(volume_claim_pvc_names(js)))
+        if not names:
+            return {}
+        assert self.access is not None
+        try:
+            if not await self.access.allowed(user, "get", "", PVCS.plural, ns):
+                return {}
+        except Unreviewable:
+            return dict.fromkeys(names, Unreviewable("could not review access to claims"))
         if len(names) > MAX_PVC_GETS:
             return await self._listed_pvcs(self.client, ns, set(names))
         client = self.client

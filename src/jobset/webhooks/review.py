@@ -18,6 +18,8 @@ from typing import Any, Final
 import jsonpatch
 import orjson
 
+from jobset.runtime.authn import User
+
 __all__ = [
     "ADMISSION_API_VERSION",
     "MAX_REQUEST_BYTES",
@@ -57,6 +59,10 @@ class AdmissionRequest:
     old_object: dict[str, Any] | None
     dry_run: bool
     api_version: str = ADMISSION_API_VERSION
+    # `request.userInfo`: who asked the API server (None: the review named nobody). Only as
+    # trustworthy as the caller: the API server when `--webhook-client-ca-file` (or
+    # `--webhook-client-ca-from-cluster`) makes the server verify it, anyone otherwise.
+    user: User | None = None
 
 
 @dataclass
@@ -119,6 +125,34 @@ def _obj(value: Any, what: str) -> dict[str, Any] | None:
     return value
 
 
+def _user(value: Any) -> User | None:
+    info = _obj(value, "request.userInfo")
+    if info is None:
+        return None
+    name = _str(info.get("username"), "request.userInfo.username")
+    uid = _str(info.get("uid"), "request.userInfo.uid")
+    groups = info.get("groups") or []
+    extra = info.get("extra") or {}
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise ReviewError(
+            "couldn't decode AdmissionReview: request.userInfo.groups must be strings"
+        )
+    if not isinstance(extra, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in extra.values()
+    ):
+        raise ReviewError(
+            "couldn't decode AdmissionReview: request.userInfo.extra must map to string lists"
+        )
+    if not name:
+        return None
+    return User(
+        name,
+        uid,
+        tuple(groups),
+        tuple(sorted((str(k), tuple(v)) for k, v in extra.items())),
+    )
+
+
 def decode_review(body: bytes, content_type: str) -> AdmissionRequest:
     """Parse and check an AdmissionReview; raise `ReviewError` with the reason otherwise."""
     if content_type.split(";")[0].strip().lower() != "application/json":
@@ -168,6 +202,7 @@ def decode_review(body: bytes, content_type: str) -> AdmissionRequest:
         old_object=_obj(request.get("oldObject"), "request.oldObject"),
         dry_run=bool(dry_run),
         api_version=str(api_version),
+        user=_user(request.get("userInfo")),
     )
 
 

@@ -28,7 +28,7 @@ from aiohttp import web
 
 from kubesim import __version__
 from kubesim.apiserver import discovery, openapi, protobuf, rbac, reviews, tables
-from kubesim.apiserver.apicore import ApiCore, Request
+from kubesim.apiserver.apicore import ADMIN_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.watchstream import WatchOptions, WatchStream
 from kubesim.clock import now_rfc3339
@@ -330,7 +330,13 @@ class ApiHttpServer:
     def _request_options(self, request: web.Request) -> Request:
         q = request.query
         dry = q.getall("dryRun", [])
+        who: rbac.UserInfo | None = request.get(_USER)
+        # Admission webhooks see the requesting user as `userInfo` (no authentication: admin).
+        user = (
+            dict(ADMIN_USER) if who is None else {"username": who.name, "groups": list(who.groups)}
+        )
         return Request(
+            user=user,
             dry_run="All" in dry,
             field_manager=q.get("fieldManager", "") or _user_agent_manager(request),
             field_validation=q.get("fieldValidation", "Ignore"),

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from jobset.metrics import RuntimeMetrics
-from jobset.runtime.authn import DelegatingAuth
+from jobset.runtime.authn import DelegatingAuth, User
 from jobset.runtime.client import LEASES, Client
 from jobset.runtime.manager import Manager
 from jobset.runtime.options import ManagerOptions
@@ -101,6 +101,8 @@ def _create_request(js: dict[str, Any]) -> AdmissionRequest:
         object=js,
         old_object=None,
         dry_run=True,
+        # PVCs are looked up only for a requester who may read them (issue 20 finding 2).
+        user=User("admin", groups=("system:masters", "system:authenticated")),
     )
 
 
@@ -120,6 +122,8 @@ async def test_webhook_pvc_lookups_are_bounded(
         key_get, key_list = ("get", "persistentvolumeclaims"), ("list", "persistentvolumeclaims")
         assert after.get(key_get, 0) - before.get(key_get, 0) == gets
         assert after.get(key_list, 0) - before.get(key_list, 0) == lists
+        key_review = ("create", "subjectaccessreviews")
+        assert after.get(key_review, 0) - before.get(key_review, 0) == 1
     finally:
         await client.close()
 

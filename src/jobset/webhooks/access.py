@@ -1,0 +1,117 @@
+"""Whether the user behind an admission request may read what the webhook would read for it.
+
+The validating JobSet webhook compares the PVCs a JobSet's `volumeClaimPolicies` would
+create with the claims that already exist, reading them with the controller's cluster-wide
+permission. Its answer ("spec does not match existing PVC ...", "retentionPolicy must be
+retain when PVC exists") tells the requester whether a claim exists and whether its spec
+matches a guess - an oracle for anyone who may create JobSets in a namespace but not read
+its claims (security review, issue 20 finding 2). So the webhook first asks the API server,
+with a `SubjectAccessReview` for the request's `userInfo`, whether that user may `get`
+`persistentvolumeclaims` in the namespace; only then does it look. Otherwise validation runs
+as if no claim existed, so the answer is the same whether or not one does, and costs the
+same time (no lookup at all).
+
+Decisions are cached briefly (`ALLOW_TTL`/`DENY_TTL`, bounded entries), as the API server's
+own webhook authorizer caches them: a burst of dry-runs by one user costs one review, and a
+revoked binding is honoured within seconds. Reviews go through the webhook's own client
+budget (`manager.client_for("webhooks")`), at most `MAX_IN_FLIGHT` at once; beyond that, or
+when the review fails, `Unreviewable` is raised and the webhook reports that the claims
+could not be checked - an answer that also says nothing about the claims.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from jobset.runtime.authn import SUBJECT_ACCESS_REVIEWS, TTLCache, User
+from jobset.runtime.client import ApiError, Client
+
+__all__ = ["ALLOW_TTL", "DENY_TTL", "MAX_IN_FLIGHT", "AccessReviewer", "Unreviewable"]
+
+ALLOW_TTL: Final = 10.0
+DENY_TTL: Final = 10.0
+MAX_ENTRIES: Final = 1024
+MAX_IN_FLIGHT: Final = 16
+REVIEW_TIMEOUT: Final = 5.0  # well inside the webhook's own 8 s
+
+
+class Unreviewable(Exception):
+    """The access review could not be made (API error, timeout, too many in flight)."""
+
+
+_Key = tuple[User, str, str, str, str]
+
+
+class AccessReviewer:
+    """`SubjectAccessReview`s for resource attributes, with a small TTL cache."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        allow_ttl: float = ALLOW_TTL,
+        deny_ttl: float = DENY_TTL,
+        max_entries: int = MAX_ENTRIES,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        timeout: float = REVIEW_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.allow_ttl = allow_ttl
+        self.deny_ttl = deny_ttl
+        self.max_in_flight = max_in_flight
+        self.timeout = timeout
+        self.in_flight = 0
+        self.reviews = 0  # reviews sent (tests and debugging)
+        self._decisions: TTLCache[_Key, bool] = TTLCache(max_entries, clock)
+
+    async def allowed(
+        self, user: User | None, verb: str, group: str, resource: str, namespace: str
+    ) -> bool:
+        """Whether RBAC (or whatever authorizes the API server) lets `user` `verb` `resource`
+        in `namespace`. No user (an anonymous or unreadable request): False, without a call."""
+        if user is None or not user.name:
+            return False
+        key = (user, verb, group, resource, namespace)
+        cached = self._decisions.get(key)
+        if cached is not None:
+            return cached
+        if self.in_flight >= self.max_in_flight:
+            raise Unreviewable("too many access reviews in flight")
+        spec: dict[str, Any] = {
+            "user": user.name,
+            "groups": list(user.groups),
+            "resourceAttributes": {
+                "namespace": namespace,
+                "verb": verb,
+                "group": group,
+                "resource": resource,
+            },
+        }
+        if user.uid:
+            spec["uid"] = user.uid
+        if user.extra:
+            spec["extra"] = {k: list(v) for k, v in user.extra}
+        self.in_flight += 1
+        self.reviews += 1
+        try:
+            review = await self.client.request(
+                "POST",
+                SUBJECT_ACCESS_REVIEWS.path(),
+                body={
+                    "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
+                    "kind": SUBJECT_ACCESS_REVIEWS.kind,
+                    "spec": spec,
+                },
+                request_timeout=self.timeout,
+            )
+        except (ApiError, OSError, TimeoutError) as exc:
+            raise Unreviewable(type(exc).__name__) from exc
+        finally:
+            self.in_flight -= 1
+        status = (review or {}).get("status") or {}
+        allowed = bool(status.get("allowed")) and not status.get("denied")
+        self._decisions.put(key, allowed, self.allow_ttl if allowed else self.deny_ttl)
+        return allowed
