@@ -3,9 +3,14 @@
 The leader pod of each child Job (completion index 0) gets:
 
 - a required pod affinity to pods with its own `jobset.sigs.k8s.io/job-key`, so its Job's
-  pods share its domain;
+  pods share its domain - pods of its own namespace only (no `namespaceSelector`, unlike
+  upstream's `{}`): the key is a predictable hash, and a pod of another namespace carrying a
+  victim's key must not pull the victim's leader into a domain of its choosing;
 - a required pod anti-affinity to pods with another job-key at the same priority (label
-  `jobset.sigs.k8s.io/priority`), so no other Job's pods share it.
+  `jobset.sigs.k8s.io/priority`), so no other Job's pods share it - in every namespace, as
+  upstream: exclusivity between tenants is the point. A pod can only repel with a key and
+  priority it really has: the validating pod webhook refuses placement labels that do not
+  match the pod's own Job and priority (`jobset.webhooks.pod_webhook`).
 
 Followers get no affinity: once the leader is bound, they get a nodeSelector
 `<topologyKey>: <the leader's domain>`; until then the validating webhook rejects them and
@@ -95,7 +100,7 @@ def exclusive_affinity(
                 "matchExpressions": [{"key": c.JOB_KEY, "operator": "In", "values": [job_key]}]
             },
             "topologyKey": topology_key,
-            "namespaceSelector": {},
+            # No namespaceSelector: the pod's own namespace (see the module docstring).
         },
     ]
     anti[required] = [

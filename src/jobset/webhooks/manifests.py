@@ -7,9 +7,14 @@ kustomize output (`jobset-` prefix, namespace `jobset-system`).
 
 Scope and failure policy: the JobSet webhooks fail closed (`failurePolicy: Fail`): a JobSet
 admitted without defaulting and validation would reach the controller malformed. The Pod
-webhooks fail closed too, as upstream, but an `objectSelector` on the
-`jobset.sigs.k8s.io/jobset-name` label sends them only JobSet pods, so a broken or absent
-controller can block its own JobSets' pods, never unrelated pods cluster-wide.
+webhooks fail closed too, as upstream, but an `objectSelector` sends them only JobSet pods,
+so a broken or absent controller can block its own JobSets' pods, never unrelated pods
+cluster-wide: the mutating one on the `jobset.sigs.k8s.io/jobset-name` label (as upstream),
+the validating one on `jobset.sigs.k8s.io/job-key`, the label exclusive placement selects
+on, so that a pod that is not a JobSet's but carries that label reaches it too and is
+refused (issue 20 finding 7). The validating one also sees updates, but a matchCondition
+passes only those that change labels: a finalizer removal by the Job controller never waits
+for this controller.
 """
 
 from __future__ import annotations
@@ -43,6 +48,14 @@ TIMEOUT_SECONDS: Final = 10
 ADDRESS_ANNOTATION: Final = "sim.jobset.x-k8s.io/address"
 
 _POD_SELECTOR: Final = {"matchExpressions": [{"key": c.JOBSET_NAME_KEY, "operator": "Exists"}]}
+_LABELLED_POD_SELECTOR: Final = {"matchExpressions": [{"key": c.JOB_KEY, "operator": "Exists"}]}
+# Updates reach the validating pod webhook only when they change labels (the placement
+# labels are what it checks on update).
+LABELS_CHANGED: Final = (
+    "request.operation == 'CREATE' || !has(oldObject.metadata.labels) || "
+    "!has(object.metadata.labels) || oldObject.metadata.labels != object.metadata.labels"
+)
+_LABEL_CONDITIONS: Final = [{"name": "labels-changed", "expression": LABELS_CHANGED}]
 
 
 def _hook(
@@ -55,6 +68,7 @@ def _hook(
     namespace: str,
     service_name: str,
     object_selector: dict[str, Any] | None = None,
+    match_conditions: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     hook: dict[str, Any] = {
         "name": name,
@@ -76,6 +90,8 @@ def _hook(
     }
     if object_selector is not None:
         hook["objectSelector"] = object_selector
+    if match_conditions is not None:
+        hook["matchConditions"] = match_conditions
     return hook
 
 
@@ -136,10 +152,11 @@ def validating_configuration(
                 "",
                 "pods",
                 "v1",
-                ["CREATE"],
+                ["CREATE", "UPDATE"],
                 namespace,
                 service_name,
-                _POD_SELECTOR,
+                _LABELLED_POD_SELECTOR,
+                _LABEL_CONDITIONS,
             ),
         ],
     }

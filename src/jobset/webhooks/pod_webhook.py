@@ -12,9 +12,21 @@ Mutating, on create of a JobSet pod (annotation `jobset.sigs.k8s.io/jobset-name`
 Validating, on create: a follower of the affinity strategy is rejected until it has that
 nodeSelector and its leader is bound - a transient error the Job controller retries.
 
-Both read only the caches (JobSet pods by name, Nodes), like upstream's cached client, so a
-pod creation costs no API call; the configurations scope them with an objectSelector on the
-`jobset-name` label, so unrelated pods never reach this server.
+Validating, on create and on updates that change labels, of every pod carrying the
+`jobset.sigs.k8s.io/job-key` label (not only JobSet pods; this project, not upstream): the
+placement labels the exclusive affinities select on must be the pod's own. The job-key must
+be the key of the Job that controls the pod, in the pod's namespace (`job_key(namespace,
+job)`), and `jobset.sigs.k8s.io/priority`, when the API server resolved the pod's priority,
+must be that priority. Otherwise anyone who may create a pod could label it with another
+tenant's (predictable) key, or a priority it does not run at, and steer or block that
+tenant's exclusive placement (security review, issue 20 finding 7).
+
+The mutating webhook reads only the caches (JobSet pods by name, Nodes), like upstream's
+cached client, and so does the validating one, so a pod creation costs no API call. The
+mutating configuration's objectSelector on the `jobset-name` label sends it only JobSet
+pods; the validating one's, on `job-key`, sends it JobSet pods and anything pretending to
+be one, never unrelated pods, and its matchCondition skips updates that leave the labels
+alone (the Job controller's finalizer removals, for one).
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from jobset.api import constants as c
+from jobset.api.types import job_key
 from jobset.placement.affinity import (
     LEADER_NOT_SCHEDULED_MSG,
     exclusive_affinity,
@@ -34,7 +47,7 @@ from jobset.placement.strategy import annotations_of, strategy_of, topology_key_
 from jobset.runtime.logging import get_logger
 from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
 
-__all__ = ["PodWebhook"]
+__all__ = ["PodWebhook", "placement_label_problem"]
 
 
 def _pointer(key: str) -> str:
@@ -59,6 +72,42 @@ def _readable(pod: dict[str, Any]) -> bool:
         if value is not None and not isinstance(value, dict):
             return False
     return True
+
+
+def placement_label_problem(pod: dict[str, Any], namespace: str) -> str | None:
+    """Why the pod may not carry its placement labels (None: it may, or carries none).
+
+    The messages name only the pod's own labels and owner, nothing about other objects.
+    """
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    key = labels.get(c.JOB_KEY)
+    if key is None:
+        return None
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    owner = next(
+        (r for r in refs if isinstance(r, dict) and r.get("controller") is True),
+        None,
+    )
+    if (
+        owner is None
+        or owner.get("kind") != "Job"
+        or str(owner.get("apiVersion") or "").split("/")[0] != "batch"
+        or not isinstance(owner.get("name"), str)
+    ):
+        return (
+            f"label {c.JOB_KEY} is reserved for pods of JobSet Jobs: "
+            "this pod is not controlled by a Job"
+        )
+    if key != job_key(namespace, owner["name"]):
+        return (
+            f"label {c.JOB_KEY} must be the key of the pod's own Job "
+            f"({owner['name']} in namespace {namespace})"
+        )
+    priority = priority_of(pod)
+    label = labels.get(c.PRIORITY_KEY)
+    if label is not None and priority is not None and label != priority:
+        return f"label {c.PRIORITY_KEY} must be the pod's priority ({priority})"
+    return None
 
 
 class PodWebhook:
@@ -126,10 +175,16 @@ class PodWebhook:
 
     async def validate(self, req: AdmissionRequest) -> AdmissionResponse:
         pod = req.object
-        if req.operation != "CREATE" or pod is None or not _is_jobset_pod(pod):
+        if req.operation not in ("CREATE", "UPDATE") or pod is None:
             return AdmissionResponse.allow()
-        if not _readable(pod):
+        if not _readable(pod) or not isinstance(pod["metadata"].get("ownerReferences") or [], list):
             return AdmissionResponse.errored(400, "cannot decode Pod")
+        namespace = req.namespace or str(pod["metadata"].get("namespace") or "")
+        problem = placement_label_problem(pod, namespace)
+        if problem is not None:
+            return AdmissionResponse.deny(problem)
+        if req.operation != "CREATE" or not _is_jobset_pod(pod):
+            return AdmissionResponse.allow()
         topology_key = topology_key_of(pod)
         if strategy_of(pod) != "affinity" or topology_key is None or is_leader_pod(pod):
             return AdmissionResponse.allow()

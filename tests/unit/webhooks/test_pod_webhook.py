@@ -8,6 +8,7 @@ from typing import Any
 import jsonpatch
 
 from jobset.api import constants as c
+from jobset.api.types import job_key
 from jobset.placement.caches import POD_INDEXERS, PlacementCaches
 from jobset.placement.pod_controller import leader_pod_filter, misplaced_followers
 from jobset.runtime.client import PODS
@@ -16,6 +17,7 @@ from jobset.webhooks.pod_webhook import PodWebhook
 from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
 from tests.unit.placement.helpers import NODES, POOL, node
 
+KEY = job_key("default", "js-w-0")
 OWNER = {
     "apiVersion": "batch/v1",
     "kind": "Job",
@@ -57,7 +59,7 @@ def pod(
                 c.JOBSET_NAME_KEY: "js",
                 c.REPLICATED_JOB_NAME_KEY: "w",
                 c.JOB_INDEX_KEY: "0",
-                c.JOB_KEY: "key0",
+                c.JOB_KEY: KEY,
             },
             "annotations": anns,
             "ownerReferences": [OWNER],
@@ -75,8 +77,10 @@ def caches(pods: list[dict[str, Any]]) -> PlacementCaches:
     return PlacementCaches(p, n)
 
 
-def request(obj: dict[str, Any]) -> AdmissionRequest:
-    return AdmissionRequest("u", "CREATE", {"kind": "Pod"}, "default", "", obj, None, False)
+def request(
+    obj: dict[str, Any], operation: str = "CREATE", namespace: str = "default"
+) -> AdmissionRequest:
+    return AdmissionRequest("u", operation, {"kind": "Pod"}, namespace, "", obj, None, False)
 
 
 def patched(original: dict[str, Any], resp: AdmissionResponse) -> dict[str, Any]:
@@ -103,8 +107,11 @@ async def test_leader_gets_affinities_and_priority_label() -> None:
         0
     ]
     assert aff["labelSelector"]["matchExpressions"] == [
-        {"key": c.JOB_KEY, "operator": "In", "values": ["key0"]}
+        {"key": c.JOB_KEY, "operator": "In", "values": [KEY]}
     ]
+    # Attracted only by pods of its own namespace; repelled by other Jobs' pods in all.
+    assert "namespaceSelector" not in aff
+    assert anti["namespaceSelector"] == {}
 
 
 async def test_follower_follows_a_bound_leader_and_waits_for_an_unbound_one() -> None:
@@ -168,3 +175,34 @@ async def test_no_patch_when_the_priority_label_is_already_right() -> None:
     planned["metadata"]["labels"][c.PRIORITY_KEY] = "7"
     out = patched(planned, await PodWebhook(caches([])).mutate(request(planned)))
     assert out["metadata"]["labels"][c.PRIORITY_KEY] == "0"
+
+
+def forged(labels: dict[str, str], owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "spy", "namespace": "tenant-b", "labels": labels}
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    return {"metadata": meta, "spec": {"containers": [{"name": "c"}], "priority": 0}}
+
+
+async def test_placement_labels_that_are_not_the_pods_own_are_refused() -> None:
+    hook = PodWebhook(caches([]))
+    victim = job_key("default", "js-w-0")
+    own_job = {**OWNER, "name": "mine", "uid": "u2"}
+    cases = [
+        (forged({c.JOB_KEY: victim}), "not controlled by a Job"),
+        (forged({c.JOB_KEY: victim}, {**OWNER, "kind": "ReplicaSet"}), "not controlled by a Job"),
+        # A Job of its own namespace named like the victim's still has another key.
+        (forged({c.JOB_KEY: victim}, OWNER), "key of the pod's own Job (js-w-0 in namespace"),
+        (
+            forged({c.JOB_KEY: job_key("tenant-b", "mine"), c.PRIORITY_KEY: "1000"}, own_job),
+            "must be the pod's priority (0)",
+        ),
+    ]
+    for obj, message in cases:
+        for operation in ("CREATE", "UPDATE"):
+            resp = await hook.validate(request(obj, operation, "tenant-b"))
+            assert not resp.allowed and resp.status, (obj, operation)
+            assert message in resp.status["message"], resp.status
+    ok = forged({c.JOB_KEY: job_key("tenant-b", "mine"), c.PRIORITY_KEY: "0"}, own_job)
+    assert (await hook.validate(request(ok, "UPDATE", "tenant-b"))).allowed
+    assert (await hook.validate(request(forged({"app": "x"}), "UPDATE", "tenant-b"))).allowed
