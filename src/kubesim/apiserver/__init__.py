@@ -14,7 +14,8 @@ Where things live:
 - `strategies.py` - per-type behaviour of built-ins (defaults on create, immutable fields).
 - `discovery.py`, `openapi.py`, `tables.py`, `protobuf.py` - discovery documents, OpenAPI
   v2/v3, `kubectl get` tables, protobuf request bodies.
-- `admission.py` - mutating and validating admission webhooks over HTTPS.
+- `admission.py` - mutating and validating admission webhooks over HTTPS; `webhookconfig.py`
+  parses their configurations and matches requests against their rules.
 - `rbac.py`, `reviews.py` - RBAC authorization; TokenReview and the access reviews.
 - `faults.py` - seeded fault injection; `certs.py` - the cluster's CA, serving certs, kubeconfig.
 

@@ -83,6 +83,13 @@ from kubesim.apiserver import certs
 from kubesim.apiserver.apicore import AdmissionAttributes, ApiCore
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ResourceKey
+from kubesim.apiserver.webhookconfig import (
+    Webhook,
+    is_namespace,
+    parse_configuration,
+    request_namespace,
+    rule_matches,
+)
 from kubesim.controllers.endpoints import (
     ADDRESS_ANNOTATION,
     PodHost,
@@ -90,9 +97,8 @@ from kubesim.controllers.endpoints import (
     resolve_service,
     simulated_pod_host,
 )
-from kubesim.machinery.cel import CelError, CelProgram, compile_expression
+from kubesim.machinery.cel import CelError
 from kubesim.machinery.errors import ApiError, Cause
-from kubesim.machinery.selectors import LabelSelector
 
 __all__ = ["ADDRESS_ANNOTATION", "Webhook", "WebhookAdmission"]
 
@@ -130,8 +136,6 @@ _REASONS = {
     503: "ServiceUnavailable",
     504: "Timeout",
 }
-_CEL_VARIABLES = ("object", "oldObject", "request")
-_DEFAULT_TIMEOUT = 10
 _MAX_ERROR_BODY = 512
 
 
@@ -142,38 +146,6 @@ class _CallError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class _Condition:
-    """A compiled matchCondition; `error` is set instead when its expression does not compile,
-    which makes every evaluation fail (and the failurePolicy apply) rather than the write of
-    the configuration, since the simulated server does not validate configurations."""
-
-    name: str
-    program: CelProgram | None
-    error: str = ""
-
-
-@dataclass(frozen=True)
-class Webhook:
-    """One webhook of a configuration, with its defaults applied and selectors parsed."""
-
-    name: str
-    configuration: str
-    index: int
-    mutating: bool
-    rules: tuple[dict[str, Any], ...]
-    namespace_selector: LabelSelector | ApiError
-    object_selector: LabelSelector | ApiError
-    match_conditions: tuple[_Condition, ...]
-    match_policy: str
-    failure_policy: str
-    side_effects: str
-    timeout: float
-    review_versions: tuple[str, ...]
-    reinvoke: bool
-    client_config: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -200,108 +172,6 @@ def _go_duration(seconds: float) -> str:
     if seconds == int(seconds):
         return f"{int(seconds)}s"
     return f"{seconds:g}s"
-
-
-def _selector(raw: Any) -> LabelSelector | ApiError:
-    """Parse a webhook's selector; absent or `{}` selects everything, as its default does."""
-    if not raw:
-        return LabelSelector.everything()
-    try:
-        return LabelSelector.from_label_selector(raw)
-    except ApiError as err:
-        return ApiError(500, "InternalError", f"Internal error occurred: {err.message}")
-
-
-def _conditions(raw: Any) -> tuple[_Condition, ...]:
-    out: list[_Condition] = []
-    for cond in raw if isinstance(raw, list) else ():
-        if not isinstance(cond, dict):
-            continue
-        name = str(cond.get("name", ""))
-        try:
-            program = compile_expression(str(cond.get("expression", "")), _CEL_VARIABLES)
-        except ValueError as exc:
-            out.append(_Condition(name, None, str(exc)))
-        else:
-            out.append(_Condition(name, program))
-    return tuple(out)
-
-
-def parse_configuration(config: dict[str, Any], mutating: bool) -> list[Webhook]:
-    """The webhooks of one stored configuration object, defaults applied (v1 defaults)."""
-    name = str(config["metadata"]["name"])
-    hooks: list[Webhook] = []
-    for index, raw in enumerate(config.get("webhooks") or ()):
-        if not isinstance(raw, dict):
-            continue
-        try:
-            timeout = float(raw.get("timeoutSeconds") or _DEFAULT_TIMEOUT)
-        except (TypeError, ValueError):
-            timeout = float(_DEFAULT_TIMEOUT)
-        rules = tuple(r for r in raw.get("rules") or () if isinstance(r, dict))
-        versions = raw.get("admissionReviewVersions") or ()
-        hooks.append(
-            Webhook(
-                name=str(raw.get("name", "")),
-                configuration=name,
-                index=index,
-                mutating=mutating,
-                rules=rules,
-                namespace_selector=_selector(raw.get("namespaceSelector")),
-                object_selector=_selector(raw.get("objectSelector")),
-                match_conditions=_conditions(raw.get("matchConditions")),
-                match_policy=str(raw.get("matchPolicy") or "Equivalent"),
-                failure_policy=str(raw.get("failurePolicy") or "Fail"),
-                side_effects=str(raw.get("sideEffects") or ""),
-                timeout=timeout if timeout > 0 else float(_DEFAULT_TIMEOUT),
-                review_versions=tuple(str(v) for v in versions if isinstance(v, str)),
-                reinvoke=raw.get("reinvocationPolicy") == "IfNeeded",
-                client_config=dict(raw.get("clientConfig") or {}),
-            )
-        )
-    return hooks
-
-
-def _is_namespace(rt: ResourceType) -> bool:
-    return rt.group == "" and rt.plural == "namespaces"
-
-
-def _request_namespace(attrs: AdmissionAttributes) -> str:
-    """The namespace kube-apiserver puts in admission attributes.
-
-    For a Namespace object addressed by name (update, delete) that is its own name, a quirk of
-    kube-apiserver's request parsing that webhooks and scope matching can observe.
-    """
-    if _is_namespace(attrs.rt) and attrs.operation != "CREATE":
-        return attrs.name
-    return attrs.namespace
-
-
-def _rule_matches(
-    rule: dict[str, Any], attrs: AdmissionAttributes, rt: ResourceType, namespace: str
-) -> bool:
-    """Upstream's rules.Matcher: every list must allow the request, `*` allowing anything."""
-    operations = rule.get("operations") or ()
-    if "*" not in operations and attrs.operation not in operations:
-        return False
-    groups = rule.get("apiGroups") or ()
-    if "*" not in groups and rt.group not in groups:
-        return False
-    versions = rule.get("apiVersions") or ()
-    if "*" not in versions and rt.version not in versions:
-        return False
-    for entry in rule.get("resources") or ():
-        res, _, sub = str(entry).partition("/")
-        if (res in ("*", rt.plural)) and (sub in ("*", attrs.subresource)):
-            break
-    else:
-        return False
-    scope = rule.get("scope") or "*"
-    if scope == "Namespaced":
-        return not _is_namespace(rt) and namespace != ""
-    if scope == "Cluster":
-        return _is_namespace(rt) or namespace == ""
-    return True
 
 
 def _labels(obj: dict[str, Any] | None) -> dict[str, str] | None:
@@ -452,7 +322,7 @@ class WebhookAdmission:
         self, attrs: AdmissionAttributes, obj: dict[str, Any] | None, namespace: str
     ) -> dict[str, str]:
         if (
-            _is_namespace(attrs.rt)
+            is_namespace(attrs.rt)
             and not attrs.subresource
             and attrs.operation in ("CREATE", "UPDATE")
         ):
@@ -472,12 +342,12 @@ class WebhookAdmission:
         Selector errors are reported only when the rules match, as upstream does, so a broken
         selector affects only the requests the webhook is about.
         """
-        namespace = _request_namespace(attrs)
+        namespace = request_namespace(attrs)
         selector_error: ApiError | None = None
         ns_sel = hook.namespace_selector
         if isinstance(ns_sel, ApiError):
             selector_error = ns_sel
-        elif not ns_sel.empty() and (namespace or _is_namespace(attrs.rt)):
+        elif not ns_sel.empty() and (namespace or is_namespace(attrs.rt)):
             if not ns_sel.matches(self._namespace_labels(attrs, obj, namespace)):
                 return None
         obj_sel = hook.object_selector
@@ -491,7 +361,7 @@ class WebhookAdmission:
             ):
                 return None
         invocation: _Invocation | None = None
-        if any(_rule_matches(r, attrs, attrs.rt, namespace) for r in hook.rules):
+        if any(rule_matches(r, attrs, attrs.rt, namespace) for r in hook.rules):
             invocation = _Invocation(hook, attrs.rt)
         elif hook.match_policy == "Equivalent":
             equivalents = [
@@ -501,7 +371,7 @@ class WebhookAdmission:
             ]
             for rule in hook.rules:
                 found = next(
-                    (e for e in equivalents if _rule_matches(rule, attrs, e, namespace)), None
+                    (e for e in equivalents if rule_matches(rule, attrs, e, namespace)), None
                 )
                 if found is not None:
                     invocation = _Invocation(hook, found)
@@ -642,7 +512,7 @@ class WebhookAdmission:
             request["requestSubResource"] = attrs.subresource
         if attrs.name:
             request["name"] = attrs.name
-        namespace = _request_namespace(attrs)
+        namespace = request_namespace(attrs)
         if namespace:
             request["namespace"] = namespace
         return request
