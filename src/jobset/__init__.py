@@ -8,14 +8,16 @@ Where each concept lives (imports go only downwards in this list; `.importlinter
   the examples' outcome checks;
 * `wiring`: the product assembled on a runtime Manager and run: `jobset controller`;
 * `controllers/`: the JobSet reconciler (observe -> plan -> act -> status), its policies,
-  the Job cache record, the CRD installer; `webhooks/`: admission server and webhooks;
+  the Job cache record, the CRD installer, the JobSet metrics; `webhooks/`: admission server and webhooks;
   `sdk/`: typed models, builders and a client for Python users;
 * `placement/`: exclusive topology placement;
 * `api/`: the JobSet API: types, constants, defaulting, validation, presets (pure);
 * `runtime/`: the controller runtime (client, informers, workqueue, manager, leader
   election); knows nothing of JobSets;
-* `data/`: files the commands read (CRD, examples), shipped in the wheel;
-* `metrics`: the Prometheus metrics of the runtime and the reconciler.
+* `data/`: files the commands read (CRD, examples), shipped in the wheel.
+
+Metrics live with what they measure: `runtime/metrics.py` (controller-runtime / client-go
+names), `controllers/metrics.py` (the JobSet metrics).
 
 The simulated cluster is its own package, `kubesim`; helpers both use are in `kubeutil`.
 """

@@ -5,5 +5,6 @@
 - `restart_policy`, `success_policy`, `startup`, `ttl`: the JobSet policies.
 - `jobs`, `network`, `volumes`: the child objects the JobSet owns.
 - `plan`: the pure planner joining all of the above into a `Plan`.
+- `metrics`: the JobSet metrics (`jobset_*`), on the manager's registry.
 - `jobset_controller`: the wiring onto `jobset.runtime` (informers, workers, writes).
 """

@@ -47,8 +47,8 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from jobset import __version__
-from jobset.metrics import RuntimeMetrics
 from jobset.runtime.logging import get_logger
+from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.ratelimit import TokenBucket
 
 __all__ = [

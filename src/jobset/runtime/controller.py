@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import structlog
 
-from jobset.metrics import RuntimeMetrics
 from jobset.runtime.cache import controller_of
 from jobset.runtime.client import ApiError, Object
 from jobset.runtime.informer import Informer
 from jobset.runtime.logging import get_logger
+from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.ratelimit import RateLimiter
 from jobset.runtime.workqueue import ShutDown, WorkQueue
 

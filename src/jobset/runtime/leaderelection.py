@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from jobset.metrics import RuntimeMetrics
 from jobset.runtime.client import LEASES, ApiError, Client, Object
 from jobset.runtime.logging import get_logger
+from jobset.runtime.metrics import RuntimeMetrics
 
 __all__ = [
     "LeaderElectionConfig",

@@ -33,7 +33,6 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Final
 
-from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime.authn import DelegatingAuth
 from jobset.runtime.cache import IndexFunc, Transform
 from jobset.runtime.certfiles import CertFiles
@@ -45,6 +44,7 @@ from jobset.runtime.informer import Informer
 from jobset.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
 from jobset.runtime.logging import get_logger
 from jobset.runtime.looplag import LoopLagMonitor
+from jobset.runtime.metrics import RuntimeMetrics, new_registry
 from jobset.runtime.options import ManagerOptions
 from jobset.runtime.ratelimit import RateLimiter
 from kubeutil import tls

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from jobset.metrics import RuntimeMetrics
+from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.ratelimit import RateLimiter, default_controller_rate_limiter
 
 __all__ = ["ShutDown", "WorkQueue"]

@@ -17,9 +17,9 @@ import pytest
 
 from jobset.controllers.crd import DEFAULT_CRD_DIR
 from jobset.controllers.jobset_controller import JobSetController
-from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime import Manager, ManagerOptions
 from jobset.runtime.client import Client
+from jobset.runtime.metrics import RuntimeMetrics, new_registry
 from kubesim.process import SimProcess, start_sim
 
 from .helpers import Env

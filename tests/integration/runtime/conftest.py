@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from jobset.metrics import RuntimeMetrics
 from jobset.runtime.client import Client
+from jobset.runtime.metrics import RuntimeMetrics
 from kubesim.process import SimProcess, start_sim
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from jobset.metrics import RuntimeMetrics
 from jobset.runtime.authn import DelegatingAuth, User
 from jobset.runtime.client import LEASES, Client
 from jobset.runtime.manager import Manager
+from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.options import ManagerOptions
 from jobset.webhooks.jobset_webhook import MAX_PVC_GETS, JobSetWebhook
 from jobset.webhooks.review import AdmissionRequest

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from jobset.metrics import RuntimeMetrics
 from jobset.runtime.client import CONFIGMAPS, NAMESPACES, ApiError, Client, RetryPolicy
 from jobset.runtime.informer import FuncHandler, Informer
+from jobset.runtime.metrics import RuntimeMetrics
 from kubesim.apiserver.faults import FaultPlan
 from kubesim.cluster import SimCluster, SimOptions
 from tests.integration.runtime.helpers import eventually

@@ -14,10 +14,10 @@ import pytest
 from jobset.controllers import jobs as jobs_module
 from jobset.controllers.jobcache import job_record
 from jobset.controllers.jobset_controller import ActionError, JobSetController
-from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime import Manager, ManagerOptions, Request
 from jobset.runtime.cache import object_key
 from jobset.runtime.client import JOBS, ApiError, Object, Resource
+from jobset.runtime.metrics import RuntimeMetrics, new_registry
 
 from .helpers import NS, jobset, rjob
 

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from jobset.controllers.features import parse_feature_gates
 from jobset.controllers.jobset_controller import jobset_phase
-from jobset.metrics import JobSetMetrics, JobSetPhaseCollector
+from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 
 from .helpers import jobset, rjob
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import structlog
 
-from jobset.metrics import RuntimeMetrics
 from jobset.runtime.controller import (
     Controller,
     Request,
@@ -17,6 +16,7 @@ from jobset.runtime.controller import (
     enqueue_object,
     enqueue_owner,
 )
+from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.ratelimit import ItemExponentialFailureRateLimiter
 
 KEY = Request("ns", "a")

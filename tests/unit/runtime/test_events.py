@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from jobset.metrics import RuntimeMetrics, new_registry
 from jobset.runtime.client import Client
 from jobset.runtime.events import WARNING, EventRecorder, SpamFilter
+from jobset.runtime.metrics import RuntimeMetrics, new_registry
 
 
 async def test_recording_never_blocks_and_drops_when_full() -> None:

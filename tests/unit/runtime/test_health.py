@@ -8,9 +8,9 @@ import time
 import aiohttp
 from prometheus_client import CollectorRegistry, Histogram
 
-from jobset.metrics import RuntimeMetrics
 from jobset.runtime.health import CheckResult, HttpServer, Probes, metrics_app, probes_app
 from jobset.runtime.looplag import LoopLagMonitor
+from jobset.runtime.metrics import RuntimeMetrics
 
 
 async def test_probes_and_metrics_endpoints() -> None:

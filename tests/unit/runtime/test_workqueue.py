@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from jobset.metrics import RuntimeMetrics
+from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.ratelimit import ItemExponentialFailureRateLimiter
 from jobset.runtime.workqueue import ShutDown, WorkQueue
 
