@@ -1,20 +1,42 @@
 # The JobSet controller image: `jobset controller` on a slim Python, as a non-root user.
 #   docker build -t ghcr.io/jobset-py/jobset:0.1.0 .
-# Only the project's runtime dependencies are installed (no test, bench or sim extras).
+# Only the project's runtime dependencies are installed (no test, bench or sim extras), each
+# from requirements/controller.lock at the version and with the hashes recorded there
+# (`make lock` regenerates it); the project itself is built from this tree and installed
+# without dependencies.
+#
+# The base image. Pin it by digest for a release build, so that a re-pushed tag cannot change
+# what is built:
+#   docker build --build-arg \
+#     BASE_IMAGE=python:3.11-slim-bookworm@sha256:<digest> .
+# where <digest> is what `docker buildx imagetools inspect python:3.11-slim-bookworm` (or
+# `crane digest python:3.11-slim-bookworm`) prints for the index. The default names the tag
+# only: this repository is built without access to a registry (tools/build_image.sh imports a
+# local stand-in under that name), so no digest could be looked up or checked here. Both
+# stages use the same base.
+ARG BASE_IMAGE=python:3.11-slim-bookworm
 
-FROM python:3.11-slim-bookworm AS build
+FROM ${BASE_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN python -m venv /opt/jobset
 WORKDIR /src
+# The dependencies first (their layer is cached until a lock changes): the runtime ones into
+# the image's venv, the build backend into a venv of the build stage only.
+COPY requirements/controller.lock requirements/build.lock ./requirements/
+RUN python -m venv /opt/jobset \
+    && /opt/jobset/bin/pip install --require-hashes --no-deps -r requirements/controller.lock \
+    && python -m venv /opt/build \
+    && /opt/build/bin/pip install --require-hashes --no-deps -r requirements/build.lock
 COPY pyproject.toml README.md ./
 COPY src ./src
 # The targets of the package-data symlinks in src/jobset/data (the CRD and the examples).
 COPY config/crd/bases ./config/crd/bases
 COPY examples ./examples
-RUN /opt/jobset/bin/pip install . \
+RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+    && /opt/jobset/bin/pip install --no-deps /wheels/jobset-*.whl \
+    && /opt/jobset/bin/pip check \
     && /opt/jobset/bin/jobset controller --help > /dev/null
 
-FROM python:3.11-slim-bookworm
+FROM ${BASE_IMAGE}
 LABEL org.opencontainers.image.title="jobset-py" \
       org.opencontainers.image.description="JobSet controller for Kubernetes, in asyncio Python" \
       org.opencontainers.image.licenses="Apache-2.0"

@@ -67,6 +67,22 @@ bench-large: $(STAMP)
 crd: $(STAMP)
 	$(BIN)/python tools/gen_crd.py
 
+# The image's dependencies, pinned with hashes (Dockerfile: pip install --require-hashes):
+# requirements/controller.lock is pyproject's runtime dependencies (no extras) and their own,
+# requirements/build.lock the build backend. Run after changing [project] dependencies (a
+# test checks the lock matches them); resolves for this Python, which must be the image's
+# (3.11). pip-tools is pinned and lives in its own venv, outside the project's.
+LOCK_VENV := .cache/lock-venv
+PIP_TOOLS := pip-tools==7.6.2
+PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile -q --generate-hashes --allow-unsafe \
+	--no-emit-index-url --no-emit-find-links --no-emit-trusted-host
+.PHONY: lock
+lock:
+	test -x $(LOCK_VENV)/bin/pip-compile || \
+	  ($(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install -q '$(PIP_TOOLS)')
+	$(PIP_COMPILE) --strip-extras --upgrade -o requirements/controller.lock pyproject.toml
+	$(PIP_COMPILE) --strip-extras --upgrade -o requirements/build.lock requirements/build.in
+
 # The controller image from Dockerfile, built with buildah on a debootstrapped Debian base (no
 # registry; root; installs debootstrap and buildah if missing). Not in `make test`: a fresh
 # machine needs the Debian mirror and ~3 min. See docs/operations.md, "Building the image".

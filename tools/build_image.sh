@@ -9,8 +9,10 @@
 #    under .cache/image/. The Debian mirror is the one this machine's apt uses, read at run time
 #    from /etc/apt/sources.list(.d); DEBIAN_MIRROR overrides it.
 # 2. The tarball becomes an image in buildah's local storage under the name the Dockerfile's
-#    FROM lines use (python:3.11-slim-bookworm): a local stand-in, labelled with the tarball's
-#    checksum, re-made only when the tarball changes. Nothing is pulled (--pull=never).
+#    FROM lines use (python:3.11-slim-bookworm, the default of its BASE_IMAGE build arg, a
+#    digest dropped: the stand-in has its own): a local stand-in, labelled with the tarball's
+#    checksum, re-made only when the tarball changes, and passed as BASE_IMAGE. Nothing is
+#    pulled (--pull=never).
 # 3. `buildah bud --isolation chroot --network host --layers` builds the Dockerfile from the
 #    working tree and tags it IMAGE (default ghcr.io/jobset-py/jobset:<version in pyproject>).
 #    pip in the build step reaches the package index over the host network, configured like
@@ -46,9 +48,20 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
 
-# The base the Dockerfile builds FROM: the one image name its FROM lines use (stage names aside).
-BASE="$(awk 'toupper($1)=="FROM" {print $2}' "$REPO/Dockerfile" | sort -u)"
-[ "$(printf '%s\n' "$BASE" | wc -l)" = 1 ] || die "expected one base image in Dockerfile, got: $BASE"
+# The base the Dockerfile builds FROM: the one image name its FROM lines use (stage names aside),
+# `${ARG}` replaced by that ARG's default in the Dockerfile (`ARG BASE_IMAGE=...`).
+BASE="$(awk '
+  toupper($1)=="ARG" { i = index($2, "="); if (i) args[substr($2, 1, i - 1)] = substr($2, i + 1) }
+  toupper($1)=="FROM" {
+    ref = $2
+    if (ref ~ /^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$/) { gsub(/[${}]/, "", ref); ref = args[ref] }
+    print ref
+  }' "$REPO/Dockerfile" | sort -u)"
+[ "$(printf '%s\n' "$BASE" | wc -l)" = 1 ] && [ -n "$BASE" ] ||
+  die "expected one base image in Dockerfile, got: $BASE"
+# A digest names a registry's image; the stand-in below is made here and has its own, so it
+# goes by the tag alone, and the build is told to use it (--build-arg BASE_IMAGE).
+BASE="${BASE%@sha256:*}"
 case "$BASE" in
   */*/*) ;;
   */*) BASE="docker.io/$BASE" ;;
@@ -158,6 +171,7 @@ log "buildah bud --isolation chroot -t $IMAGE"
 start=$SECONDS
 previous="$(buildah images --noheading --format '{{.ID}}' "$IMAGE" 2>/dev/null || true)"
 buildah bud --isolation chroot --network host --pull=never --layers --force-rm --ignorefile "$CACHE/ignore" "${volumes[@]}" \
+  --build-arg "BASE_IMAGE=$BASE" \
   --annotation "org.opencontainers.image.version=$VERSION" \
   -f "$REPO/Dockerfile" -t "$IMAGE" "$REPO"
 now="$(buildah images --noheading --format '{{.ID}}' "$IMAGE")"

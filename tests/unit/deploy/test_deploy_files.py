@@ -146,8 +146,12 @@ def _instructions() -> list[tuple[str, str]]:
 
 def test_dockerfile_builds_a_slim_non_root_image_of_the_runtime_only() -> None:
     ins = _instructions()
+    # Every stage FROM the BASE_IMAGE build arg, whose default is the slim Python (a digest,
+    # if one is written, pins it: `python:3.11-slim-bookworm@sha256:<64 hex>`).
+    args = dict(rest.partition("=")[::2] for word, rest in ins if word == "ARG")
     bases = [rest.split()[0] for word, rest in ins if word == "FROM"]
-    assert bases and all(re.fullmatch(r"python:3\.11-slim(-\w+)?", b) for b in bases), bases
+    assert bases and set(bases) == {"${BASE_IMAGE}"}, bases
+    assert re.fullmatch(r"python:3\.11-slim(-\w+)?(@sha256:[0-9a-f]{64})?", args["BASE_IMAGE"])
     final = ins[max(i for i, (w, _) in enumerate(ins) if w == "FROM") :]
     (user,) = [rest for w, rest in final if w == "USER"]
     uid = user.split(":")[0]
@@ -155,7 +159,7 @@ def test_dockerfile_builds_a_slim_non_root_image_of_the_runtime_only() -> None:
     # The uid matches the Deployment's runAsUser.
     manager = yaml.safe_load((REPO / "config" / "manager" / "manager.yaml").read_text())
     assert manager["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == int(uid)
-    # Only the runtime dependencies: `pip install .`, no extras.
+    # Only the runtime dependencies, no extras (from the lock: tests/unit/deploy/test_lock.py).
     installs = [rest for w, rest in ins if w == "RUN" and "pip install" in rest]
     assert installs and all("[" not in rest for rest in installs), installs
     (entry,) = [rest for w, rest in final if w == "ENTRYPOINT"]
@@ -169,7 +173,8 @@ def test_dockerfile_builds_a_slim_non_root_image_of_the_runtime_only() -> None:
     sources = [s for c in copies for s in c[:-1]]
     # src/jobset/data's symlinks point into config/crd/bases and examples/: their targets go
     # into the build context too, or the image's wheel would lack the package data.
-    assert sources == ["pyproject.toml", "README.md", "src", "config/crd/bases", "examples"]
+    locks = ["requirements/controller.lock", "requirements/build.lock"]
+    assert sources == [*locks, "pyproject.toml", "README.md", "src", "config/crd/bases", "examples"]
     for s in sources:
         assert (REPO / s).exists(), s
     for link in (REPO / "src" / "jobset" / "data").iterdir():
@@ -177,12 +182,13 @@ def test_dockerfile_builds_a_slim_non_root_image_of_the_runtime_only() -> None:
             target = link.resolve().relative_to(REPO)
             assert str(target) in sources, f"{link} -> {target} is not copied"
     ignore = (REPO / ".dockerignore").read_text().split()
-    assert ignore[ignore.index("*") + 1 :][:5] == [
+    assert ignore[ignore.index("*") + 1 :][:7] == [
         "!pyproject.toml",
         "!README.md",
         "!src/",
         "!config/crd/bases/",
         "!examples/",
+        *(f"!{lock}" for lock in locks),
     ]
 
 
