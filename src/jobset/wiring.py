@@ -107,6 +107,26 @@ def add_controller_flags(p: argparse.ArgumentParser) -> None:
         default="/tmp/k8s-webhook-server/serving-certs",
         help="directory of tls.crt/tls.key with --cert-management=files",
     )
+    p.add_argument(
+        "--webhook-client-ca-file",
+        default="",
+        help="serve webhooks only to clients with a certificate from this CA bundle (the API "
+        "server, configured with --admission-control-config-file; docs/operations.md); "
+        "default: no client authentication",
+    )
+    p.add_argument(
+        "--webhook-client-names",
+        default="",
+        help="with --webhook-client-ca-file: comma-separated certificate CNs allowed "
+        "(default: any certificate from the CA)",
+    )
+    p.add_argument(
+        "--webhook-client-ca-from-cluster",
+        action="store_true",
+        help="serve webhooks only to clients with a certificate from the API server's "
+        "front-proxy CA and an allowed name, as published in "
+        "kube-system/extension-apiserver-authentication (requestheader-*)",
+    )
 
 
 def add_jobset_components(
@@ -142,6 +162,9 @@ def add_jobset_components(
             cert_management=getattr(args, "cert_management", "internal"),
             cert_dir=getattr(args, "cert_dir", "/tmp/k8s-webhook-server/serving-certs"),
             certs=cert_options,
+            client_ca_file=getattr(args, "webhook_client_ca_file", ""),
+            client_names=getattr(args, "webhook_client_names", ""),
+            client_ca_from_cluster=getattr(args, "webhook_client_ca_from_cluster", False),
         ),
     )
 

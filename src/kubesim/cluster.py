@@ -122,6 +122,9 @@ class SimCluster:
             cert, key = certs.make_serving_cert(ca_cert, ca_key, hosts)
             ssl_ctx = certs.server_ssl_context(cert, key)
             self.ca_pem = ca_cert
+            # What the API server presents to webhooks, and where it says which CA signed it.
+            self.admission.client_cert = certs.make_client_cert(ca_cert, ca_key)
+            await self._publish_authentication(ca_cert)
         self._runner = web.AppRunner(self.http.app(), access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, opts.host, opts.port, ssl_context=ssl_ctx, backlog=1024)
@@ -149,6 +152,30 @@ class SimCluster:
             sockets = getattr(site._server, "sockets", None) or []
             return int(sockets[0].getsockname()[1]) if sockets else port
         raise OSError(f"cannot listen on {self.runtime.api_host}")
+
+    async def _publish_authentication(self, ca_pem: bytes) -> None:
+        """`kube-system/extension-apiserver-authentication`, as kube-apiserver publishes it for
+        extension API servers and webhooks that authenticate it: the CA of client certificates
+        (`client-ca-file`) and of its own proxy/webhook client certificate
+        (`requestheader-client-ca-file`, with the names allowed to use it). One CA signs all
+        of them here; a real cluster has a separate front-proxy CA."""
+        rt = self.registry.get("", "v1", "configmaps")
+        assert rt is not None
+        data = {
+            "client-ca-file": ca_pem.decode(),
+            "requestheader-client-ca-file": ca_pem.decode(),
+            "requestheader-allowed-names": f'["{certs.API_SERVER_CLIENT_NAME}"]',
+            "requestheader-username-headers": '["X-Remote-User"]',
+            "requestheader-group-headers": '["X-Remote-Group"]',
+            "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]',
+        }
+        name, namespace = "extension-apiserver-authentication", "kube-system"
+        current = self.core.try_get(rt, namespace, name)
+        if current is None:
+            obj = {"metadata": {"name": name, "namespace": namespace}, "data": data}
+            await self.core.create(rt, namespace, obj, self.req())
+        elif current.get("data") != data:
+            await self.core.update(rt, namespace, name, {**current, "data": data}, self.req())
 
     def _identity_ca(self) -> tuple[bytes, bytes]:
         """The CA (and, with `--data-dir`, the admin token) of this cluster.

@@ -39,12 +39,15 @@ __all__ = [
     "TLS12_CIPHERS",
     "ServingCert",
     "client_context",
+    "issue_client_cert",
     "issue_serving_cert",
     "key_pem",
     "load_cert_chain",
     "load_key",
     "make_ca",
     "not_after",
+    "peer_common_name",
+    "require_client_certs",
     "self_signed",
     "server_context",
     "spki",
@@ -178,6 +181,69 @@ def issue_serving_cert(
         .sign(ca_key, hashes.SHA256())
     )
     return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
+
+
+def issue_client_cert(
+    ca_cert_pem: bytes,
+    ca_key_pem: bytes,
+    common_name: str,
+    validity: dt.timedelta,
+    *,
+    organizations: tuple[str, ...] = (),
+    now: dt.datetime | None = None,
+) -> tuple[bytes, bytes]:
+    """A client certificate signed by the CA: (certificate PEM, key PEM).
+
+    Kubernetes reads a client certificate's identity as user = CN, groups = O (one per
+    organization), which is how a webhook server that verifies its callers sees the API
+    server (`kube-apiserver`). Extended key usage clientAuth only: it cannot serve.
+    """
+    now = now or _now()
+    ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
+    ca_key = load_key(ca_key_pem)
+    key = ec.generate_private_key(ec.SECP256R1())
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attrs))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(min(now + validity, ca_cert.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
+
+
+def require_client_certs(ctx: ssl.SSLContext, ca_pem: bytes | str) -> None:
+    """Make a server context refuse, during the handshake, any client that does not present
+    a certificate chaining to `ca_pem` (one or more PEM certificates)."""
+    text = ca_pem.decode() if isinstance(ca_pem, bytes) else ca_pem
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise ValueError("the client CA bundle holds no PEM certificate")
+    ctx.load_verify_locations(cadata=text)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+
+
+def peer_common_name(peercert: Any) -> str | None:
+    """The subject CN of a verified peer certificate (`SSLObject.getpeercert()`), or None."""
+    if not isinstance(peercert, dict):
+        return None
+    for rdn in peercert.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
 
 
 def self_signed(

@@ -9,6 +9,12 @@ What the API server needs from it, and what this module guarantees:
   files): `ServingCert.update` reloads the one `SSLContext` in place; OpenSSL copies the
   certificate into each new connection, so new handshakes get the new one and open
   connections keep theirs.
+- Optionally, callers authenticated as the API server (`require_client_certs`, set by
+  `--webhook-client-ca-file` / `--webhook-client-ca-from-cluster`): the TLS handshake
+  fails for a client without a certificate chaining to the client CA, and a verified
+  certificate whose CN is not among the allowed names gets a bare 403 - never an
+  AdmissionReview. Without it anyone who can reach the port can call the handlers with
+  any `userInfo` and `namespace` (see docs/reliability.md, "Threat model").
 - An answer to every POST, always an HTTP 200 AdmissionReview (see `review.py`): a body
   that is too large, not JSON, not an AdmissionReview, or that makes a handler fail, gets a
   denial with a code and a reason - never a traceback, never a 500 the API server would
@@ -115,6 +121,25 @@ class WebhookServer:
         self.metrics = WebhookMetrics.create(registry)
         self.log = get_logger("webhook-server")
         self._runner: web.AppRunner | None = None
+        self.client_names: frozenset[str] | None = None  # None: no client authentication
+
+    def require_client_certs(self, ca_pem: bytes, allowed_names: tuple[str, ...] = ()) -> None:
+        """Serve only clients with a certificate from `ca_pem` (refused in the handshake
+        otherwise) whose subject CN is one of `allowed_names` (empty: any CN), as
+        kube-apiserver's front-proxy authenticator checks `requestheader-allowed-names`."""
+        tls.require_client_certs(self.cert.context, ca_pem)
+        self.client_names = frozenset(allowed_names)
+        self.log.info(
+            "webhook callers must present a client certificate",
+            allowed_names=sorted(self.client_names) or "any",
+        )
+
+    def _caller_refused(self, request: web.Request) -> bool:
+        if not self.client_names:
+            return False
+        transport = request.transport
+        peercert = transport.get_extra_info("peercert") if transport is not None else None
+        return tls.peer_common_name(peercert) not in self.client_names
 
     def register(self, path: str, handler: Handler) -> None:
         if not path.startswith("/"):
@@ -175,6 +200,9 @@ class WebhookServer:
         path = request.path
         handler = self.handlers[path]
         m = self.metrics
+        if self._caller_refused(request):
+            m.requests.labels(path, "403").inc()
+            return web.Response(status=403, text="client certificate not allowed\n")
         m.in_flight.labels(path).inc()
         t0 = time.perf_counter()
         uid, api_version = "", ADMISSION_API_VERSION

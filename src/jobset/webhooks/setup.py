@@ -16,7 +16,7 @@ them in a Secret managed by `CertRotator`; `files` serves `tls.crt`/`tls.key` fr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +34,11 @@ from jobset.webhooks.certcontroller import (
     VALIDATING_CONFIGURATIONS,
     CertOptions,
     CertRotator,
+)
+from jobset.webhooks.clientauth import (
+    ClientAuth,
+    client_auth_from_cluster,
+    client_auth_from_file,
 )
 from jobset.webhooks.jobset_webhook import JobSetWebhook
 from jobset.webhooks.pod_webhook import PodWebhook
@@ -55,6 +60,11 @@ class WebhookOptions:
     features: Mapping[str, bool] = field(default_factory=dict)
     # --max-jobs-per-jobset / --max-pods-per-job (the controller applies the same)
     limits: Limits = DEFAULT_LIMITS
+    # Callers must be the API server (clientauth.py): --webhook-client-ca-file with
+    # --webhook-client-names, or --webhook-client-ca-from-cluster. Off by default.
+    client_ca_file: str = ""
+    client_names: str = ""
+    client_ca_from_cluster: bool = False
 
 
 class Webhooks:
@@ -66,11 +76,13 @@ class Webhooks:
         serving: ServingCert,
         rotator: CertRotator | None,
         files: CertFiles | None,
+        client_auth: Callable[[], Awaitable[ClientAuth | None]] | None = None,
     ) -> None:
         self.server = server
         self.serving = serving
         self.rotator = rotator
         self.files = files
+        self.client_auth = client_auth
 
     def check(self) -> CheckResult:
         server = self.server.check()
@@ -85,6 +97,9 @@ class Webhooks:
             await self.rotator.start(first_timeout)
         if self.files is not None:
             await self.files.start()
+        auth = await self.client_auth() if self.client_auth is not None else None
+        if auth is not None:
+            self.server.require_client_certs(auth.ca_pem, auth.allowed_names)
         await self.server.start()
 
     async def stop(self) -> None:
@@ -121,7 +136,24 @@ def setup_webhooks(manager: Manager, options: WebhookOptions | None = None) -> W
     files = (
         CertFiles(Path(options.cert_dir), serving) if options.cert_management == "files" else None
     )
-    webhooks = Webhooks(server, serving, rotator, files)
+    if options.client_ca_file and options.client_ca_from_cluster:
+        raise ValueError(
+            "--webhook-client-ca-file and --webhook-client-ca-from-cluster exclude each other"
+        )
+    client_auth: Callable[[], Awaitable[ClientAuth | None]] | None = None
+    if options.client_ca_file:
+        path, names = options.client_ca_file, options.client_names
+
+        async def client_auth() -> ClientAuth | None:
+            return client_auth_from_file(path, names)
+
+    elif options.client_ca_from_cluster:
+        reader = manager.client_for("webhooks")
+
+        async def client_auth() -> ClientAuth | None:
+            return await client_auth_from_cluster(reader)
+
+    webhooks = Webhooks(server, serving, rotator, files, client_auth)
     manager.add_readiness_check("webhook", webhooks.check)
     return webhooks
 

@@ -21,6 +21,10 @@ kube-apiserver's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` plu
   objects, dryRun and Create/Update/DeleteOptions. The server is verified against the
   `caBundle` (the system roots when absent) and the host name: for a `url`, its host; for a
   `service`, `<name>.<namespace>.svc`. `timeoutSeconds` (default 10) bounds each call.
+  The client certificate the cluster issued (`client_cert`: CN `kube-apiserver`, from the
+  cluster's CA) is presented to every webhook, as kube-apiserver presents the one its
+  `--admission-control-config-file` kubeconfig names; the cluster publishes that CA and name
+  in `kube-system/extension-apiserver-authentication` (`cluster.py`).
 * Mutating webhooks run one after another, ordered by configuration name and then by their
   order in the configuration; their JSONPatch is applied to the object. `reinvocationPolicy:
   IfNeeded` is honoured as upstream does it: a webhook that ran is called once more, after the
@@ -276,6 +280,9 @@ class WebhookAdmission:
             VALIDATING: {},
         }
         self._ssl: dict[str, ssl.SSLContext] = {}
+        # The client certificate (PEM cert, key) presented to every webhook, as
+        # kube-apiserver does when --admission-control-config-file gives it one; None: none.
+        self.client_cert: tuple[bytes, bytes] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -424,6 +431,8 @@ class WebhookAdmission:
                     ) from None
             else:
                 ctx = ssl.create_default_context()
+            if self.client_cert is not None:
+                certs.present_client_cert(ctx, *self.client_cert)
             self._ssl[ca_bundle] = ctx
         return ctx
 

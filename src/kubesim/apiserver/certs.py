@@ -24,10 +24,13 @@ import yaml
 from kubeutil import tls
 
 __all__ = [
+    "API_SERVER_CLIENT_NAME",
     "client_ssl_context",
     "make_ca",
+    "make_client_cert",
     "make_serving_cert",
     "new_token",
+    "present_client_cert",
     "server_ssl_context",
     "write_kubeconfig",
 ]
@@ -47,6 +50,25 @@ def make_serving_cert(
     be reached by (`localhost`, `127.0.0.1`, a webhook Service's DNS name) must be listed.
     """
     return tls.issue_serving_cert(ca_cert_pem, ca_key_pem, hosts, dt.timedelta(days=days))
+
+
+# The identity the simulated API server presents to webhooks (user = CN, groups = O).
+API_SERVER_CLIENT_NAME = "kube-apiserver"
+
+
+def make_client_cert(
+    ca_cert_pem: bytes,
+    ca_key_pem: bytes,
+    common_name: str = API_SERVER_CLIENT_NAME,
+    days: int = 365,
+) -> tuple[bytes, bytes]:
+    """A client certificate signed by the CA (clientAuth only): (certificate PEM, key PEM)."""
+    return tls.issue_client_cert(ca_cert_pem, ca_key_pem, common_name, dt.timedelta(days=days))
+
+
+def present_client_cert(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """Make a client context present this certificate to servers that ask for one."""
+    tls.load_cert_chain(ctx, cert_pem, key_pem)
 
 
 def server_ssl_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:

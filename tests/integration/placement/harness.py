@@ -49,6 +49,7 @@ async def main(argv: list[str]) -> int:
     p.add_argument("--no-reconciler", action="store_true")
     p.add_argument("--concurrency", type=int, default=5)
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--webhook-client-ca-from-cluster", action="store_true")
     args = p.parse_args(argv)
     configure_logging("console", args.log_level)
 
@@ -75,7 +76,13 @@ async def main(argv: list[str]) -> int:
     if args.cert_lookahead:
         certs.lookahead = dt.timedelta(seconds=args.cert_lookahead)
     webhooks = setup_webhooks(
-        manager, WebhookOptions(port=args.webhook_port, host="127.0.0.1", certs=certs)
+        manager,
+        WebhookOptions(
+            port=args.webhook_port,
+            host="127.0.0.1",
+            certs=certs,
+            client_ca_from_cluster=args.webhook_client_ca_from_cluster,
+        ),
     )
     await install_webhooks(
         manager.client, target_port=args.webhook_port, address=f"127.0.0.1:{args.webhook_port}"
