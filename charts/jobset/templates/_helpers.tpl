@@ -94,6 +94,9 @@ control-plane: controller-manager
 - --cert-management=files
 - --cert-dir={{ include "jobset.certDir" . }}
 {{- end }}
+{{- if .Values.webhook.clientAuth.fromCluster }}
+- --webhook-client-ca-from-cluster
+{{- end }}
 {{- range $c.extraArgs }}
 - {{ . | quote }}
 {{- end }}

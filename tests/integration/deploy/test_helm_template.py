@@ -43,6 +43,7 @@ def test_defaults_render_a_complete_hardened_install() -> None:
         ("ClusterRoleBinding", "jobset-manager-rolebinding"),
         ("Deployment", DEPLOYMENT),
         ("MutatingWebhookConfiguration", "jobset-mutating-webhook-configuration"),
+        ("NetworkPolicy", DEPLOYMENT),
         ("Role", "jobset-leader-election-role"),
         ("Role", "jobset-webhook-cert-role"),
         ("RoleBinding", "jobset-leader-election-rolebinding"),
@@ -180,6 +181,25 @@ def test_controller_options() -> None:
     assert deploy["spec"]["template"]["metadata"]["annotations"]["example.com/a"] == "b"
     assert {"name": "EXTRA", "value": "1"} in c["env"]
     assert all(o["metadata"]["labels"]["team"] == "ml-platform" for o in objs)
+
+
+def test_webhook_client_auth_from_cluster() -> None:
+    """webhook.clientAuth.fromCluster: the flag, and read access to the API server's
+    published client CA through the Role every cluster has for it (issue 20 finding 2a)."""
+    assert "--webhook-client-ca-from-cluster" not in _args(objects())
+    objs = objects({"webhook": {"clientAuth": {"fromCluster": True}}})
+    assert "--webhook-client-ca-from-cluster" in _args(objs)
+    binding = one(objs, "RoleBinding", "jobset-extension-apiserver-authentication-reader")
+    assert binding["metadata"]["namespace"] == "kube-system"
+    assert binding["roleRef"]["name"] == "extension-apiserver-authentication-reader"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": DEPLOYMENT, "namespace": "jobset-system"}
+    ]
+
+
+def _args(objs: list[dict[str, Any]]) -> list[str]:
+    deploy = one(objs, "Deployment", DEPLOYMENT)
+    return list(deploy["spec"]["template"]["spec"]["containers"][0]["args"])
 
 
 def test_digest_wins_over_tag() -> None:

@@ -39,6 +39,7 @@ def test_default_is_a_complete_install(default: list[dict[str, Any]]) -> None:
         ("Deployment", "jobset-controller-manager"),
         ("MutatingWebhookConfiguration", "jobset-mutating-webhook-configuration"),
         ("Namespace", NS),
+        ("NetworkPolicy", "jobset-controller-manager"),
         ("PrometheusRule", "jobset-controller-alerts"),
         ("Role", "jobset-leader-election-role"),
         ("Role", "jobset-webhook-cert-role"),
@@ -133,6 +134,56 @@ def test_chart_and_kustomize_have_the_same_rbac(default: list[dict[str, Any]]) -
     assert sorted(
         (o["kind"], o["metadata"]["name"]) for o in chart.objects() if o["kind"] in kinds
     ) == (sorted((o["kind"], o["metadata"]["name"]) for o in default if o["kind"] in kinds))
+
+
+def test_chart_and_kustomize_have_the_same_network_policy(default: list[dict[str, Any]]) -> None:
+    """Ingress to the webhook port from anywhere (the API server cannot be selected), to
+    metrics only from the monitoring namespace, nothing else (issue 20 finding 2b)."""
+    k = _find(default, "NetworkPolicy", "jobset-controller-manager")
+    h = chart.one(chart.objects(), "NetworkPolicy", "jobset-controller-manager")
+    assert k["spec"] == h["spec"]
+    assert k["metadata"]["namespace"] == h["metadata"]["namespace"] == NS
+    deploy = _find(default, "Deployment", "jobset-controller-manager")
+    pod_labels = deploy["spec"]["template"]["metadata"]["labels"]
+    assert k["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    ports = {
+        p["name"]: p["containerPort"]
+        for p in deploy["spec"]["template"]["spec"]["containers"][0]["ports"]
+    }
+    webhook, metrics = k["spec"]["ingress"]
+    assert webhook == {"ports": [{"port": ports["webhook-server"], "protocol": "TCP"}]}
+    assert metrics["ports"] == [{"port": ports["metrics"], "protocol": "TCP"}]
+    assert metrics["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
+    assert k["spec"]["policyTypes"] == ["Ingress"]
+    # The chart's switch and selectors.
+    assert not [
+        o
+        for o in chart.objects({"networkPolicy": {"enabled": False}})
+        if o["kind"] == "NetworkPolicy"
+    ]
+    scraper = [{"podSelector": {"matchLabels": {"app": "prometheus"}}}]
+    custom = chart.one(
+        chart.objects(
+            {
+                "networkPolicy": {
+                    "metricsFrom": scraper,
+                    "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/24"}}],
+                }
+            }
+        ),
+        "NetworkPolicy",
+        "jobset-controller-manager",
+    )
+    assert custom["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "10.0.0.0/24"}}]
+    assert custom["spec"]["ingress"][1]["from"] == scraper
+    closed = chart.one(
+        chart.objects({"networkPolicy": {"metricsFrom": []}}),
+        "NetworkPolicy",
+        "jobset-controller-manager",
+    )
+    assert len(closed["spec"]["ingress"]) == 1  # metrics reachable from nowhere
 
 
 def test_chart_and_kustomize_run_the_same_container(default: list[dict[str, Any]]) -> None:
