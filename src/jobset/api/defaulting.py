@@ -17,7 +17,7 @@ from typing import Any, cast
 from jobset.api import constants as c
 from jobset.api.types import JobSet
 
-__all__ = ["default_jobset", "default_rule_name"]
+__all__ = ["default_jobset", "default_rule_name", "defaulting_patch"]
 
 
 def default_rule_name(index: int) -> str:
@@ -25,13 +25,100 @@ def default_rule_name(index: int) -> str:
     return f"{c.DEFAULT_RULE_NAME_PREFIX}{index}"
 
 
-def _child(parent: dict[str, Any], key: str) -> dict[str, Any]:
-    """parent[key] as a dict, created when absent or null."""
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        value = {}
-        parent[key] = value
-    return value
+class _Defaults:
+    """The defaults a JobSet lacks, as JSON Patch operations, found without copying it.
+
+    A missing (or non-object) container is added whole, with its own defaults filled in; a
+    missing leaf in an existing container is one operation. `add` for an absent member,
+    `replace` for one that is present (null, empty, or of another type): the operations
+    `jsonpatch.make_patch(js, default_jobset(js))` gives, without a deep copy and a diff of
+    the whole object (0.31 s for a 0.9 MiB JobSet).
+    """
+
+    def __init__(self) -> None:
+        self.ops: list[dict[str, Any]] = []
+
+    def set(self, parent: dict[str, Any], path: str, fresh: bool, key: str, value: Any) -> None:
+        """parent[key] = value: directly inside a container this walk made (`fresh`), as an
+        operation otherwise (the input is never written)."""
+        if fresh:
+            parent[key] = value
+        else:
+            op = "replace" if key in parent else "add"
+            self.ops.append({"op": op, "path": f"{path}/{key}", "value": value})
+
+    def child(
+        self, parent: dict[str, Any], path: str, fresh: bool, key: str
+    ) -> tuple[dict[str, Any], str, bool]:
+        """parent[key] as an object (created when absent or not an object): (the object, its
+        path, whether this walk made it)."""
+        value = parent.get(key)
+        if isinstance(value, dict):
+            return value, f"{path}/{key}", fresh
+        made: dict[str, Any] = {}
+        self.set(parent, path, fresh, key, made)
+        return made, f"{path}/{key}", True
+
+
+def defaulting_patch(js: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JSON Patch (RFC 6902) that applies `default_jobset`'s defaults to `js`.
+
+    `js` is read, never written or copied; each operation's value is a new object. The
+    mutating webhook answers with it as is. Raises what reading an ill-typed object raises
+    (TypeError, AttributeError), as `default_jobset` does.
+    """
+    d = _Defaults()
+    root = js if isinstance(js, dict) else dict(js)
+    spec, spath, sfresh = d.child(root, "", False, "spec")
+
+    if spec.get("successPolicy") is None:
+        d.set(spec, spath, sfresh, "successPolicy", {"operator": c.OPERATOR_ALL})
+    if spec.get("startupPolicy") is None:
+        d.set(spec, spath, sfresh, "startupPolicy", {"startupPolicyOrder": c.STARTUP_ANY_ORDER})
+
+    for index, rjob in enumerate(spec.get("replicatedJobs") or []):
+        if not isinstance(rjob, dict):
+            continue
+        rpath = f"{spath}/replicatedJobs/{index}"
+        template, tpath, tfresh = d.child(rjob, rpath, sfresh, "template")
+        job_spec, jpath, jfresh = d.child(template, tpath, tfresh, "spec")
+        if job_spec.get("completionMode") is None:
+            d.set(job_spec, jpath, jfresh, "completionMode", c.JOB_COMPLETION_MODE_INDEXED)
+        pod_template, ppath, pfresh = d.child(job_spec, jpath, jfresh, "template")
+        pod_spec, podpath, podfresh = d.child(pod_template, ppath, pfresh, "spec")
+        if not pod_spec.get("restartPolicy"):
+            d.set(pod_spec, podpath, podfresh, "restartPolicy", c.POD_RESTART_POLICY_ON_FAILURE)
+
+    network, npath, nfresh = d.child(spec, spath, sfresh, "network")
+    if network.get("enableDNSHostnames") is None:
+        d.set(network, npath, nfresh, "enableDNSHostnames", True)
+    if network.get("publishNotReadyAddresses") is None:
+        d.set(network, npath, nfresh, "publishNotReadyAddresses", True)
+
+    failure_policy = spec.get("failurePolicy")
+    if isinstance(failure_policy, dict):
+        for index, rule in enumerate(failure_policy.get("rules") or []):
+            if isinstance(rule, dict) and not rule.get("name"):
+                rule_path = f"{spath}/failurePolicy/rules/{index}"
+                d.set(rule, rule_path, False, "name", default_rule_name(index))
+
+    for index, policy in enumerate(spec.get("volumeClaimPolicies") or []):
+        if isinstance(policy, dict) and policy.get("retentionPolicy") is None:
+            policy_path = f"{spath}/volumeClaimPolicies/{index}"
+            d.set(
+                policy, policy_path, False, "retentionPolicy", {"whenDeleted": c.RETENTION_DELETE}
+            )
+
+    return d.ops
+
+
+def _apply(doc: Any, op: Mapping[str, Any]) -> None:
+    """One `add`/`replace` of `defaulting_patch` on `doc` (whose containers exist)."""
+    *parents, last = str(op["path"]).split("/")[1:]
+    node = doc
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    node[last] = op["value"]
 
 
 def default_jobset(js: Mapping[str, Any]) -> JobSet:
@@ -46,39 +133,11 @@ def default_jobset(js: Mapping[str, Any]) -> JobSet:
     - failure-policy rules without a name: `failurePolicyRule<index>` (names appear in
       condition reasons and must be unique);
     - volumeClaimPolicies without a retentionPolicy: `{whenDeleted: Delete}`.
+
+    The defaults are `defaulting_patch(js)` applied to the copy (one definition for the
+    controller and the webhook's patch).
     """
     out: dict[str, Any] = copy.deepcopy(dict(js))
-    spec = _child(out, "spec")
-
-    if spec.get("successPolicy") is None:
-        spec["successPolicy"] = {"operator": c.OPERATOR_ALL}
-    if spec.get("startupPolicy") is None:
-        spec["startupPolicy"] = {"startupPolicyOrder": c.STARTUP_ANY_ORDER}
-
-    for rjob in spec.get("replicatedJobs") or []:
-        if not isinstance(rjob, dict):
-            continue
-        job_spec = _child(_child(rjob, "template"), "spec")
-        if job_spec.get("completionMode") is None:
-            job_spec["completionMode"] = c.JOB_COMPLETION_MODE_INDEXED
-        pod_spec = _child(_child(job_spec, "template"), "spec")
-        if not pod_spec.get("restartPolicy"):
-            pod_spec["restartPolicy"] = c.POD_RESTART_POLICY_ON_FAILURE
-
-    network = _child(spec, "network")
-    if network.get("enableDNSHostnames") is None:
-        network["enableDNSHostnames"] = True
-    if network.get("publishNotReadyAddresses") is None:
-        network["publishNotReadyAddresses"] = True
-
-    failure_policy = spec.get("failurePolicy")
-    if isinstance(failure_policy, dict):
-        for index, rule in enumerate(failure_policy.get("rules") or []):
-            if isinstance(rule, dict) and not rule.get("name"):
-                rule["name"] = default_rule_name(index)
-
-    for policy in spec.get("volumeClaimPolicies") or []:
-        if isinstance(policy, dict) and policy.get("retentionPolicy") is None:
-            policy["retentionPolicy"] = {"whenDeleted": c.RETENTION_DELETE}
-
+    for op in defaulting_patch(out):
+        _apply(out, op)
     return cast(JobSet, out)

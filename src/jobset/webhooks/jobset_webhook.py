@@ -4,8 +4,8 @@ Both call the pure functions of `jobset.api` (one definition of the contract for
 webhook, the controller and the tests); this module adds only what needs I/O or the wire:
 decoding the object, looking up the PVCs `volumeClaimPolicies` would create (validation
 compares them with existing claims, for a requester who may read them: see `access.py`),
-turning field errors into the 422 `Invalid` Status upstream returns, and turning the
-defaulted object into a JSON patch.
+turning field errors into the 422 `Invalid` Status upstream returns, and answering
+defaulting with the defaults' JSON patch.
 
 The API server applies the CRD schema's structural defaults before calling mutating
 webhooks, but validates the schema only after them, so the mutating handler may see
@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Final
 
-from jobset.api.defaulting import default_jobset
+from jobset.api.defaulting import defaulting_patch
 from jobset.api.regex import go_regexp_error
 from jobset.api.validation import (
     DEFAULT_LIMITS,
@@ -124,10 +124,12 @@ class JobSetWebhook:
         if problem is not None:
             return AdmissionResponse.errored(400, f"cannot decode JobSet: {problem}")
         try:
-            defaulted = default_jobset(js)
+            # The defaults' operations directly: no deep copy of the JobSet and no diff of
+            # the whole object against it (0.31 s of loop time for a 0.9 MiB JobSet).
+            ops = defaulting_patch(js)
         except (TypeError, AttributeError, ValueError) as exc:
             return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc}")
-        return AdmissionResponse.patched(js, defaulted)
+        return AdmissionResponse(True, patch=ops or None)
 
     # ------------------------------------------------------------------ validate
 
