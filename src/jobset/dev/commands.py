@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from kubesim.cluster import SimOptions
 
 __all__ = [
+    "DEV_BIND_ADDRESS",
     "DEV_DEFAULT_NODES",
     "SIM_EXTRA",
     "SIM_EXTRA_MODULES",
@@ -31,6 +32,8 @@ __all__ = [
     "sim_options",
 ]
 
+# Where `jobset dev` serves everything (API server, webhooks, metrics, health).
+DEV_BIND_ADDRESS: Final = "127.0.0.1"
 # A new user's cluster needs somewhere to run pods: 4 node pools of 4 nodes by default.
 DEV_DEFAULT_NODES: Final = "pools=4x4,label=cloud.google.com/gke-nodepool"
 
@@ -149,6 +152,9 @@ async def run_dev(args: argparse.Namespace) -> int:
     check_flags(args)
     options = ManagerOptions(
         kubeconfig=args.kubeconfig,
+        # Loopback, like the simulated API server and the webhooks: a developer's metrics
+        # and health servers are nobody else's business (issue 20 finding 8).
+        bind_address=DEV_BIND_ADDRESS,
         concurrency=args.concurrency,
         metrics_port=None if args.metrics_port < 0 else args.metrics_port,
         metrics_secure=args.metrics_secure,
@@ -164,9 +170,10 @@ async def run_dev(args: argparse.Namespace) -> int:
         manager = await Manager.create(options)
         await apply_crds(manager.client)
         port = args.webhook_port or free_port()
-        webhooks = add_jobset_components(manager, args, port, host="127.0.0.1")
+        webhooks = add_jobset_components(manager, args, port, host=DEV_BIND_ADDRESS)
         # The simulated API server reaches the webhook Service at this process's port.
-        await install_webhooks(manager.client, target_port=port, address=f"127.0.0.1:{port}")
+        address = f"{DEV_BIND_ADDRESS}:{port}"
+        await install_webhooks(manager.client, target_port=port, address=address)
         run = asyncio.create_task(run_manager(manager, webhooks))
         while not Probes.evaluate(manager.probes.readiness)[0]:
             if run.done():
