@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
@@ -12,9 +10,9 @@ from typing import Any, ClassVar, TypeVar
 from jobset.controllers.jobset_controller import JOBSETS, PVCS, SERVICES, JobSetController
 from jobset.runtime.client import JOBS, NAMESPACES, ApiError, Client, Resource
 from kubesim.process import SimProcess
+from tests.eventually import eventually
 
 T = TypeVar("T")
-TIMEOUT = 15.0
 
 
 def now() -> str:
@@ -73,22 +71,6 @@ def has_condition(js: dict[str, Any], ctype: str, status: str = "True", reason: 
         and cond.get("status") == status
         and (not reason or cond.get("reason") == reason)
     )
-
-
-async def eventually(
-    fn: Callable[[], Awaitable[T]],
-    check: Callable[[T], bool],
-    within: float = TIMEOUT,
-    what: str = "",
-) -> T:
-    deadline = time.monotonic() + within
-    while True:
-        value = await fn()
-        if check(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}: last value {value!r}")
-        await asyncio.sleep(0.05)
 
 
 @dataclass

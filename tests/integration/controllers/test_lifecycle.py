@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from jobset.runtime.client import ApiError
+from tests.eventually import eventually
 
 from .helpers import Env, has_condition, jobset, rjob
 
@@ -135,8 +136,6 @@ async def test_service_recreated_after_deletion(env: Env) -> None:
     async def svc() -> object:
         return await env.service("net")
 
-    from .helpers import eventually
-
     again = await eventually(
         svc,
         lambda s: s is not None and s["metadata"]["uid"] != first["metadata"]["uid"],  # type: ignore[index]
@@ -206,8 +205,6 @@ async def test_invalid_stored_jobset_fails_with_warning_event(env: Env) -> None:
     assert "nope" in js["status"]["conditions"][0]["message"]
     assert await env.jobs("inv") == []
     from jobset.runtime.client import EVENTS
-
-    from .helpers import eventually
 
     async def events() -> list[dict[str, object]]:
         out = await env.client.list(EVENTS, env.ns)

@@ -16,9 +16,10 @@ from jobset.controllers.crd import apply_crds
 from jobset.runtime.client import JOBS, NAMESPACES, Client
 from kubesim.cluster import SimCluster, SimOptions
 from kubesim.process import SimProcess, controller_command
+from tests.eventually import eventually
 
 from .conftest import running_controller
-from .helpers import Env, eventually, has_condition, jobset, rjob
+from .helpers import Env, has_condition, jobset, rjob
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 

@@ -6,8 +6,9 @@ import asyncio
 from typing import Any
 
 from jobset.controllers.jobset_controller import JOBSETS
+from tests.eventually import eventually
 
-from .helpers import Env, eventually, has_condition, jobset, rjob
+from .helpers import Env, has_condition, jobset, rjob
 
 
 def _suspended(jobs: list[dict[str, Any]]) -> list[bool]:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
 from kubesim.process import SimProcess, controller_command, free_port
+from tests.eventually import eventually_sync
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "config"
@@ -46,22 +47,8 @@ def loaded_modules(log: str) -> set[str]:
     return out
 
 
-def eventually(check: Callable[[], T], within: float = 30.0, interval: float = 0.1) -> T:
-    """Poll `check` until it returns something truthy; fail with its last value."""
-    deadline = time.monotonic() + within
-    last: object = None
-    while True:
-        try:
-            result: T | None = check()
-        except AssertionError as exc:
-            result, last = None, exc
-        else:
-            last = result
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {within}s (last: {last!r})")
-        time.sleep(interval)
+# A probe here may assert (a half-started server answers nonsense): that is "not yet".
+eventually = functools.partial(eventually_sync, retry_on=(AssertionError,))
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:

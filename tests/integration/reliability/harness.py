@@ -9,13 +9,14 @@ talking to the cluster over HTTPS through whatever faults the plan injects.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,27 +26,16 @@ from jobset.controllers.jobset_controller import JOBSETS
 from jobset.runtime.client import NAMESPACES, ApiError, Client
 from kubesim.apiserver.store import WatchEvent
 from kubesim.process import controller_command, free_port
+from tests.eventually import eventually as _eventually
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[3]
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 
 
-async def eventually(
-    fn: Callable[[], Awaitable[T]], check: Callable[[T], bool], within: float, what: str
-) -> T:
-    deadline = time.monotonic() + within
-    last: Any = None
-    while True:
-        try:
-            last = await fn()
-            if check(last):
-                return last
-        except ApiError as err:  # the API server may be down or faulty meanwhile
-            last = err
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}: last {last!r}")
-        await asyncio.sleep(0.2)
+# These tests poll an API server that faults, restarts or goes away: an API error means
+# "not yet", and they poll less often than the unit-sized tests do.
+eventually = functools.partial(_eventually, interval=0.2, retry_on=(ApiError,))
 
 
 # ------------------------------------------------------------------------ the workload

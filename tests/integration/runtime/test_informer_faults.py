@@ -20,7 +20,7 @@ from jobset.runtime.informer import FuncHandler, Informer
 from jobset.runtime.metrics import RuntimeMetrics
 from kubesim.apiserver.faults import FaultPlan
 from kubesim.cluster import SimCluster, SimOptions
-from tests.integration.runtime.helpers import eventually
+from tests.eventually import eventually
 
 CUT_WATCHES = """\
 seed: 1
@@ -152,7 +152,7 @@ async def test_bookmarks_keep_resource_version_fresh(cluster: SimCluster, client
         start = int(inf.reflector.last_sync_resource_version)
         # Changes elsewhere move the global resourceVersion; bookmarks carry it to us.
         await client.create(NAMESPACES, {"metadata": {"name": "elsewhere"}})
-        await eventually(lambda: int(inf.reflector.last_sync_resource_version) > start, 5)
+        await eventually(lambda: int(inf.reflector.last_sync_resource_version) > start, within=5)
         assert len(inf.store) == 0
     finally:
         await inf.stop()
@@ -191,7 +191,9 @@ async def test_429_retry_after_is_honoured(cluster: SimCluster, client: Client) 
     before = cluster.http.requests.get(key, 0)
     body = {"metadata": {"name": "t", "namespace": "throttled"}}
     task = asyncio.create_task(client.create(CONFIGMAPS, body))
-    await eventually(lambda: cluster.http.requests.get(key, 0) == before + 1, 5, 0.005)
+    await eventually(
+        lambda: cluster.http.requests.get(key, 0) == before + 1, within=5, interval=0.005
+    )
     first = time.monotonic()
     cluster.http.faults = None  # the retry will be accepted
     created = await asyncio.wait_for(task, 10)

@@ -13,7 +13,7 @@ from jobset.runtime.client import CONFIGMAPS, EVENTS, NAMESPACES, SECRETS, Clien
 from jobset.runtime.manager import Manager
 from jobset.runtime.options import ManagerOptions
 from kubesim.process import SimProcess
-from tests.integration.runtime.helpers import eventually
+from tests.eventually import eventually
 from tests.integration.runtime.toy_controller import PARENT_LABEL, VALUE, ToyController
 
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,6 +22,7 @@ from kubesim.apiserver.apicore import Request
 from kubesim.apiserver.store import WatchEvent
 from kubesim.cluster import SimCluster, SimOptions
 from kubesim.controllers.jobpolicy import format_indexes, match_pod_failure_policy, parse_indexes
+from tests.eventually import eventually
 
 T = TypeVar("T")
 NS = "default"
@@ -92,20 +92,6 @@ async def jobs_env(tmp_path: Path) -> AsyncIterator[Env]:
         yield e
 
 
-async def eventually(
-    probe: Callable[[], Awaitable[T | None]], what: str, within: float = 10.0
-) -> T:
-    """Poll `probe` until it returns something truthy; fail the test with `what` if not."""
-    deadline = time.monotonic() + within
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = await probe()
-        if last:
-            return last
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
-
-
 def job_manifest(
     name: str,
     command: list[str],
@@ -145,7 +131,7 @@ async def wait_finished(env: Env, name: str, within: float = 10.0) -> client.V1J
         job = await env.job(name)
         return job if finished(job) else None
 
-    return await eventually(probe, f"job {name} to finish", within)
+    return await eventually(probe, what=f"job {name} to finish", within=within)
 
 
 # ------------------------------------------------------------------------------- level pods
@@ -237,7 +223,7 @@ async def test_restart_on_failure_counts_restarts(env: Env) -> None:
                     return pod
         return None
 
-    pod = await eventually(restarted, "an in-place restart")
+    pod = await eventually(restarted, what="an in-place restart")
     cs = pod.status.container_statuses[0]
     assert cs.last_state.terminated.exit_code == 3
     job = await wait_finished(env, "again")
@@ -274,7 +260,7 @@ async def test_active_deadline_fails_job(env: Env) -> None:
     async def no_pods() -> bool:
         return not await env.pods("slow")
 
-    await eventually(no_pods, "the running pod to be removed")
+    await eventually(no_pods, what="the running pod to be removed")
 
 
 async def test_suspend_and_resume(env: Env) -> None:
@@ -285,7 +271,7 @@ async def test_suspend_and_resume(env: Env) -> None:
         pods = [p for p in await env.pods("nap") if p.status.phase == "Running"]
         return pods if len(pods) == n else None
 
-    first = await eventually(lambda: running(2), "two running pods")
+    first = await eventually(lambda: running(2), what="two running pods")
     job = await env.job("nap")
     assert job.status.active == 2 and job.status.ready == 2
 
@@ -297,7 +283,7 @@ async def test_suspend_and_resume(env: Env) -> None:
         gone = not await env.pods("nap")
         return job if cond is not None and cond.status == "True" and gone else None
 
-    job = await eventually(suspended, "the job to be suspended with its pods gone")
+    job = await eventually(suspended, what="the job to be suspended with its pods gone")
     cond = conditions(job)["Suspended"]
     assert (cond.reason, cond.message) == ("JobSuspended", "Job suspended")
     assert not job.status.active
@@ -305,7 +291,7 @@ async def test_suspend_and_resume(env: Env) -> None:
     assert finished(job) is None
 
     await env.batch.patch_namespaced_job("nap", NS, {"spec": {"suspend": False}})
-    second = await eventually(lambda: running(2), "two new running pods")
+    second = await eventually(lambda: running(2), what="two new running pods")
     assert {p.metadata.uid for p in second}.isdisjoint(p.metadata.uid for p in first)
     job = await env.job("nap")
     cond = conditions(job)["Suspended"]
@@ -321,7 +307,7 @@ async def test_deleting_running_pod_counts_as_failure(env: Env) -> None:
         pods = [p for p in await env.pods("victim") if p.status.phase == "Running"]
         return pods[0] if pods else None
 
-    pod = await eventually(running_pod, "a running pod")
+    pod = await eventually(running_pod, what="a running pod")
     # Every status the Job goes through, as (terminating, failed): a watch would see these.
     seen: list[tuple[int, int]] = []
 
@@ -337,13 +323,13 @@ async def test_deleting_running_pod_counts_as_failure(env: Env) -> None:
         job = await env.job("victim")
         return job if job.status.failed == 1 else None
 
-    await eventually(counted, "the deleted pod to count as failed")
+    await eventually(counted, what="the deleted pod to count as failed")
 
     async def replaced() -> client.V1Pod | None:
         pods = [p for p in await env.pods("victim") if p.metadata.uid != pod.metadata.uid]
         return pods[0] if pods else None
 
-    await eventually(replaced, "a replacement pod")
+    await eventually(replaced, what="a replacement pod")
     job = await wait_finished(env, "victim")
     assert finished(job) == "Complete"
     assert (job.status.succeeded, job.status.failed) == (1, 1)
@@ -382,7 +368,7 @@ async def test_unschedulable_pod_waits_for_capacity(env: Env) -> None:
                 return c
         return None
 
-    cond = await eventually(unschedulable, "PodScheduled=False")
+    cond = await eventually(unschedulable, what="PodScheduled=False")
     assert cond.reason == "Unschedulable"
     assert cond.message == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
     assert (await env.core.read_namespaced_pod("gpu", NS)).spec.node_name is None
@@ -414,7 +400,7 @@ async def test_unschedulable_pod_waits_for_capacity(env: Env) -> None:
         p = await env.core.read_namespaced_pod_status("gpu", NS)
         return p if p.status.phase == "Succeeded" else None
 
-    p = await eventually(succeeded, "the pod to run on the new node")
+    p = await eventually(succeeded, what="the pod to run on the new node")
     assert p.spec.node_name == "gpu-node"
     scheduled = next(c for c in p.status.conditions if c.type == "PodScheduled")
     assert scheduled.status == "True"
@@ -441,7 +427,7 @@ async def test_scheduling_gates_hold_pods(env: Env) -> None:
         p = await env.core.read_namespaced_pod("gated", NS)
         return p if p.status.phase == "Succeeded" else None
 
-    p = await eventually(done, "the ungated pod to run")
+    p = await eventually(done, what="the ungated pod to run")
     assert p.spec.node_name
 
 
@@ -467,7 +453,7 @@ async def test_node_failure_fails_its_pods(env: Env) -> None:
         pods = [p for p in await env.pods("fragile") if p.status.phase == "Running"]
         return pods[0] if pods else None
 
-    pod = await eventually(running, "a running pod")
+    pod = await eventually(running, what="a running pod")
     node = await env.core.read_node_status(pod.spec.node_name)
     for c in node.status.conditions:
         if c.type == "Ready":
@@ -478,7 +464,7 @@ async def test_node_failure_fails_its_pods(env: Env) -> None:
         p = await env.core.read_namespaced_pod_status(pod.metadata.name, NS)
         return p if p.status.phase == "Failed" else None
 
-    p = await eventually(failed, "the pod on the failed node to fail")
+    p = await eventually(failed, what="the pod on the failed node to fail")
     disruption = next(c for c in p.status.conditions if c.type == "DisruptionTarget")
     assert (disruption.status, disruption.reason) == ("True", "DeletionByTaintManager")
     job = await wait_finished(env, "fragile")
@@ -497,7 +483,7 @@ async def test_jobs_level_advances_status_without_pods(jobs_env: Env) -> None:
         job = await env.job("fast")
         return job if job.status.active == 2 else None
 
-    job = await eventually(active, "the job to become active")
+    job = await eventually(active, what="the job to become active")
     assert job.status.ready == 2 and job.status.start_time is not None
 
     job = await wait_finished(env, "fast")
@@ -523,7 +509,7 @@ async def test_jobs_level_suspend(jobs_env: Env) -> None:
         cond = conditions(job).get("Suspended")
         return job if cond is not None and cond.status == "True" else None
 
-    job = await eventually(suspended, "the Suspended condition")
+    job = await eventually(suspended, what="the Suspended condition")
     assert job.status.start_time is None
     await asyncio.sleep(0.2)
     assert finished(await env.job("held")) is None

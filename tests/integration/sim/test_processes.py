@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from kubernetes_asyncio import client, config
 
 from kubesim.cluster import SimCluster, SimOptions
 from kubesim.process import SimProcess, start_sim
+from tests.eventually import eventually
 
 T = TypeVar("T")
 NS = "default"
@@ -72,19 +73,6 @@ class Env:
             return out.stdout
 
         return await asyncio.to_thread(run)
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[T]], ok: Callable[[T], bool], within: float = 30
-) -> T:
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        value = await probe()
-        if ok(value):
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not reached; last value: {value}")
-        await asyncio.sleep(0.1)
 
 
 async def http(url: str) -> tuple[int, bytes]:

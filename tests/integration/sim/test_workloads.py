@@ -14,9 +14,8 @@ import os
 import ssl
 import subprocess
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +23,7 @@ import pytest
 
 from kubesim.apiserver import certs
 from kubesim.process import SimProcess, start_sim
+from tests.eventually import eventually_sync
 
 T = TypeVar("T")
 
@@ -42,17 +42,6 @@ def _ns(sim: SimProcess) -> str:
     name = f"w-{uuid.uuid4().hex[:8]}"
     sim.kubectl("create", "namespace", name)
     return name
-
-
-def eventually(check: Callable[[], T | None], within: float = 30.0) -> T:
-    deadline = time.monotonic() + within
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within}s: {check}")
-        time.sleep(0.1)
 
 
 def get(sim: SimProcess, *args: str) -> Any:
@@ -189,10 +178,10 @@ def test_rolling_update_history_undo_restart(sim: SimProcess) -> None:
     first = pod_names(sim, ns, "web")
     watch = PodWatch(sim, ns, "web")
     try:
-        eventually(lambda: first <= {e["object"]["metadata"]["name"] for e in watch.events})
+        eventually_sync(lambda: first <= {e["object"]["metadata"]["name"] for e in watch.events})
         sim.kubectl("set", "image", "deployment/web", "web=nginx:1.26", "-n", ns)
         sim.kubectl("rollout", "status", "deployment/web", "-n", ns, "--timeout=60s")
-        eventually(lambda: {e["object"]["metadata"]["name"] for e in watch.events
+        eventually_sync(lambda: {e["object"]["metadata"]["name"] for e in watch.events
                             if e["type"] == "DELETED"} >= first)  # fmt: skip
     finally:
         watch.stop()
@@ -230,7 +219,7 @@ def test_rolling_update_history_undo_restart(sim: SimProcess) -> None:
     d = get(sim, "deployment", "web", "-n", ns)
     assert "kubectl.kubernetes.io/restartedAt" in d["spec"]["template"]["metadata"]["annotations"]
     assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "4"
-    eventually(
+    eventually_sync(
         lambda: len(pod_names(sim, ns, "web")) == 4 and not pod_names(sim, ns, "web") & before
     )
     history = sim.kubectl("rollout", "history", "deployment/web", "-n", ns).stdout
@@ -243,10 +232,12 @@ def test_revision_history_limit_and_scale(sim: SimProcess) -> None:
     for tag in ("1", "2", "3"):
         sim.kubectl("set", "image", "deployment/lim", f"web=nginx:{tag}", "-n", ns)
         sim.kubectl("rollout", "status", "deployment/lim", "-n", ns, "--timeout=60s")
-    eventually(lambda: len(get(sim, "rs", "-n", ns)["items"]) == 2)  # the current one plus 1
+    eventually_sync(lambda: len(get(sim, "rs", "-n", ns)["items"]) == 2)  # the current one plus 1
     sim.kubectl("scale", "deployment/lim", "--replicas=5", "-n", ns)
     sim.kubectl("rollout", "status", "deployment/lim", "-n", ns, "--timeout=60s")
-    eventually(lambda: get(sim, "deployment", "lim", "-n", ns)["status"]["availableReplicas"] == 5)
+    eventually_sync(
+        lambda: get(sim, "deployment", "lim", "-n", ns)["status"]["availableReplicas"] == 5
+    )
     table = sim.kubectl("get", "deployment", "lim", "-n", ns).stdout
     assert "5/5" in table
 
@@ -258,10 +249,10 @@ def test_recreate_replaces_all_pods_before_starting_new_ones(sim: SimProcess) ->
     first = pod_names(sim, ns, "rec")
     watch = PodWatch(sim, ns, "rec")
     try:
-        eventually(lambda: first <= {e["object"]["metadata"]["name"] for e in watch.events})
+        eventually_sync(lambda: first <= {e["object"]["metadata"]["name"] for e in watch.events})
         sim.kubectl("set", "image", "deployment/rec", "web=nginx:2", "-n", ns)
         sim.kubectl("rollout", "status", "deployment/rec", "-n", ns, "--timeout=60s")
-        eventually(lambda: len({e["object"]["metadata"]["name"] for e in watch.events}) >= 6)
+        eventually_sync(lambda: len({e["object"]["metadata"]["name"] for e in watch.events}) >= 6)
     finally:
         watch.stop()
     gone: set[str] = set()
@@ -286,17 +277,21 @@ def test_replicaset_adopts_orphans_and_replaces_deleted_pods(sim: SimProcess) ->
                    "template": {"metadata": {"labels": {"app": "rs"}},
                                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}  # fmt: skip
     sim.kubectl("apply", "-f", "-", input=json.dumps(rs))
-    eventually(lambda: get(sim, "rs", "rs", "-n", ns).get("status", {}).get("readyReplicas") == 2)
+    eventually_sync(
+        lambda: get(sim, "rs", "rs", "-n", ns).get("status", {}).get("readyReplicas") == 2
+    )
     stray = get(sim, "pod", "stray", "-n", ns)
     assert stray["metadata"]["ownerReferences"][0]["name"] == "rs"  # adopted
     assert len(pod_names(sim, ns, "rs")) == 2  # so only one was created
     victim = sorted(pod_names(sim, ns, "rs"))[0]
     sim.kubectl("delete", "pod", victim, "-n", ns, "--wait=false")
-    eventually(lambda: len(pod_names(sim, ns, "rs") - {victim}) == 2)
+    eventually_sync(lambda: len(pod_names(sim, ns, "rs") - {victim}) == 2)
     # Relabelled: released, and replaced.
     sim.kubectl("label", "pod", "stray", "app=other", "--overwrite", "-n", ns)
-    eventually(lambda: not get(sim, "pod", "stray", "-n", ns)["metadata"].get("ownerReferences"))
-    eventually(lambda: len(pod_names(sim, ns, "rs")) == 2)
+    eventually_sync(
+        lambda: not get(sim, "pod", "stray", "-n", ns)["metadata"].get("ownerReferences")
+    )
+    eventually_sync(lambda: len(pod_names(sim, ns, "rs")) == 2)
 
 
 # ------------------------------------------------------------------------- Endpoints
@@ -320,7 +315,7 @@ def test_endpoints_and_slices_follow_readiness(sim: SimProcess) -> None:
         got = (len(subset.get("addresses") or []), len(subset.get("notReadyAddresses") or []))
         return got if got == (2, 1) else None
 
-    eventually(subsets)
+    eventually_sync(subsets)
     ep = get(sim, "endpoints", "ep", "-n", ns)
     assert ep["subsets"][0]["ports"] == [{"name": "web", "port": 8080, "protocol": "TCP"}]
     assert {a["targetRef"]["name"] for a in ep["subsets"][0]["notReadyAddresses"]} == {"crash"}
@@ -339,12 +334,14 @@ def test_endpoints_and_slices_follow_readiness(sim: SimProcess) -> None:
         (subset,) = get(sim, "endpoints", "ep", "-n", ns).get("subsets") or [{}]
         return len(subset.get("addresses") or []) == 3 and not subset.get("notReadyAddresses")
 
-    eventually(three)
+    eventually_sync(three)
     sim.kubectl("scale", "deployment/ep", "--replicas=0", "-n", ns)
-    eventually(lambda: not get(sim, "endpoints", "ep", "-n", ns).get("subsets"))
-    eventually(lambda: get(sim, "endpointslices", "-n", ns)["items"][0]["endpoints"] in (None, []))
+    eventually_sync(lambda: not get(sim, "endpoints", "ep", "-n", ns).get("subsets"))
+    eventually_sync(
+        lambda: get(sim, "endpointslices", "-n", ns)["items"][0]["endpoints"] in (None, [])
+    )
     sim.kubectl("delete", "service", "ep", "-n", ns)
-    eventually(lambda: not get(sim, "endpoints", "-n", ns)["items"])
+    eventually_sync(lambda: not get(sim, "endpoints", "-n", ns)["items"])
 
 
 # ------------------------------------------------------------------------- PDBs and drain
@@ -384,7 +381,7 @@ def test_pdb_status_and_eviction_429(sim: SimProcess) -> None:
     sim.kubectl("apply", "-f", "-", input=deployment("pdb", ns, 2))
     sim.kubectl("rollout", "status", "deployment/pdb", "-n", ns, "--timeout=60s")
     sim.kubectl("apply", "-f", "-", input=_pdb("pdb", ns, maxUnavailable=0))
-    status = eventually(
+    status = eventually_sync(
         lambda: get(sim, "pdb", "pdb", "-n", ns).get("status", {}).get("observedGeneration") and
         get(sim, "pdb", "pdb", "-n", ns)["status"]
     )  # fmt: skip
@@ -409,10 +406,10 @@ def test_pdb_status_and_eviction_429(sim: SimProcess) -> None:
     sim.kubectl(
         "patch", "pdb", "pdb", "-n", ns, "--type=merge", "-p", '{"spec": {"maxUnavailable": 1}}'
     )
-    eventually(lambda: get(sim, "pdb", "pdb", "-n", ns)["status"]["disruptionsAllowed"] == 1)
+    eventually_sync(lambda: get(sim, "pdb", "pdb", "-n", ns)["status"]["disruptionsAllowed"] == 1)
     code, answer = _raw_post(sim, f"/api/v1/namespaces/{ns}/pods/{victim}/eviction", eviction)
     assert code == 201 and answer["status"] == "Success"
-    eventually(
+    eventually_sync(
         lambda: victim not in pod_names(sim, ns, "pdb") and len(pod_names(sim, ns, "pdb")) == 2
     )
     table = sim.kubectl("get", "pdb", "-n", ns).stdout
@@ -427,7 +424,7 @@ def test_drain_respects_the_pdb_and_uncordon(sim: SimProcess) -> None:
     sim.kubectl("apply", "-f", "-", input=json.dumps(body))
     sim.kubectl("rollout", "status", "deployment/drain", "-n", ns, "--timeout=60s")
     sim.kubectl("apply", "-f", "-", input=_pdb("drain", ns, minAvailable=3))
-    eventually(
+    eventually_sync(
         lambda: get(sim, "pdb", "drain", "-n", ns).get("status", {}).get("expectedPods") == 3
     )
     pods = get(sim, "pods", "-n", ns, "-l", "app=drain")["items"]
@@ -514,7 +511,7 @@ def test_webhook_through_service_endpoints(sim: SimProcess, tmp_path: Path) -> N
               "metadata": {"name": name, "namespace": ns, "labels": {"hooked": "yes"}}}  # fmt: skip
         return sim.kubectl("create", "-f", "-", input=json.dumps(cm), check=False)
 
-    eventually(lambda: get(sim, "endpoints", "hooks", "-n", ns))
+    eventually_sync(lambda: get(sim, "endpoints", "hooks", "-n", ns))
     failed = labelled("a")
     assert failed.returncode != 0
     assert (
@@ -534,7 +531,7 @@ def test_webhook_through_service_endpoints(sim: SimProcess, tmp_path: Path) -> N
     # Ready (simulated) pods behind the Service: the call reaches the host at targetPort.
     sim.kubectl("apply", "-f", "-", input=deployment("hooks", ns, 1))
     sim.kubectl("rollout", "status", "deployment/hooks", "-n", ns, "--timeout=60s")
-    eventually(
+    eventually_sync(
         lambda: (get(sim, "endpoints", "hooks", "-n", ns).get("subsets") or [{}])[0].get(
             "addresses"
         )
@@ -548,7 +545,7 @@ def test_webhook_through_service_endpoints(sim: SimProcess, tmp_path: Path) -> N
     assert _Denier.calls == ["c"]
 
     sim.kubectl("scale", "deployment/hooks", "--replicas=0", "-n", ns)
-    eventually(lambda: not get(sim, "endpoints", "hooks", "-n", ns).get("subsets"))
+    eventually_sync(lambda: not get(sim, "endpoints", "hooks", "-n", ns).get("subsets"))
     assert labelled("d").returncode == 0  # Ignore again
     sim.kubectl("delete", "validatingwebhookconfiguration", ns)
     server.shutdown()
