@@ -34,7 +34,7 @@ from typing import Any, Final, Protocol, TypeVar
 import structlog
 
 from jobset.api import constants as c
-from jobset.api.defaulting import default_jobset
+from jobset.api.defaulting import defaulted_view
 from jobset.api.types import headless_service_name, is_suspended, name_of, replicas
 from jobset.api.validation import DEFAULT_LIMITS, Limits, format_invalid_message, validate_create
 from jobset.controllers.classify import Children
@@ -316,7 +316,7 @@ class JobSetController:
         cached = self._validation.get(key)
         if cached is not None and cached[:2] == (uid, generation):
             return cached[2]
-        errors = validate_create(default_jobset(js), features=self.features, limits=self.limits)
+        errors = validate_create(defaulted_view(js), features=self.features, limits=self.limits)
         message = format_invalid_message(str(meta.get("name")), errors) if errors else None
         self._validation[key] = (uid, generation, message)
         return message

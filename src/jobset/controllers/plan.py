@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from jobset.api import constants as c
-from jobset.api.defaulting import default_jobset
+from jobset.api.defaulting import defaulted_view
 from jobset.api.types import is_finished, is_managed_by_this_controller, is_suspended, name_of
 from jobset.controllers import startup
 from jobset.controllers.classify import (
@@ -154,8 +154,9 @@ def plan(inp: PlanInput) -> Plan:
         return Plan(skip=f"managed by {(raw.get('spec') or {}).get('managedBy')}")
 
     # Webhook defaults are idempotent: applying them here makes a JobSet stored without the
-    # webhook behave as one that went through it. Only the status is ever written back.
-    js: dict[str, Any] = dict(default_jobset(raw))
+    # webhook behave as one that went through it. Only the status is ever written back. A
+    # view, not a deep copy (sharing what the defaults leave alone): the pass only reads it.
+    js: dict[str, Any] = dict(defaulted_view(raw))
     restart_job = feature_enabled(inp.features, c.FEATURE_RESTART_JOB)
     update = StatusUpdate.of(js, inp.now)
     out = Plan()

@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 
 from jobset.api import constants as c
 from jobset.api import defaulting
-from jobset.api.defaulting import default_jobset, default_rule_name, defaulting_patch
+from jobset.api.defaulting import (
+    default_jobset,
+    default_rule_name,
+    defaulted_view,
+    defaulting_patch,
+)
 from jobset.webhooks import review
 from jobset.webhooks.jobset_webhook import JobSetWebhook
 from jobset.webhooks.review import AdmissionRequest
@@ -113,6 +118,8 @@ def test_the_patch_is_the_diff_of_the_defaulted_copy(js: dict[str, Any]) -> None
     assert js == before  # read, never written
     assert jsonpatch.apply_patch(js, ops) == expected
     assert default_jobset(js) == expected
+    assert defaulted_view(js) == expected  # the controller's copy-free view
+    assert js == before
     # The operations themselves are those the diff gave (order aside).
     diffed = jsonpatch.make_patch(js, expected).patch
     assert sorted(map(_key, ops)) == sorted(map(_key, diffed))
