@@ -1,4 +1,10 @@
-"""Shared fixtures: a real `jobset sim` process on a free port."""
+"""Shared fixtures: a real `jobset sim` process on a free port.
+
+- `sim`: one pods-level cluster for the session (fast time, 4 pools x 2 nodes).
+- `sim_none`: one `--sim-level none` cluster per module (nothing advances Job status; tests
+  drive it through `/status`, as upstream's envtest tests do). Directories whose tests need
+  the JobSet CRD override it with `tests.sims.start_sim_none(..., jobset_crd=True)`.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from kubesim.process import SimProcess, start_sim
+from tests.sims import start_sim_none
 
-__all__ = ["SimProcess", "start_sim"]
+__all__ = ["SimProcess", "start_sim", "start_sim_none"]
 
 
 @pytest.fixture(scope="session")
@@ -24,5 +31,13 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
         "--nodes",
         "pools=4x2,label=cloud.google.com/gke-nodepool",
     )
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def sim_none(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
+    """A `--sim-level none` cluster for one module, without the JobSet CRD."""
+    s = start_sim_none(tmp_path_factory.mktemp("sim"))
     yield s
     s.stop()

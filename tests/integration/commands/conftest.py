@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from jobset.sdk import JobSetClient
-from kubesim.process import SimProcess, start_sim
+from kubesim.process import SimProcess
+from tests.sims import start_sim_none
 
-CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd" / "bases"
 _ns = itertools.count()
 
 
@@ -54,9 +54,7 @@ class Cli:
 
 @pytest.fixture(scope="module")
 def sim_none(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
-    s = start_sim(tmp_path_factory.mktemp("sim"), "--sim-level", "none")
-    s.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-    s.kubectl("wait", "--for=condition=established", "crd/jobsets.jobset.x-k8s.io")
+    s = start_sim_none(tmp_path_factory.mktemp("sim"), jobset_crd=True)
     yield s
     s.stop()
 

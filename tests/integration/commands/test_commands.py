@@ -6,12 +6,15 @@ import asyncio
 import json
 import time
 
+import pytest
 import yaml
 
 from jobset.sdk import JobSetClient, leader_workers, multislice
 
 from .conftest import Cli
 from .helpers import completed, condition, failed, set_status
+
+pytestmark = [pytest.mark.kubectl]
 
 LW = leader_workers("lw", image="busybox", workers=3).to_yaml()
 MS = multislice("ms", image="busybox", slices=2, pods_per_slice=2).to_yaml()

@@ -21,6 +21,8 @@ from jobset.sdk import (
 
 from .helpers import completed, condition, failed, set_status
 
+pytestmark = [pytest.mark.kubectl]
+
 
 async def test_create_get_list_delete(sdk: JobSetClient) -> None:
     made = await sdk.create(leader_workers("lw", image="busybox", workers=2))

@@ -15,12 +15,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from jobset.controllers.crd import DEFAULT_CRD_DIR
 from jobset.controllers.jobset_controller import JobSetController
 from jobset.runtime import Manager, ManagerOptions
 from jobset.runtime.client import Client
 from jobset.runtime.metrics import RuntimeMetrics, new_registry
-from kubesim.process import SimProcess, start_sim
+from kubesim.process import SimProcess
+from tests.sims import start_sim_none
 
 from .helpers import Env
 
@@ -29,9 +29,7 @@ _ns_counter = itertools.count()
 
 @pytest.fixture(scope="module")
 def sim_none(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
-    s = start_sim(tmp_path_factory.mktemp("sim"), "--sim-level", "none")
-    s.kubectl("create", "-f", str(DEFAULT_CRD_DIR))
-    s.kubectl("wait", "--for=condition=established", "crd/jobsets.jobset.x-k8s.io")
+    s = start_sim_none(tmp_path_factory.mktemp("sim"), jobset_crd=True)
     yield s
     s.stop()
 

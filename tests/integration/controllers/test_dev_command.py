@@ -8,6 +8,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.kubectl]
+
 JOBSET_YAML = """
 apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet

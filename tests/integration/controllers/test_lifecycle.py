@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from jobset.runtime.client import ApiError
 from tests.eventually import eventually
 
@@ -214,6 +216,7 @@ async def test_invalid_stored_jobset_fails_with_warning_event(env: Env) -> None:
     assert evs[0]["type"] == "Warning"
 
 
+@pytest.mark.kubectl
 async def test_restarts_is_serialised_before_any_restart(env: Env) -> None:
     # Upstream's status always carries `restarts` (no omitempty): RESTARTS reads 0, not "".
     await env.create(jobset("zero", rjob("a", 2)))

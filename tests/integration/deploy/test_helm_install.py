@@ -17,6 +17,8 @@ import pytest
 from kubesim.process import SimProcess, start_sim
 from tests.integration.deploy.helpers import CHART, DATA, get_json
 
+pytestmark = [pytest.mark.kubectl, pytest.mark.helm]
+
 NS = "jobset-system"
 CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n").decode()
 

@@ -13,6 +13,8 @@ from jobset.cli import build_parser
 from tests.integration.deploy.chart import by_kind, notes, objects, one
 from tests.integration.deploy.helpers import CHART, CONFIG, CRD_FILE
 
+pytestmark = [pytest.mark.helm]
+
 DEPLOYMENT = "jobset-controller-manager"
 
 

@@ -20,10 +20,13 @@ import textwrap
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kubesim.process import start_sim
 from tests.integration.deploy.helpers import CONFIG, REPO, eventually, free_port, http_get
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.helm]
 
 
 def _dev_only_modules() -> set[str]:

@@ -37,7 +37,7 @@ import yaml
 from kubesim.process import free_port, start_sim
 from tests.integration.deploy.helpers import CONFIG, REPO, eventually, http_get
 
-pytestmark = [pytest.mark.image, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.image, pytest.mark.timeout(600), pytest.mark.kubectl]
 
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
 IMAGE = os.environ.get("IMAGE", f"ghcr.io/jobset-py/jobset:{VERSION}")

@@ -14,6 +14,8 @@ from tests.integration.deploy import chart
 from tests.integration.deploy.helpers import CHART, CONFIG, DATA, get_json, kustomize
 from tests.integration.deploy.rbac import Grant, grants, rules_of
 
+pytestmark = [pytest.mark.kubectl, pytest.mark.helm]
+
 NS = "jobset-system"
 SA = "jobset-controller-manager"
 

@@ -38,6 +38,8 @@ from tests.integration.deploy.helpers import (
     http_get,
 )
 
+pytestmark = [pytest.mark.kubectl, pytest.mark.prometheus]
+
 RULES = CHART / "files" / "prometheus-rules.yaml"
 DASHBOARD = CHART / "files" / "dashboards" / "jobset-controller.json"
 JOB = "jobset-controller"

@@ -6,9 +6,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.integration.deploy.helpers import CHART, CONFIG, DATA
+
+pytestmark = [pytest.mark.prometheus]
 
 RULES = CHART / "files" / "prometheus-rules.yaml"
 

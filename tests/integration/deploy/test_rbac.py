@@ -56,6 +56,8 @@ from tests.integration.deploy.helpers import (
 )
 from tests.integration.deploy.rbac import Grant, allowing, allowing_attrs, grants
 
+pytestmark = [pytest.mark.kubectl]
+
 NAMESPACE = "jobset-system"
 ACCOUNT = "jobset-controller-manager"
 USER_NS = "team-a"

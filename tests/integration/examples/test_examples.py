@@ -29,6 +29,8 @@ from jobset.dev.examplekit import (
 )
 from kubesim.process import SimProcess
 
+pytestmark = [pytest.mark.kubectl]
+
 TIME_SCALE = "0.05"  # `sleep 60s` takes 3 s
 WAIT_SECONDS = 150.0
 SETTLE_SECONDS = 15.0  # after the JobSet finished, the rest (Jobs deleted, ...) follows by then

@@ -27,7 +27,7 @@ from jobset.dev.examplekit import load_example, observe, unmet
 from kubesim.process import spawn_until_ready
 from tests.wheel import REPO, build_wheel, install, run
 
-pytestmark = [pytest.mark.wheel, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.wheel, pytest.mark.timeout(600), pytest.mark.kubectl]
 
 EXAMPLE = "simple.yaml"
 

@@ -19,7 +19,7 @@ from kubesim.process import SimProcess
 from tests.integration.placement.conftest import POOL_KEY
 from tests.integration.placement.process import HarnessProcess
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.kubectl]
 
 
 def jobset(name: str, strategy: str, replicas: int, command: str) -> dict[str, Any]:

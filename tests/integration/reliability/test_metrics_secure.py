@@ -65,7 +65,7 @@ from tests.integration.deploy.helpers import (
     kustomize,
 )
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.kubectl, pytest.mark.prometheus]
 NAMESPACE = "jobset-system"
 ACCOUNT = "jobset-controller-manager"
 MONITORING = "monitoring"

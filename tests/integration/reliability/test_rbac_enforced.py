@@ -46,7 +46,7 @@ from tests.integration.deploy.helpers import (
     kustomize,
 )
 
-pytestmark = pytest.mark.timeout(400)
+pytestmark = [pytest.mark.timeout(400), pytest.mark.kubectl, pytest.mark.helm]
 NAMESPACE = "jobset-system"
 ACCOUNT = "jobset-controller-manager"
 USER = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"

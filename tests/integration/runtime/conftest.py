@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
 from jobset.runtime.client import Client
 from jobset.runtime.metrics import RuntimeMetrics
-from kubesim.process import SimProcess, start_sim
-
-
-@pytest.fixture(scope="module")
-def sim_none(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
-    s = start_sim(tmp_path_factory.mktemp("sim"), "--sim-level", "none")
-    yield s
-    s.stop()
+from kubesim.process import SimProcess
 
 
 @pytest.fixture

@@ -21,7 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubesim.process import SimProcess, start_sim
+
+pytestmark = [pytest.mark.kubectl]
 
 LEASE, RENEW, RETRY = 4, 3, 1
 ROOT = Path(__file__).resolve().parents[3]

@@ -27,7 +27,7 @@ from kubesim.apiserver import certs
 from kubesim.cluster import SimCluster, SimOptions
 from kubesim.process import free_port
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.kubectl]
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 SVC_HOST = "hooks.default.svc"

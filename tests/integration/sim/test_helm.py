@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 
 import helm_python as helm
+import pytest
 
 from kubesim.process import SimProcess, start_sim
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.helm]
 
 CHART = Path(__file__).resolve().parents[2] / "data" / "testchart"
 

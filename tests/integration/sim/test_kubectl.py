@@ -11,6 +11,8 @@ import pytest
 
 from kubesim.process import SimProcess
 
+pytestmark = [pytest.mark.kubectl]
+
 
 def _ns(sim: SimProcess) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"

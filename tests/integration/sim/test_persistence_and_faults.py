@@ -8,7 +8,11 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from kubesim.process import start_sim
+
+pytestmark = [pytest.mark.kubectl]
 
 
 def test_objects_survive_a_restart(tmp_path: Path) -> None:

@@ -34,7 +34,10 @@ NS = "default"
 IMAGE = "example.com/web:v1"
 REALPOD = Path(__file__).with_name("realpod")
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces"),
+    pytest.mark.kubectl,
+]
 
 
 class Env:

@@ -28,6 +28,8 @@ from kubernetes_asyncio import config as k8s_config
 
 from kubesim.process import SimProcess, start_sim
 
+pytestmark = [pytest.mark.kubectl]
+
 NS = "monitoring"
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 

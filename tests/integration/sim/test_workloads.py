@@ -25,6 +25,8 @@ from kubesim.apiserver import certs
 from kubesim.process import SimProcess, start_sim
 from tests.eventually import eventually_sync
 
+pytestmark = [pytest.mark.kubectl]
+
 T = TypeVar("T")
 
 

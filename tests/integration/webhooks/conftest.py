@@ -6,15 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubesim.process import SimProcess, start_sim
+from kubesim.process import SimProcess
 from tests.integration.placement.process import HarnessProcess, start_harness
-
-
-@pytest.fixture(scope="module")
-def sim_none(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
-    s = start_sim(tmp_path_factory.mktemp("sim"), "--sim-level", "none")
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="module")

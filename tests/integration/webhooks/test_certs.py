@@ -21,7 +21,7 @@ from cryptography import x509
 from kubesim.process import SimProcess, start_sim
 from tests.integration.placement.process import HarnessProcess, start_harness
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.kubectl]
 
 
 @pytest.fixture(scope="module")

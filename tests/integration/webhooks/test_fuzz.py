@@ -24,7 +24,7 @@ from jobset.api import constants as c
 from kubesim.process import SimProcess
 from tests.integration.placement.process import HarnessProcess
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.kubectl]
 
 PATHS = [
     c.MUTATING_JOBSET_WEBHOOK_PATH,

@@ -18,7 +18,7 @@ import yaml
 from kubesim.process import SimProcess
 from tests.integration.placement.process import HarnessProcess
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.kubectl]
 
 
 def jobset(name: str, **spec: Any) -> dict[str, Any]:

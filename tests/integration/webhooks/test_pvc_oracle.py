@@ -23,7 +23,7 @@ import yaml
 from kubesim.process import SimProcess
 from tests.integration.placement.process import HarnessProcess
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.kubectl]
 
 NS = "oracle"
 PVC = {

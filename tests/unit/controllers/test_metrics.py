@@ -1,11 +1,10 @@
-"""JobSet metrics (bounded labels by default) and --feature-gates parsing."""
+"""JobSet metrics: bounded labels by default, the phase gauge counted at scrape time."""
 
 from __future__ import annotations
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from jobset.controllers.features import parse_feature_gates
 from jobset.controllers.jobset_controller import jobset_phase
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 
@@ -57,13 +56,3 @@ def test_phase_gauge_counts_at_scrape_time() -> None:
 def test_jobset_phase(conditions: list[dict[str, str]], suspend: bool, phase: str) -> None:
     js = jobset(rjob("a"), suspend=suspend, status={"conditions": conditions})
     assert jobset_phase(js) == phase
-
-
-def test_feature_gates() -> None:
-    gates = parse_feature_gates("RestartJob=true, ElasticJobSet=false")
-    assert gates["RestartJob"] is True and gates["ElasticJobSet"] is False
-    assert gates["TLSOptions"] is True
-    assert parse_feature_gates("")["RestartJob"] is False
-    for bad in ("Nope=true", "RestartJob", "RestartJob=yes", "TLSOptions=false"):
-        with pytest.raises(ValueError):
-            parse_feature_gates(bad)

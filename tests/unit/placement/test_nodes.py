@@ -1,4 +1,5 @@
-"""The planner reads quantities exactly as the simulated scheduler does (one parser)."""
+"""`placement/nodes.py`: the planner reads quantities exactly as the simulated scheduler does
+(through `kubeutil.quantity`, the one parser), and how many pods a node holds."""
 
 from __future__ import annotations
 
