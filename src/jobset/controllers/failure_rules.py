@@ -21,6 +21,7 @@ from typing import Any
 from jobset.api.regex import compile_go_regexp, go_regexp_error
 from jobset.controllers.classify import failed_condition, rjob_name_of
 from jobset.runtime.logging import get_logger
+from kubeutil.rfc3339 import parse_rfc3339
 
 __all__ = [
     "first_failed_job",
@@ -73,21 +74,12 @@ def rule_applies(rule: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
     return not targets or rjob in targets
 
 
-def _parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _failure_time(job: Mapping[str, Any]) -> datetime | None:
     cond = failed_condition(job)
     if cond is None:
         return None
     # A missing time is Go's zero time: earlier than any real failure.
-    return _parse_time(cond.get("lastTransitionTime")) or datetime.min.replace(tzinfo=UTC)
+    return parse_rfc3339(cond.get("lastTransitionTime")) or datetime.min.replace(tzinfo=UTC)
 
 
 def first_failed_job(failed: Sequence[Job]) -> Job | None:
