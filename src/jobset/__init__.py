@@ -8,9 +8,11 @@ Where each concept lives (imports go only downwards in this list; `.importlinter
   the examples' outcome checks;
 * `wiring`: the product assembled on a runtime Manager and run: `jobset controller`;
 * `controllers/`: the JobSet reconciler (observe -> plan -> act -> status), its policies,
-  the Job cache record, the CRD installer, the JobSet metrics; `webhooks/`: admission server and webhooks;
-  `sdk/`: typed models, builders and a client for Python users;
+  the Job cache record, the CRD installer, the JobSet metrics; `webhooks/`: admission
+  server and webhooks; `sdk/`: typed models, builders and a client for Python users;
 * `placement/`: exclusive topology placement;
+* `resources`: the JobSet resource (`JOBSETS`) as the client addresses it (the core kinds
+  are in `runtime/client.py`);
 * `api/`: the JobSet API: types, constants, defaulting, validation, presets (pure);
 * `runtime/`: the controller runtime (client, informers, workqueue, manager, leader
   election); knows nothing of JobSets;

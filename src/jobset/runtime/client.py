@@ -57,8 +57,11 @@ __all__ = [
     "JOBS",
     "LEASES",
     "NAMESPACES",
+    "NODES",
     "PODS",
+    "PVCS",
     "SECRETS",
+    "SERVICES",
     "USER_AGENT",
     "ApiError",
     "Client",
@@ -117,6 +120,9 @@ EVENTS: Final = Resource("", "v1", "events", "Event")
 NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 JOBS: Final = Resource("batch", "v1", "jobs", "Job")
 LEASES: Final = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+SERVICES: Final = Resource("", "v1", "services", "Service")
+PVCS: Final = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+NODES: Final = Resource("", "v1", "nodes", "Node", namespaced=False)
 
 
 class ApiError(Exception):

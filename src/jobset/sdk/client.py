@@ -23,9 +23,11 @@ from typing import Any, Final
 import yaml
 
 from jobset.api import constants as c
+from jobset.resources import JOBSETS
 from jobset.runtime.client import (
     EVENTS,
     JOBS,
+    NODES,
     PODS,
     ApiError,
     Client,
@@ -48,9 +50,6 @@ __all__ = [
     "kubeconfig_namespace",
 ]
 
-JOBSETS: Final = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
-NODES: Final = Resource("", "v1", "nodes", "Node", namespaced=False)
-SERVICES: Final = Resource("", "v1", "services", "Service")
 
 # wait_for condition meaning "Completed or Failed".
 FINISHED: Final = "Finished"
