@@ -30,6 +30,7 @@ from jobset.wiring import (
     add_controller_flags,
     add_jobset_flags,
     add_metrics_security_flags,
+    add_reconcile_timeout_flag,
     run_controller,
 )
 
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev.set_defaults(nodes=DEV_DEFAULT_NODES)
     add_jobset_flags(dev)
     dev.add_argument("--concurrency", type=int, default=5, help="reconcile workers")
+    add_reconcile_timeout_flag(dev)
     dev.add_argument("--metrics-port", type=int, default=-1, help="Prometheus /metrics (-1: off)")
     add_metrics_security_flags(dev)
     dev.add_argument("--health-port", type=int, default=-1, help="/healthz, /readyz (-1: off)")

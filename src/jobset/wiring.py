@@ -23,6 +23,7 @@ __all__ = [
     "add_jobset_components",
     "add_jobset_flags",
     "add_metrics_security_flags",
+    "add_reconcile_timeout_flag",
     "check_flags",
     "jobset_limits",
     "run_controller",
@@ -87,6 +88,12 @@ def add_metrics_security_flags(p: argparse.ArgumentParser) -> None:
     from jobset.runtime.options import add_metrics_security_flags
 
     add_metrics_security_flags(p)
+
+
+def add_reconcile_timeout_flag(p: argparse.ArgumentParser) -> None:
+    from jobset.runtime.options import add_reconcile_timeout_flag
+
+    add_reconcile_timeout_flag(p)
 
 
 def add_controller_flags(p: argparse.ArgumentParser) -> None:

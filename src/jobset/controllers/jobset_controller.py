@@ -20,6 +20,15 @@ a restart from being counted twice. A pass that created Jobs and changed only Jo
 does not write them (they predate those Jobs; the Jobs' events bring the pass that writes
 current ones): one status write fewer per JobSet. Events and the finished/restart metrics
 follow a successful status write only.
+
+No JobSet holds the event loop for the others. `plan` is pure and synchronous, and over a
+16,000-Job JobSet it takes 70-180 ms (classifying, counting and indexing every Job, spread
+over five functions): for a JobSet with `PLAN_IN_THREAD_JOBS` Jobs or more it runs in a
+worker thread, so the loop - every other JobSet's pass, the webhooks, the lease renewal -
+gets the interpreter back at each GIL switch interval (5 ms) instead of waiting for the
+whole plan. Its inputs are cache objects, which nobody modifies (they are replaced), and
+the plan changes nothing, so the thread shares nothing mutable. Acting then awaits each
+write, and the Job bodies are built one per write, so the rest of a pass yields anyway.
 """
 
 from __future__ import annotations
@@ -41,8 +50,8 @@ from jobset.controllers.classify import Children
 from jobset.controllers.expectations import Awaited
 from jobset.controllers.jobcache import job_record
 from jobset.controllers.jobs import all_exist, existing_indices
+from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
-from jobset.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.runtime import (
     BY_CONTROLLER_UID,
     ApiError,
@@ -76,6 +85,10 @@ CONTROLLER_NAME: Final = "jobset"
 EVENT_COMPONENT: Final = "jobset-controller"
 
 T = TypeVar("T")
+
+# A JobSet with this many Jobs is planned in a worker thread (about 5-10 ms of planning on
+# the loop below it; the thread hop costs ~0.1 ms).
+PLAN_IN_THREAD_JOBS: Final = 1000
 
 
 class ActionError(Exception):
@@ -216,19 +229,21 @@ class JobSetController:
             return Result()
         uid = str(js["metadata"].get("uid") or "")
         jobs = self.jobs.store.by_index(BY_CONTROLLER_UID, uid) if uid else []
-        p = plan(
-            PlanInput(
-                jobset=js,
-                jobs=jobs,
-                now=self.clock(),
-                service_exists=self._service_exists(js),
-                existing_pvcs=self._existing_pvcs(js),
-                features=self.features,
-                invalid_message=self._invalid_message(key, js),
-                awaited_jobs=self.awaited.pending(key),
-                deleted_jobs=self.awaited_deletes.pending(key),
-            )
+        inp = PlanInput(
+            jobset=js,
+            jobs=jobs,
+            now=self.clock(),
+            service_exists=self._service_exists(js),
+            existing_pvcs=self._existing_pvcs(js),
+            features=self.features,
+            invalid_message=self._invalid_message(key, js),
+            awaited_jobs=self.awaited.pending(key),
+            deleted_jobs=self.awaited_deletes.pending(key),
         )
+        if len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS:
+            p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
+        else:
+            p = plan(inp)
         if p.skip is not None:
             self.log.debug("skipping jobset", reason=p.skip)
             return Result()

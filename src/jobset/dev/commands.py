@@ -156,6 +156,7 @@ async def run_dev(args: argparse.Namespace) -> int:
         # and health servers are nobody else's business (issue 20 finding 8).
         bind_address=DEV_BIND_ADDRESS,
         concurrency=args.concurrency,
+        reconcile_timeout=args.reconcile_timeout,
         metrics_port=None if args.metrics_port < 0 else args.metrics_port,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir or None,

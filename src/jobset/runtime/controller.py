@@ -13,6 +13,13 @@ controller-runtime's `pkg/internal/controller` and `pkg/handler`:
   `Result(requeue_after=s)` (forget, then re-add after s), `Result(requeue=True)` (re-add
   with backoff), or raises: the exception is logged with the controller and key, counted,
   and the key is re-added with per-item exponential backoff. A worker never dies.
+- `reconcile_timeout` (`--reconcile-timeout`, controller-runtime's `ReconciliationTimeout`)
+  time-boxes every pass: one that runs longer is cancelled at its next `await`, logged with
+  the key, counted in `controller_runtime_reconcile_timeouts_total` (and as an error), and
+  re-added with backoff. Passes are written so that a cut anywhere is safe: names are
+  deterministic and expectations are recorded only after a write succeeded, so the next pass
+  completes what this one left. A pass that never awaits cannot be cut; the reconciler's
+  long loops yield (`cooperate()`), so one JobSet never holds the loop for the others.
 """
 
 from __future__ import annotations
@@ -132,10 +139,14 @@ class Controller:
         concurrency: int = 1,
         rate_limiter: RateLimiter[Hashable] | None = None,
         metrics: RuntimeMetrics | None = None,
+        reconcile_timeout: float = 0.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if reconcile_timeout < 0:
+            raise ValueError("reconcile_timeout must not be negative")
         self.name = name
+        self.reconcile_timeout = reconcile_timeout
         self.reconcile = reconcile
         self.concurrency = concurrency
         self.metrics = metrics
@@ -150,6 +161,7 @@ class Controller:
                 metrics.reconcile_total.labels(name, result)
             metrics.reconcile_errors_total.labels(name)
             metrics.reconcile_panics_total.labels(name)
+            metrics.reconcile_timeouts_total.labels(name)
 
     def watch(self, informer: Informer, mapper: Mapper | None = None) -> None:
         """Reconcile what `mapper` returns for every event of `informer`."""
@@ -206,25 +218,36 @@ class Controller:
             m.active_workers.labels(self.name).inc()
         t0 = time.perf_counter()
         outcome = "success"
+        budget = self.reconcile_timeout or None
+        deadline = asyncio.timeout(budget)
         try:
             with structlog.contextvars.bound_contextvars(controller=self.name, key=str(req)):
-                result = await self.reconcile(req)
+                async with deadline:
+                    result = await self.reconcile(req)
         except asyncio.CancelledError:
             raise
+        except TimeoutError as exc:
+            outcome = "error"
+            self.queue.add_rate_limited(req)
+            if deadline.expired():
+                # Our budget ran out (a TimeoutError of the reconciler's own, e.g. a request's,
+                # is an ordinary error below).
+                self.log.error(
+                    "Reconciler timeout",
+                    key=str(req),
+                    timeout=budget,
+                    elapsed=round(time.perf_counter() - t0, 3),
+                    requeues=self.queue.num_requeues(req),
+                )
+                if m is not None:
+                    m.reconcile_timeouts_total.labels(self.name).inc()
+                    m.reconcile_errors_total.labels(self.name).inc()
+            else:
+                self._log_error(req, exc)
         except Exception as exc:
             outcome = "error"
             self.queue.add_rate_limited(req)
-            self.log.error(
-                "Reconciler error",
-                key=str(req),
-                error=repr(exc),
-                requeues=self.queue.num_requeues(req),
-                exc_info=True,
-            )
-            if m is not None:
-                m.reconcile_errors_total.labels(self.name).inc()
-                if not isinstance(exc, ApiError):
-                    m.reconcile_panics_total.labels(self.name).inc()
+            self._log_error(req, exc)
         else:
             if result is not None and result.requeue_after > 0:
                 outcome = "requeue_after"
@@ -240,3 +263,17 @@ class Controller:
                 m.active_workers.labels(self.name).dec()
                 m.reconcile_time_seconds.labels(self.name).observe(time.perf_counter() - t0)
                 m.reconcile_total.labels(self.name, outcome).inc()
+
+    def _log_error(self, req: Request, exc: BaseException) -> None:
+        self.log.error(
+            "Reconciler error",
+            key=str(req),
+            error=repr(exc),
+            requeues=self.queue.num_requeues(req),
+            exc_info=True,  # called from the `except` block
+        )
+        m = self.metrics
+        if m is not None:
+            m.reconcile_errors_total.labels(self.name).inc()
+            if not isinstance(exc, ApiError):
+                m.reconcile_panics_total.labels(self.name).inc()

@@ -152,6 +152,7 @@ class Manager:
             concurrency=concurrency or self.options.concurrency,
             rate_limiter=rate_limiter,
             metrics=self.metrics,
+            reconcile_timeout=self.options.reconcile_timeout,
         )
         self.controllers.append(ctrl)
         return ctrl

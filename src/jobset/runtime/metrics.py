@@ -91,6 +91,14 @@ class RuntimeMetrics:
             ["controller"],
             registry=r,
         )
+        # This runtime's own: passes cut by --reconcile-timeout (controller-runtime's
+        # ReconciliationTimeout), which also count as errors.
+        self.reconcile_timeouts_total = Counter(
+            "controller_runtime_reconcile_timeouts",
+            "Total number of reconciliations cut by the reconcile timeout per controller",
+            ["controller"],
+            registry=r,
+        )
         self.reconcile_time_seconds = Histogram(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",

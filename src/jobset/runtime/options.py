@@ -24,6 +24,7 @@ from pathlib import Path
 __all__ = [
     "ManagerOptions",
     "add_metrics_security_flags",
+    "add_reconcile_timeout_flag",
     "add_runtime_flags",
     "default_identity",
     "default_namespace",
@@ -55,6 +56,9 @@ class ManagerOptions:
     qps: float = 500.0
     burst: int = 500
     concurrency: int = 5
+    # Every pass is cut after this many seconds (controller-runtime's ReconciliationTimeout;
+    # 0: no limit). Generous: a 16k-Job first pass at the jobs budget takes ~35 s.
+    reconcile_timeout: float = 60.0
     bind_address: str = "0.0.0.0"
     metrics_port: int | None = 8080  # None: no metrics server; 0: any free port
     metrics_secure: bool = False  # HTTPS + TokenReview/SubjectAccessReview on /metrics
@@ -78,6 +82,8 @@ class ManagerOptions:
             raise ValueError("--metrics-cert-dir is only used with --metrics-secure")
         if self.metrics_secure and self.metrics_port is None:
             raise ValueError("--metrics-secure needs a metrics server (--metrics-port is -1)")
+        if self.reconcile_timeout < 0:
+            raise ValueError("--reconcile-timeout must not be negative (0: no limit)")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ManagerOptions:
@@ -90,6 +96,7 @@ class ManagerOptions:
             qps=args.qps,
             burst=args.burst,
             concurrency=args.concurrency,
+            reconcile_timeout=args.reconcile_timeout,
             bind_address=args.bind_address,
             metrics_port=port(args.metrics_port),
             metrics_secure=args.metrics_secure,
@@ -126,6 +133,17 @@ def add_metrics_security_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_reconcile_timeout_flag(parser: argparse.ArgumentParser) -> None:
+    """`--reconcile-timeout` (shared by `controller` and `dev`)."""
+    parser.add_argument(
+        "--reconcile-timeout",
+        type=float,
+        default=ManagerOptions.reconcile_timeout,
+        help="seconds a reconcile pass may run before it is cancelled, logged, counted and "
+        "requeued with backoff (0: no limit; default %(default)s)",
+    )
+
+
 def add_runtime_flags(parser: argparse.ArgumentParser) -> None:
     d = ManagerOptions(leader_election_namespace="", identity="")
     add = parser.add_argument
@@ -148,6 +166,7 @@ def add_runtime_flags(parser: argparse.ArgumentParser) -> None:
         help="client-side request burst",
     )
     add("--concurrency", type=int, default=d.concurrency, help="reconcile workers per controller")
+    add_reconcile_timeout_flag(parser)
     add("--bind-address", default=d.bind_address, help="address of the metrics/health servers")
     add("--metrics-port", type=int, default=d.metrics_port, help="Prometheus /metrics (-1: off)")
     add_metrics_security_flags(parser)

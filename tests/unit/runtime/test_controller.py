@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 from typing import Any
 
+import pytest
 import structlog
 
 from jobset.runtime.controller import (
@@ -17,6 +19,7 @@ from jobset.runtime.controller import (
     enqueue_owner,
 )
 from jobset.runtime.metrics import RuntimeMetrics
+from jobset.runtime.options import ManagerOptions, add_runtime_flags
 from jobset.runtime.ratelimit import ItemExponentialFailureRateLimiter
 
 KEY = Request("ns", "a")
@@ -166,3 +169,95 @@ async def test_update_enqueues_old_and_new_owner() -> None:
     handler.on_update(old, new)
     got = {await ctrl.queue.get(), await ctrl.queue.get()}
     assert got == {Request("ns", "parent"), Request("ns", "adopter")}
+
+
+async def test_a_pass_over_its_budget_is_cut_logged_counted_and_requeued() -> None:
+    """--reconcile-timeout: the pass is cancelled at its next await, the key comes back with
+    backoff, and the next pass runs (here: succeeds)."""
+    calls: list[int] = []
+    cut = False
+    succeeded = asyncio.Event()
+
+    async def reconcile(req: Request) -> Result:
+        nonlocal cut
+        calls.append(len(calls))
+        if len(calls) == 1:
+            try:
+                await asyncio.Event().wait()  # never set: only the budget ends this pass
+            except asyncio.CancelledError:
+                cut = True
+                raise
+        succeeded.set()
+        return Result()
+
+    m = RuntimeMetrics()
+    ctrl = Controller(
+        "c",
+        reconcile,
+        rate_limiter=ItemExponentialFailureRateLimiter(0.01, 1.0),
+        metrics=m,
+        reconcile_timeout=0.05,
+    )
+    with structlog.testing.capture_logs() as logs:
+        ctrl.start()
+        ctrl.queue.add(KEY)
+        await asyncio.wait_for(succeeded.wait(), 10)
+        assert await ctrl.stop(grace_period=1)
+    assert cut and calls == [0, 1]
+    (timeout,) = [e for e in logs if e["event"] == "Reconciler timeout"]
+    assert timeout["key"] == "ns/a" and timeout["timeout"] == 0.05
+    assert timeout["log_level"] == "error"
+    assert m.reconcile_timeouts_total.labels("c")._value.get() == 1
+    assert m.reconcile_errors_total.labels("c")._value.get() == 1
+    assert m.reconcile_panics_total.labels("c")._value.get() == 0
+    assert m.reconcile_total.labels("c", "error")._value.get() == 1
+    assert m.reconcile_total.labels("c", "success")._value.get() == 1
+    assert m.workqueue_retries_total.labels("c", "c")._value.get() == 1  # rate-limited
+
+
+async def test_a_timeout_error_of_the_reconciler_is_an_ordinary_error() -> None:
+    """A TimeoutError the pass raises itself (a request's) is not the budget running out."""
+    done = asyncio.Event()
+
+    async def reconcile(req: Request) -> Result:
+        if not done.is_set():
+            done.set()
+            raise TimeoutError("request timed out")
+        return Result()
+
+    m = RuntimeMetrics()
+    ctrl = Controller("c", reconcile, metrics=m, reconcile_timeout=30)
+    with structlog.testing.capture_logs() as logs:
+        ctrl.start()
+        ctrl.queue.add(KEY)
+        await asyncio.wait_for(done.wait(), 5)
+        await asyncio.sleep(0.05)
+        await ctrl.stop(grace_period=1)
+    assert [e["event"] for e in logs if e.get("log_level") == "error"] == ["Reconciler error"]
+    assert m.reconcile_timeouts_total.labels("c")._value.get() == 0
+    assert m.reconcile_errors_total.labels("c")._value.get() == 1
+
+
+async def test_no_budget_when_the_timeout_is_zero() -> None:
+    async def reconcile(req: Request) -> Result:
+        await asyncio.sleep(0.1)
+        return Result()
+
+    m = RuntimeMetrics()
+    ctrl = Controller("c", reconcile, metrics=m, reconcile_timeout=0)
+    ctrl.start()
+    ctrl.queue.add(KEY)
+    await asyncio.sleep(0.2)
+    assert await ctrl.stop(grace_period=1)
+    assert m.reconcile_total.labels("c", "success")._value.get() == 1
+    assert m.reconcile_timeouts_total.labels("c")._value.get() == 0
+
+
+def test_reconcile_timeout_flag_reaches_the_manager_options() -> None:
+    parser = argparse.ArgumentParser()
+    add_runtime_flags(parser)
+    assert ManagerOptions.from_args(parser.parse_args([])).reconcile_timeout == 60.0
+    args = parser.parse_args(["--reconcile-timeout", "2.5"])
+    assert ManagerOptions.from_args(args).reconcile_timeout == 2.5
+    with pytest.raises(ValueError, match="--reconcile-timeout"):
+        ManagerOptions.from_args(parser.parse_args(["--reconcile-timeout", "-1"]))
