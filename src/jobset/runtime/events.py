@@ -35,7 +35,7 @@ from jobset.runtime.client import EVENTS, ApiError, Client, Object
 from jobset.runtime.logging import get_logger
 
 if TYPE_CHECKING:
-    from jobset.metrics import RuntimeMetrics
+    from jobset.runtime.metrics import RuntimeMetrics
 
 __all__ = ["NORMAL", "WARNING", "EventRecorder", "SpamFilter"]
 
