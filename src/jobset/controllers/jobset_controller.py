@@ -52,6 +52,7 @@ from jobset.controllers.jobcache import job_record
 from jobset.controllers.jobs import all_exist, existing_indices
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
+from jobset.resources import JOBSETS
 from jobset.runtime import (
     BY_CONTROLLER_UID,
     ApiError,
@@ -64,22 +65,15 @@ from jobset.runtime import (
     index_by_controller_uid,
     strip_managed_fields,
 )
-from jobset.runtime.client import JOBS, Resource
+from jobset.runtime.client import JOBS, PVCS, SERVICES, Resource
 from jobset.runtime.logging import get_logger
 from kubeutil.rfc3339 import parse_rfc3339
 
 __all__ = [
-    "JOBSETS",
-    "PVCS",
-    "SERVICES",
     "ActionError",
     "JobSetController",
     "jobset_phase",
 ]
-
-JOBSETS: Final = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
-SERVICES: Final = Resource("", "v1", "services", "Service")
-PVCS: Final = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 
 CONTROLLER_NAME: Final = "jobset"
 EVENT_COMPONENT: Final = "jobset-controller"

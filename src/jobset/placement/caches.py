@@ -18,13 +18,12 @@ from typing import Any, Final
 from jobset.api import constants as c
 from jobset.placement.affinity import leader_pod_name, pod_name_without_suffix
 from jobset.runtime.cache import Object, controller_of
-from jobset.runtime.client import PODS, Resource
+from jobset.runtime.client import NODES, PODS
 from jobset.runtime.informer import Informer
 from jobset.runtime.manager import Manager
 
 __all__ = [
     "JOBSET_POD_SELECTOR",
-    "NODES",
     "POD_JOB_KEY_INDEX",
     "POD_NAME_INDEX",
     "PlacementCaches",
@@ -34,7 +33,6 @@ __all__ = [
     "pod_informer",
 ]
 
-NODES: Final = Resource("", "v1", "nodes", "Node", namespaced=False)
 JOBSET_POD_SELECTOR: Final = c.JOBSET_NAME_KEY  # "exists"
 POD_NAME_INDEX: Final = "placement-pod-name"
 POD_JOB_KEY_INDEX: Final = "placement-job-key"

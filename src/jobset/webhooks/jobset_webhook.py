@@ -30,13 +30,11 @@ from jobset.api.validation import (
     volume_claim_pvc_names,
 )
 from jobset.runtime.authn import User
-from jobset.runtime.client import ApiError, Client, Resource
+from jobset.runtime.client import PVCS, ApiError, Client
 from jobset.webhooks.access import AccessReviewer, Unreviewable
 from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
 
-__all__ = ["PVCS", "JobSetWebhook"]
-
-PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+__all__ = ["JobSetWebhook"]
 
 
 def _shape_error(js: Mapping[str, Any]) -> str | None:

@@ -25,7 +25,7 @@ from jobset.api import constants as c
 from jobset.api.validation import DEFAULT_LIMITS, Limits
 from jobset.placement.caches import PlacementCaches, node_informer, pod_informer
 from jobset.runtime.certfiles import CertFiles
-from jobset.runtime.client import NAMESPACES, ApiError, Client, Resource
+from jobset.runtime.client import NAMESPACES, SERVICES, ApiError, Client, Resource
 from jobset.runtime.health import CheckResult
 from jobset.runtime.manager import Manager
 from jobset.webhooks import manifests
@@ -45,8 +45,6 @@ from jobset.webhooks.pod_webhook import PodWebhook
 from jobset.webhooks.server import DEFAULT_TIMEOUT, ServingCert, WebhookServer
 
 __all__ = ["WebhookOptions", "Webhooks", "install_webhooks", "setup_webhooks"]
-
-SERVICES = Resource("", "v1", "services", "Service")
 
 
 @dataclass

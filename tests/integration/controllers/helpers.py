@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
-from jobset.controllers.jobset_controller import JOBSETS, PVCS, SERVICES, JobSetController
-from jobset.runtime.client import JOBS, NAMESPACES, ApiError, Client, Resource
+from jobset.controllers.jobset_controller import JobSetController
+from jobset.resources import JOBSETS
+from jobset.runtime.client import JOBS, NAMESPACES, PVCS, SERVICES, ApiError, Client, Resource
 from kubesim.process import SimProcess
 from tests.eventually import eventually
 

@@ -127,7 +127,7 @@ async def test_active_jobs_deleted_after_success_policy_any(env: Env) -> None:
 
 
 async def test_service_recreated_after_deletion(env: Env) -> None:
-    from jobset.controllers.jobset_controller import SERVICES
+    from jobset.runtime.client import SERVICES
 
     await env.create(jobset("svc", rjob("a", 1), network={"subdomain": "net"}))
     await env.wait_jobs("svc", 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from jobset.controllers.jobset_controller import JOBSETS
+from jobset.resources import JOBSETS
 from tests.eventually import eventually
 
 from .helpers import Env, has_condition, jobset, rjob

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from jobset.api import constants as c
-from jobset.placement.caches import NODES, POD_INDEXERS, PlacementCaches
+from jobset.placement.caches import POD_INDEXERS, PlacementCaches
 from jobset.placement.pod_controller import PodReconciler
-from jobset.runtime.client import JOBS, PODS, ApiError, Client
+from jobset.runtime.client import JOBS, NODES, PODS, ApiError, Client
 from jobset.runtime.controller import Request
 from jobset.runtime.informer import Informer
 from kubesim.process import SimProcess, start_sim

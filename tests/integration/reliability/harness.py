@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jobset.api import constants as c
-from jobset.controllers.jobset_controller import JOBSETS
+from jobset.resources import JOBSETS
 from jobset.runtime.client import NAMESPACES, ApiError, Client
 from kubesim.apiserver.store import WatchEvent
 from kubesim.process import controller_command, free_port

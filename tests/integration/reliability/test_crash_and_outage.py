@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jobset.controllers.crd import apply_crds
-from jobset.controllers.jobset_controller import JOBSETS
+from jobset.resources import JOBSETS
 from jobset.runtime.client import JOBS, Client
 from kubesim.process import start_sim
 
