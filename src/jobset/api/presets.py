@@ -51,7 +51,7 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.api.types import coordinator_endpoint, name_of, replicas, subdomain
-from jobset.api.validation import ErrorType, FieldError
+from jobset.api.validation.errors import ErrorType, FieldError
 
 __all__ = [
     "DEFAULT_PORTS",

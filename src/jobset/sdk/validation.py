@@ -13,7 +13,8 @@ from typing import Any
 
 from jobset.api import default_jobset, format_invalid_message, validate_create
 from jobset.api.presets import validate_presets
-from jobset.api.validation import ErrorType, FieldError, name_for_validation
+from jobset.api.validation.errors import ErrorType, FieldError
+from jobset.api.validation.names import name_for_validation
 from jobset.sdk.models import JobSet
 
 __all__ = ["ValidationError", "check", "validate"]

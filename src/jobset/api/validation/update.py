@@ -1,0 +1,157 @@
+"""The rules of an update: replicatedJobs and managedBy immutable, with Kueue's and elastic
+JobSets' exceptions."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from jobset.api import constants as c
+from jobset.api import types as t
+from jobset.api.validation.errors import FieldError, forbidden, invalid
+from jobset.api.validation.helpers import gate, is_indexed
+from jobset.api.validation.limits import DEFAULT_LIMITS, MAX_PODS_FLAG, Limits
+from jobset.api.validation.semantic import semantic_equal
+
+__all__ = ["ELASTIC_TERMINAL_MSG", "validate_update"]
+
+# Pod-template fields Kueue may change while a JobSet is (or is becoming) suspended:
+# metadata labels/annotations, and the scheduling-related pod spec fields.
+_KUEUE_MUTABLE: Final[tuple[tuple[str, ...], ...]] = (
+    ("template", "spec", "template", "metadata", "annotations"),
+    ("template", "spec", "template", "metadata", "labels"),
+    ("template", "spec", "template", "spec", "nodeSelector"),
+    ("template", "spec", "template", "spec", "tolerations"),
+    ("template", "spec", "template", "spec", "schedulingGates"),
+)
+ELASTIC_TERMINAL_MSG: Final = (
+    "Cannot mutate parallelism or completions when JobSet is in a terminal state "
+    "(Completed or Failed)"
+)
+
+
+def validate_update(
+    new: Mapping[str, Any],
+    old: Mapping[str, Any],
+    *,
+    features: Mapping[str, bool] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[FieldError]:
+    """Rules for an update: replicatedJobs and managedBy are immutable, with two exceptions.
+
+    - While the old or the new JobSet is suspended, each pod template's labels, annotations,
+      nodeSelector, tolerations and schedulingGates may change (how Kueue injects its
+      placement decisions before admitting a workload).
+    - With the ElasticJobSet gate, parallelism and completions of Indexed Jobs may change
+      (equal to each other, at least 1) unless the JobSet already finished.
+
+    network, successPolicy, failurePolicy, startupPolicy and volumeClaimPolicies are
+    immutable through the CRD's CEL rules, not here. `limits.max_pods_per_job` applies to a
+    changed parallelism or completions as on create.
+    """
+    errs: list[FieldError] = []
+    new_spec: Mapping[str, Any] = new.get("spec") or {}
+    old_spec: Mapping[str, Any] = old.get("spec") or {}
+    new_rjobs: list[Mapping[str, Any]] = list(new_spec.get("replicatedJobs") or [])
+    old_rjobs: list[Mapping[str, Any]] = list(old_spec.get("replicatedJobs") or [])
+    munged: list[dict[str, Any]] = copy.deepcopy([dict(r) for r in new_rjobs])
+    old_by_name = {str(r.get("name") or ""): r for r in old_rjobs}
+
+    if gate(features, c.FEATURE_ELASTIC_JOBSET):
+        terminal = t.is_finished(old)
+        for idx, new_rjob in enumerate(new_rjobs):
+            old_rjob = old_by_name.get(str(new_rjob.get("name") or ""))
+            if old_rjob is None:
+                continue
+            new_job, old_job = t.job_spec(new_rjob), t.job_spec(old_rjob)
+            if not is_indexed(new_job):
+                continue
+            errs.extend(_validate_elastic(idx, new_job, old_job, terminal, limits))
+            for key in ("parallelism", "completions"):
+                _path_set(munged[idx], ("template", "spec", key), old_job.get(key))
+
+    if t.is_suspended(old) or t.is_suspended(new):
+        for idx, new_rjob in enumerate(new_rjobs):
+            old_rjob = old_by_name.get(str(new_rjob.get("name") or ""))
+            if old_rjob is None:
+                continue
+            for keys in _KUEUE_MUTABLE:
+                _path_set(munged[idx], keys, _path_get(old_rjob, keys))
+
+    if not semantic_equal(munged, old_rjobs):
+        errs.append(invalid("spec.replicatedJobs", munged, "field is immutable"))
+    if not semantic_equal(new_spec.get("managedBy"), old_spec.get("managedBy")):
+        errs.append(invalid("spec.managedBy", new_spec.get("managedBy"), "field is immutable"))
+    return errs
+
+
+def _validate_elastic(
+    idx: int,
+    new_job: Mapping[str, Any],
+    old_job: Mapping[str, Any],
+    terminal: bool,
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[FieldError]:
+    path = f"spec.replicatedJobs[{idx}].template.spec"
+    par, comp = new_job.get("parallelism"), new_job.get("completions")
+    par_changed = par != old_job.get("parallelism")
+    comp_changed = comp != old_job.get("completions")
+    if not (par_changed or comp_changed):
+        return []
+    if terminal:
+        return [forbidden(path, ELASTIC_TERMINAL_MSG)]
+    errs = []
+    if par_changed and par is not None and int(par) < 1:
+        errs.append(invalid(f"{path}.parallelism", par, "parallelism must be >= 1"))
+    if comp_changed and comp is not None and int(comp) < 1:
+        errs.append(invalid(f"{path}.completions", comp, "completions must be >= 1"))
+    if par is not None and comp is not None and int(par) != int(comp):
+        errs.append(
+            invalid(
+                f"{path}.completions",
+                comp,
+                "completions must be equal to parallelism for Elastic Indexed Jobs",
+            )
+        )
+    max_pods = limits.max_pods_per_job
+    for key, value, changed in (
+        ("parallelism", par, par_changed),
+        ("completions", comp, comp_changed),
+    ):
+        if changed and max_pods is not None and value is not None and int(value) > max_pods:
+            errs.append(
+                invalid(
+                    f"{path}.{key}",
+                    value,
+                    f"must be no more than {max_pods}: a Job of a JobSet may have at most "
+                    f"{max_pods} pods (the controller's {MAX_PODS_FLAG} flag sets this limit)",
+                )
+            )
+    return errs
+
+
+def _path_set(root: dict[str, Any], keys: Sequence[str], value: Any) -> None:
+    """Set root[k0][k1]...=value, creating dicts; a None value removes the leaf."""
+    node = root
+    for key in keys[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            if value is None:
+                return
+            child = {}
+            node[key] = child
+        node = child
+    if value is None:
+        node.pop(keys[-1], None)
+    else:
+        node[keys[-1]] = copy.deepcopy(value)
+
+
+def _path_get(root: Mapping[str, Any] | None, keys: Sequence[str]) -> Any:
+    node: Any = root
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
