@@ -46,10 +46,31 @@ class CertFiles:
         """Load the files now (OSError, ValueError or ssl.SSLError when they are unusable)."""
         self.serving.update(self.cert_file.read_bytes(), self.key_file.read_bytes())
 
-    async def start(self) -> None:
-        """Load once (errors propagate: a server must not start without its certificate),
-        then keep reloading in the background."""
-        self.load()
+    async def start(self, wait: float | None = 0.0) -> None:
+        """Load the files, then keep reloading them in the background.
+
+        `wait` bounds how long to wait for loadable files (None: as long as it takes; 0: one
+        attempt). cert-manager issues the certificate after the install created the pods, so
+        the Secret volume (mounted optional) may fill only after the process started: the
+        server must neither start without its certificate nor give up on it for good. When
+        the wait runs out, the last attempt's error propagates."""
+        loop = asyncio.get_running_loop()
+        deadline = None if wait is None else loop.time() + wait
+        log = get_logger("cert-files", dir=str(self.directory))
+        waiting = False
+        while True:
+            try:
+                self.load()
+                break
+            except (OSError, ValueError, ssl.SSLError) as exc:
+                if deadline is not None and loop.time() >= deadline:
+                    raise
+                if not waiting:
+                    log.info("waiting for the certificate files", error=repr(exc))
+                    waiting = True
+            await asyncio.sleep(min(self.interval, 1.0))
+        if waiting:
+            log.info("certificate files loaded")
         self._task = asyncio.create_task(self._watch(), name=f"cert files {self.directory}")
 
     async def _watch(self) -> None:

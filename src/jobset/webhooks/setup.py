@@ -94,7 +94,7 @@ class Webhooks:
         if self.rotator is not None:
             await self.rotator.start(first_timeout)
         if self.files is not None:
-            await self.files.start()
+            await self.files.start(first_timeout)
         auth = await self.client_auth() if self.client_auth is not None else None
         if auth is not None:
             self.server.require_client_certs(auth.ca_pem, auth.allowed_names)
