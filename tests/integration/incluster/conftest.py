@@ -14,8 +14,10 @@ Needs root (network and mount namespaces), as the real-process runtime does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +27,7 @@ from typing import Any, TypeVar
 
 import helm_python as helm
 import pytest
+import yaml
 
 from kubesim.process import SimProcess, start_sim
 from tests.wheel import REPO, build_wheel, install
@@ -185,3 +188,159 @@ def cluster(controller_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         )
     finally:
         sim.stop()
+
+
+# Helpers of the modules that install and remove the controller themselves (kustomize,
+# cert-manager, drain, Prometheus). Each module runs alone on the package's cluster: it
+# works in a namespace of its own and leaves no object, webhook or process behind.
+
+THIRDPARTY_CRDS = REPO / "tests" / "integration" / "deploy" / "data" / "thirdparty-crds.yaml"
+WEBHOOK_CONFIGURATIONS = (
+    ("validatingwebhookconfiguration", "jobset-validating-webhook-configuration"),
+    ("mutatingwebhookconfiguration", "jobset-mutating-webhook-configuration"),
+)
+DENIED = "job names generated for this JobSet will exceed 63 characters"
+
+
+def jobset_manifest(
+    name: str, namespace: str, sleep: str = "2s", replicas: int = 2, **pod_spec: Any
+) -> str:
+    """A JobSet of `replicas` one-pod Jobs sleeping `sleep` (simulated time)."""
+    return json.dumps(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "workers",
+                        "replicas": replicas,
+                        "template": {
+                            "spec": {
+                                "template": {
+                                    "spec": {
+                                        "restartPolicy": "Never",
+                                        "containers": [
+                                            {
+                                                "name": "main",
+                                                "image": "busybox",
+                                                "command": ["sleep", sleep],
+                                            }
+                                        ],
+                                        **pod_spec,
+                                    }
+                                }
+                            }
+                        },
+                    }
+                ]
+            },
+        }
+    )
+
+
+def finished(cluster: Cluster, name: str, namespace: str) -> dict[str, Any]:
+    """The JobSet once it has a terminal state."""
+
+    def done() -> dict[str, Any] | None:
+        js: dict[str, Any] = cluster.json("get", "jobset", name, "-n", namespace)
+        return js if (js.get("status") or {}).get("terminalState") else None
+
+    return eventually(done, 180, f"JobSet {namespace}/{name} to finish")
+
+
+def example_reaches_its_outcome(cluster: Cluster, file: str, namespace: str) -> None:
+    """examples/FILE, applied with kubectl, reaches the outcome its header states."""
+    from jobset.dev.examplekit import load_example, observe, unmet
+
+    example = load_example(REPO / "examples" / file)
+    cluster.kubectl(*example.apply_args(), "-n", namespace)
+
+    def met() -> bool:
+        seen = observe(cluster.kubectl, namespace, example.name, example.expect)
+        return not unmet(example.expect, seen)
+
+    eventually(met, 180, f"{file}: {example.expect}")
+
+
+def invalid_jobset_is_denied(cluster: Cluster, namespace: str) -> None:
+    """A JobSet only the validating webhook can refuse (the CRD schema cannot count name
+    lengths) is refused: the API server reached a controller pod through the webhook
+    Service, and that pod served the certificate the configuration's caBundle trusts."""
+    name = "a" * 56
+    out = cluster.sim.kubectl(
+        "apply", "-f", "-", input=jobset_manifest(name, namespace), check=False
+    )
+    assert out.returncode != 0 and DENIED in out.stderr, (out.stdout, out.stderr)
+    assert cluster.sim.kubectl("get", "jobset", name, "-n", namespace, check=False).returncode
+
+
+@contextlib.contextmanager
+def namespace(cluster: Cluster, name: str) -> Iterator[str]:
+    """A namespace for a module's JobSets, deleted (with what is in it) afterwards."""
+    cluster.kubectl("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=false")
+        gone(cluster, "namespace", name)
+
+
+def gone(cluster: Cluster, *what: str, within: float = 120) -> None:
+    """`kubectl get WHAT` finds nothing (any more)."""
+    eventually(
+        lambda: cluster.sim.kubectl("get", *what, check=False).returncode != 0 or None,
+        within,
+        f"{' '.join(what)} to be gone",
+    )
+
+
+@contextlib.contextmanager
+def thirdparty_crds(cluster: Cluster) -> Iterator[None]:
+    """The Prometheus Operator's and cert-manager's CRDs (as far as the chart and config/
+    use them); the ones that were not there before are removed afterwards."""
+    wanted = [d["metadata"]["name"] for d in yaml.safe_load_all(THIRDPARTY_CRDS.read_text()) if d]
+    present = {c["metadata"]["name"] for c in cluster.json("get", "crd")["items"]} & set(wanted)
+    cluster.kubectl("apply", "--server-side", "-f", str(THIRDPARTY_CRDS))
+    for crd in wanted:
+        cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd}")
+    try:
+        yield
+    finally:
+        for crd in set(wanted) - present:
+            cluster.kubectl("delete", "crd", crd, "--ignore-not-found")
+
+
+def pod_netns() -> list[str]:
+    """The network namespaces the simulator made for pods (`ksim<N>-<pod uid>`)."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in out.stdout.splitlines() if line.startswith("ksim")]
+
+
+def no_controller_left(cluster: Cluster) -> None:
+    """Every controller process has ended, and every pod network namespace is gone."""
+    eventually(lambda: not cluster.controller_processes() or None, 120, "no controller process")
+    eventually(lambda: not pod_netns() or None, 60, "no pod network namespace")
+    time.sleep(0.5)
+    assert cluster.controller_processes() == []
+
+
+def current_leader(cluster: Cluster, within: float = 60) -> str:
+    """The lease holder, once it is one of the controller pods that run now (a Lease left by
+    an earlier install names a pod that is gone until it expires and is taken over)."""
+
+    def holder() -> str | None:
+        name = cluster.leader()
+        return name if name in {p["metadata"]["name"] for p in cluster.controller_pods()} else None
+
+    return eventually(holder, within, "a lease holder among the controller pods")
+
+
+def uninstall(cluster: Cluster) -> None:
+    """`helm uninstall`, every controller process ended, and the controller's Lease, which
+    is no object of the release (Helm leaves it, as it leaves the namespace), deleted so
+    that the next install starts from nothing."""
+    cluster.helm.uninstall(RELEASE, timeout=120)
+    no_controller_left(cluster)
+    cluster.kubectl("delete", "lease", LEASE, "-n", NS, "--ignore-not-found")
