@@ -290,9 +290,22 @@ def _run(
     timeout: float,
     interactive: bool,
 ) -> int:
-    kubeconfig = dev.kubeconfig
+    nodes = _announce_cluster(dev, display)
+    submit = _Submitter(dev.kubeconfig, display)
+    if not submit(examples[0]):
+        return 1
+    snap, submitted_all = _watch(dev, examples, nodes, display, timeout, submit)
+    if not submitted_all:
+        return 1
+    display.done()
+    ok = _final_report(dev, examples, snap, nodes, display)
+    return _finish(dev, display, interactive, ok)
+
+
+def _announce_cluster(dev: SimProcess, display: Display) -> list[dict[str, Any]]:
+    """Say the cluster is ready and what its nodes are; return the nodes."""
     display.message("  " + next(ln for ln in dev.output if "jobset dev ready" in ln).strip())
-    nodes_out = _kubectl(kubeconfig, "get", "nodes", "-o", "json")
+    nodes_out = _kubectl(dev.kubeconfig, "get", "nodes", "-o", "json")
     nodes: list[dict[str, Any]] = json.loads(nodes_out.stdout).get("items") or []
     pools = sorted({str((n["metadata"].get("labels") or {}).get(POOL_LABEL)) for n in nodes})
     tpus = {
@@ -302,48 +315,59 @@ def _run(
         f"  {len(nodes)} nodes in {len(pools)} node pools ({', '.join(pools)}), "
         f"google.com/tpu per node: {', '.join(sorted(tpus))}\n"
     )
-    submitted: dict[str, float] = {}
-    finished_at: dict[str, float] = {}
+    return nodes
 
-    def submit(example: Example) -> bool:
-        result = _kubectl(kubeconfig, "apply", "-n", NAMESPACE, "-f", str(example.path))
+
+class _Submitter:
+    """Applies examples with kubectl, showing the command; remembers when each went in."""
+
+    def __init__(self, kubeconfig: Path, display: Display) -> None:
+        self.kubeconfig = kubeconfig
+        self.display = display
+        self.submitted: dict[str, float] = {}
+
+    def __call__(self, example: Example) -> bool:
+        result = _kubectl(self.kubeconfig, "apply", "-n", NAMESPACE, "-f", str(example.path))
         what = example.title.split(" - ", 1)[-1]
         if result.returncode != 0:
-            display.message(
+            self.display.message(
                 f"kubectl apply -f examples/{example.path.name} failed: {result.stderr.strip()}"
             )
             return False
-        display.message(f"$ kubectl apply -f examples/{example.path.name}    # {what}")
-        submitted[example.name] = time.monotonic()
+        self.display.message(f"$ kubectl apply -f examples/{example.path.name}    # {what}")
+        self.submitted[example.name] = time.monotonic()
         return True
 
-    if not submit(examples[0]):
-        return 1
+
+def _watch(
+    dev: SimProcess,
+    examples: Sequence[Example],
+    nodes: list[dict[str, Any]],
+    display: Display,
+    timeout: float,
+    submit: _Submitter,
+) -> tuple[Snapshot | None, bool]:
+    """Show the table every second, submitting the other examples once the first one's
+    leaders are placed, until every example met its expectation (or settled) or `timeout`.
+    Returns the last snapshot, and False when a submission failed."""
     first_at = time.monotonic()
     deadline = time.monotonic() + timeout
     snap: Snapshot | None = None
+    finished_at: dict[str, float] = {}
     while time.monotonic() < deadline:
         tick = time.monotonic()
         snap = snapshot(dev) or snap
         if snap is not None:
-            waiting = [e for e in examples if e.name not in submitted]
+            waiting = [e for e in examples if e.name not in submit.submitted]
             if waiting and (
                 _leaders_placed(snap, examples[0].name)
                 or time.monotonic() - first_at > FIRST_PLACEMENT_WAIT
             ):
                 for example in waiting:
                     if not submit(example):
-                        return 1
-            rows: list[Row] = []
-            for example in examples:
-                js = snap.jobsets.get(example.name)
-                if js is None:
-                    continue
-                rows += rows_for(js, snap.of_kind("Job"), snap.of_kind("Pod"), nodes)
-                if (js.get("status") or {}).get("terminalState"):
-                    finished_at.setdefault(example.name, time.monotonic())
-            display.table(rows)
-            if len(submitted) == len(examples) and all(
+                        return snap, False
+            display.table(_rows(snap, examples, nodes, finished_at))
+            if len(submit.submitted) == len(examples) and all(
                 _met(e, snap, nodes)
                 or time.monotonic() - finished_at.get(e.name, time.monotonic()) > SETTLE_SECONDS
                 for e in examples
@@ -352,8 +376,29 @@ def _run(
         time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
     else:
         display.message(f"Timed out after {timeout:.0f}s (JOBSET_DEMO_TIMEOUT).")
-    display.done()
-    ok = _final_report(dev, examples, snap, nodes, display)
+    return snap, True
+
+
+def _rows(
+    snap: Snapshot,
+    examples: Sequence[Example],
+    nodes: list[dict[str, Any]],
+    finished_at: dict[str, float],
+) -> list[Row]:
+    """The table's rows for the examples submitted so far; notes when each one finished."""
+    rows: list[Row] = []
+    for example in examples:
+        js = snap.jobsets.get(example.name)
+        if js is None:
+            continue
+        rows += rows_for(js, snap.of_kind("Job"), snap.of_kind("Pod"), nodes)
+        if (js.get("status") or {}).get("terminalState"):
+            finished_at.setdefault(example.name, time.monotonic())
+    return rows
+
+
+def _finish(dev: SimProcess, display: Display, interactive: bool, ok: bool) -> int:
+    """Keep the cluster for an interactive user until Ctrl-C; else say it stopped."""
     if interactive:
         display.message(
             "The cluster keeps running: use it from another terminal as above.\n"
