@@ -13,10 +13,10 @@ The webhook server (`--cert-management=files`) and the secure metrics server
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 from pathlib import Path
 
+from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.logging import get_logger
 from kubeutil.tls import ServingCert
 
@@ -83,8 +83,5 @@ class CertFiles:
                 log.warning("cannot reload certificate files", error=repr(exc))
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)

@@ -25,13 +25,13 @@ controller-runtime's `pkg/internal/controller` and `pkg/handler`:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 import structlog
 
+from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.cache import controller_of
 from jobset.runtime.client import ApiError, Object
 from jobset.runtime.informer import Informer
@@ -190,11 +190,7 @@ class Controller:
         if not self._workers:
             return True
         _, pending = await asyncio.wait(self._workers, timeout=grace_period)
-        for task in pending:
-            task.cancel()
-        for task in pending:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*pending)
         self._workers = []
         self.log.info("workers stopped", cancelled=len(pending))
         return not pending

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.client import EVENTS, ApiError, Client, Object
 from jobset.runtime.logging import get_logger
 
@@ -197,10 +198,8 @@ class EventRecorder:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), flush_timeout)
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

@@ -19,11 +19,11 @@ that are gone - with the last state it knew (client-go hands out a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.cache import (
     BY_NAMESPACE,
     IndexFunc,
@@ -148,11 +148,7 @@ class Informer:
             )
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks.clear()
 
     @property

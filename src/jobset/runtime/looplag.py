@@ -12,11 +12,11 @@ which is the delay anything due at that moment suffered. The alert
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 from prometheus_client import Histogram
 
+from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.logging import get_logger
 
 __all__ = ["LoopLagMonitor"]
@@ -43,10 +43,7 @@ class LoopLagMonitor:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

@@ -33,6 +33,7 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Final
 
+from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.authn import DelegatingAuth
 from jobset.runtime.cache import IndexFunc, Transform
 from jobset.runtime.certfiles import CertFiles
@@ -287,9 +288,7 @@ class Manager:
         )
         stop.cancel()
         if synced not in done:
-            synced.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await synced
+            await cancel_and_wait(synced)
             return False
         self.log.info("caches synced", informers=len(self.informers))
         return True

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.client import SECRETS, ApiError, Client, Object, Resource
 from jobset.runtime.health import CheckResult
 from jobset.runtime.informer import FuncHandler, Informer
@@ -168,11 +169,8 @@ class CertRotator:
             await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
         for inf in self._informers:
             await inf.stop()
         self._informers.clear()
