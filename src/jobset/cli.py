@@ -6,39 +6,43 @@ only builds the parser and hands the parsed arguments to where each command live
 * `jobset controller`: the product as a process, `jobset.wiring`;
 * `jobset sim`, `jobset dev`: the simulated cluster (with the product on it), `jobset.dev.commands`
   (the only commands that import `kubesim`; they need the `[sim]` extra);
-* `jobset get/describe/watch/tree/submit/delete`: the user commands, `jobset.commands`;
+* `jobset get/describe/watch/tree/submit/delete`: the user commands, `jobset.commands`
+  (also the kubectl plugin `kubectl-jobset`, `jobset.commands.plugin`);
+* `jobset completion bash|zsh|fish`: a completion script of this parser,
+  `jobset.commands.completion`.
+
+Ctrl-C that arrives before a long-running command has installed its own signal handling
+(`jobset sim` still starting, say) exits 130, as every user command does.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import sys
 from collections.abc import Sequence
 
 from jobset import __version__
-from jobset.commands import USER_COMMANDS, add_user_commands, run_user_command
-from jobset.dev.commands import (
-    DEV_DEFAULT_NODES,
-    add_sim_flags,
-    missing_sim_extra,
-    run_dev,
-    run_sim,
-)
-from jobset.wiring import (
-    add_controller_flags,
-    add_jobset_flags,
-    add_metrics_security_flags,
-    add_reconcile_timeout_flag,
-    run_controller,
-)
+
+# Nothing else is imported at module level: `from jobset.cli import main` (the console
+# script) must be instant, so that a Ctrl-C while the commands' modules load is caught by
+# `main` (exit 130) instead of ending in a traceback.
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole `jobset` parser (the tests render the chart's and kustomize's flags against it)."""
+    from jobset.commands import add_user_commands
+    from jobset.commands.completion import add_completion_command
+    from jobset.dev.commands import DEV_DEFAULT_NODES, add_sim_flags
+    from jobset.wiring import (
+        add_controller_flags,
+        add_jobset_flags,
+        add_metrics_security_flags,
+        add_reconcile_timeout_flag,
+    )
+
     parser = argparse.ArgumentParser(prog="jobset", description="JobSet controller and tools")
     parser.add_argument("--version", action="version", version=f"jobset {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -81,32 +85,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--webhook-port", type=int, default=0, help="admission webhook port (0: a free port)"
     )
     add_user_commands(sub)
+    add_completion_command(sub, build_parser)
     return parser
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # while parsing or importing a command's modules
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from jobset.commands import USER_COMMANDS, run_user_command
+    from jobset.dev.commands import missing_sim_extra, run_dev, run_sim
+    from jobset.wiring import run_controller
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in ("sim", "dev") and (missing := missing_sim_extra(args.command)):
         print(missing, file=sys.stderr)
         return 2
-    if args.command == "sim":
+    if args.command in ("sim", "controller", "dev"):
+        runner = {"sim": run_sim, "controller": run_controller, "dev": run_dev}[args.command]
         try:
-            with contextlib.suppress(KeyboardInterrupt):
-                return asyncio.run(run_sim(args))
-        except ValueError as exc:
-            print(f"jobset sim: {exc}", file=sys.stderr)
-            return 2
-    if args.command in ("controller", "dev"):
-        runner = run_controller if args.command == "controller" else run_dev
-        try:
-            with contextlib.suppress(KeyboardInterrupt):
-                return asyncio.run(runner(args))
+            return asyncio.run(runner(args))
+        except KeyboardInterrupt:
+            # Ctrl-C before the command's own SIGINT handler was installed (still starting):
+            # once running, SIGINT is a graceful stop with the command's own exit code.
+            return EXIT_INTERRUPTED
         except ValueError as exc:
             print(f"jobset {args.command}: {exc}", file=sys.stderr)
             return 2
-        return 0
-    if args.command in USER_COMMANDS:
+    if args.command in USER_COMMANDS or args.command == "completion":
         return run_user_command(args)
     parser.error(f"unknown command {args.command}")
     return 2

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TextIO
 
 import yaml
@@ -20,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jobset.api import constants as c
+from jobset.commands.jsonpath import JsonPathError, Template
 from jobset.runtime.client import ApiError
 from jobset.sdk.client import JobSetClient
 
@@ -30,11 +32,17 @@ __all__ = [
     "EXIT_TIMEOUT",
     "EXIT_VANISHED",
     "RESOURCE",
+    "DryRunAction",
     "Out",
     "add_connection_flags",
+    "add_dry_run_flag",
+    "add_no_headers_flag",
     "add_output_flag",
+    "add_selector_flag",
     "connect",
     "error_line",
+    "parse_duration",
+    "print_objects",
 ]
 
 # Exit codes (documented in `jobset watch --help` and docs/cli.md).
@@ -49,11 +57,45 @@ EXIT_VANISHED: Final = 5  # watch / submit --wait: the JobSet was deleted meanwh
 RESOURCE: Final = f"{c.SINGULAR}.{c.GROUP}"
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """kubectl's `--request-timeout`: a Go duration (`30s`, `1m30s`, `500ms`) or plain
+    seconds (`5`); `0` means no limit. In seconds."""
+    value = text.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pos, seconds = 0, 0.0
+        while pos < len(value):
+            m = _DURATION_PART.match(value, pos)
+            if m is None:
+                raise argparse.ArgumentTypeError(
+                    f"invalid duration {text!r} (e.g. 30s, 1m30s, 500ms; 0: no timeout)"
+                ) from None
+            seconds += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+            pos = m.end()
+        if not value:
+            raise argparse.ArgumentTypeError("empty duration") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: negative")
+    return seconds
+
+
 def add_connection_flags(p: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
     p.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG)")
     p.add_argument("--context", default=None, help="kubeconfig context to use")
     p.add_argument(
         "-n", "--namespace", default=None, help="namespace (default: the context's, or default)"
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=parse_duration,
+        default=None,
+        metavar="DURATION",
+        help="give up on a single server request after this long (30s, 1m; 0: never)",
     )
     if all_namespaces:
         p.add_argument(
@@ -61,19 +103,120 @@ def add_connection_flags(p: argparse.ArgumentParser, *, all_namespaces: bool = F
         )
 
 
+DRY_RUN_MODES: Final = ("none", "client", "server")
+
+
+class DryRunAction(argparse.Action):
+    """`--dry-run[=none|client|server]` as kubectl (bare: client). A bare `--dry-run`
+    followed by the file (`submit --dry-run jobs.yaml`, `delete --dry-run NAME`, the original form) keeps working:
+    a value that is no mode is the positional argument, not an error."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if values is None or values in DRY_RUN_MODES:
+            setattr(namespace, self.dest, values or "client")
+            return
+        setattr(namespace, self.dest, "client")
+        namespace.dry_run_spill = values
+
+
+def add_dry_run_flag(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="client",
+        default="none",
+        action=DryRunAction,
+        metavar="none|client|server",
+        help=help,
+    )
+
+
+def add_selector_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-l",
+        "--selector",
+        default="",
+        help="label selector (e.g. -l team=ml,tier!=dev, -l 'env in (a,b)')",
+    )
+
+
+def add_no_headers_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-headers", action="store_true", help="tables without the header line (for scripts)"
+    )
+
+
+def _output_type(choices: Sequence[str]) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        value = value.removeprefix("=")
+        if value in choices:
+            return value
+        if "jsonpath" in choices and value.startswith("jsonpath="):
+            try:
+                Template(value.removeprefix("jsonpath="))
+            except JsonPathError as exc:
+                raise argparse.ArgumentTypeError(f"invalid jsonpath template: {exc}") from None
+            return value
+        allowed = ", ".join(c if c != "jsonpath" else "jsonpath=TEMPLATE" for c in choices)
+        raise argparse.ArgumentTypeError(f"invalid output format {value!r} (choose: {allowed})")
+
+    parse.__name__ = "output format"
+    return parse
+
+
 def add_output_flag(p: argparse.ArgumentParser, *choices: str) -> None:
+    formats = choices or ("json", "yaml")
+    shown = "|".join(f if f != "jsonpath" else "jsonpath=TEMPLATE" for f in formats)
     p.add_argument(
         "-o",
         "--output",
-        choices=choices or ("json", "yaml"),
+        type=_output_type(formats),
         default=None,
-        help="print machine-readable output instead of the human view",
+        metavar=shown,
+        help="print machine-readable output instead of the human view"
+        + (
+            " (jsonpath: kubectl's template, e.g. '{.items[*].metadata.name}')"
+            if "jsonpath" in formats
+            else ""
+        ),
     )
+
+
+def print_objects(
+    out: Out, objects: Sequence[Mapping[str, Any]], fmt: str, *, single: bool
+) -> None:
+    """JobSets as `-o json|yaml|name|jsonpath=...` print them (a single object when `single`,
+    else a v1 List, as kubectl)."""
+    if fmt == "name":
+        for obj in objects:
+            out.line(f"{RESOURCE}/{(obj.get('metadata') or {}).get('name') or ''}")
+        return
+    data: Any = (
+        dict(objects[0])
+        if single and objects
+        else {"apiVersion": "v1", "kind": "List", "items": [dict(o) for o in objects]}
+    )
+    if fmt.startswith("jsonpath="):
+        text = Template(fmt.removeprefix("jsonpath=")).render(data)
+        out.stream.write(text)
+        if text and not text.endswith("\n"):
+            out.stream.write("\n")
+        return
+    out.data(data, fmt)
 
 
 async def connect(args: argparse.Namespace) -> JobSetClient:
     return await JobSetClient.connect(
-        args.kubeconfig, context=args.context, namespace=args.namespace
+        args.kubeconfig,
+        context=args.context,
+        namespace=args.namespace,
+        request_timeout=getattr(args, "request_timeout", None),
     )
 
 
@@ -112,10 +255,23 @@ class Out:
         else:
             self.stream.write(yaml.safe_dump(obj, sort_keys=False))
 
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[str]], indent: int = 0) -> None:
+    def table(
+        self,
+        headers: Sequence[str],
+        rows: Sequence[Sequence[str]],
+        indent: int = 0,
+        *,
+        show_headers: bool = True,
+    ) -> None:
         """Aligned columns like `kubectl get` (three spaces apart), or a rich table."""
         if self.tty:
-            table = Table(box=None, pad_edge=False, padding=(0, 3, 0, 0), show_edge=False)
+            table = Table(
+                box=None,
+                pad_edge=False,
+                padding=(0, 3, 0, 0),
+                show_edge=False,
+                show_header=show_headers,
+            )
             for h in headers:
                 table.add_column(h, header_style="bold", no_wrap=True, overflow="fold")
             for row in rows:
@@ -127,7 +283,8 @@ class Out:
             else:
                 self.console.print(table)
             return
-        for text in plain_table(headers, rows):
+        lines = plain_table(headers, rows)
+        for text in lines if show_headers else lines[1:]:
             self.stream.write(" " * indent + text + "\n")
 
 

@@ -15,12 +15,9 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-
-import yaml
 
 from jobset.api import constants as c
 from jobset.resources import JOBSETS
@@ -35,6 +32,7 @@ from jobset.runtime.client import (
     Resource,
     RetryPolicy,
 )
+from jobset.sdk.kubeconfig import kubeconfig_namespace, load_merged
 from jobset.sdk.models import JobSet
 from jobset.sdk.validation import check
 
@@ -85,25 +83,6 @@ class WaitTimeout(TimeoutError):
         self.last = last
 
 
-def kubeconfig_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
-    """The namespace of the kubeconfig's (current or given) context, else `default`.
-
-    That is where kubectl puts objects without `-n`; the CLI must agree with it.
-    """
-    paths = (kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config").split(os.pathsep)
-    for path in paths:
-        try:
-            with open(os.path.expanduser(path)) as fh:
-                cfg = yaml.safe_load(fh) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        wanted = context or cfg.get("current-context")
-        for ctx in cfg.get("contexts") or []:
-            if ctx.get("name") == wanted:
-                return str((ctx.get("context") or {}).get("namespace") or "default")
-    return "default"
-
-
 def _predicate(condition: str | Callable[[JobSet], bool]) -> tuple[str, Callable[[JobSet], bool]]:
     if callable(condition):
         return getattr(condition, "__name__", "condition"), condition
@@ -117,9 +96,19 @@ def _predicate(condition: str | Callable[[JobSet], bool]) -> tuple[str, Callable
 class JobSetClient:
     """JobSets in one cluster. `async with await JobSetClient.connect(...) as jobsets:`."""
 
-    def __init__(self, client: Client, namespace: str = "default") -> None:
+    def __init__(
+        self, client: Client, namespace: str = "default", *, request_timeout: float | None = None
+    ) -> None:
         self.client = client
         self.namespace = namespace
+        # kubectl's --request-timeout: seconds per request (0: none); None keeps the
+        # runtime client's defaults.
+        self.request_timeout = request_timeout
+
+    def _timeout(self) -> dict[str, Any]:
+        if self.request_timeout is None:
+            return {}
+        return {"request_timeout": self.request_timeout or None}
 
     @classmethod
     async def connect(
@@ -131,20 +120,29 @@ class JobSetClient:
         qps: float = 50.0,
         burst: int = 100,
         max_retries: int = 3,
+        request_timeout: float | None = None,
     ) -> JobSetClient:
         """From a kubeconfig (else $KUBECONFIG, ~/.kube/config, in-cluster).
 
-        The default namespace is `namespace`, else the context's, else `default`. Few
-        retries by default: an interactive user prefers an error to a minute of backoff.
+        The context and the default namespace are kubectl's (`jobset.sdk.kubeconfig`: the
+        files of $KUBECONFIG merged first-wins): `context`, else the merged current-context;
+        `namespace`, else the context's, else `default`. Few retries by default: an
+        interactive user prefers an error to a minute of backoff. `request_timeout`:
+        seconds for each request (0: no limit), as kubectl's --request-timeout.
         """
+        merged = load_merged(kubeconfig)
         client = await Client.connect(
             kubeconfig,
-            context=context,
+            context=context or merged.current_context or None,
             qps=qps,
             burst=burst,
             retry=RetryPolicy(max_retries=max_retries, max_backoff=2.0),
         )
-        return cls(client, namespace or kubeconfig_namespace(kubeconfig, context))
+        return cls(
+            client,
+            namespace or kubeconfig_namespace(kubeconfig, context),
+            request_timeout=request_timeout,
+        )
 
     async def close(self) -> None:
         await self.client.close()
@@ -167,11 +165,14 @@ class JobSetClient:
         namespace: str | None = None,
         validate: bool = True,
         features: Mapping[str, bool] | None = None,
+        dry_run: bool = False,
     ) -> JobSet:
         """Create `jobset` (validated client-side first unless `validate=False`).
 
         The namespace is the object's, else `namespace`, else the client's; an object whose
         namespace differs from an explicit `namespace` is refused, as kubectl does.
+        `dry_run`: the server admits it (defaulting, webhooks, validation) but stores
+        nothing (`dryRun=All`, kubectl's `--dry-run=server`).
         """
         model = jobset if isinstance(jobset, JobSet) else JobSet.from_dict(jobset)
         own = model.namespace
@@ -182,11 +183,18 @@ class JobSetClient:
             )
         if validate:
             check(model, features=features)
-        created = await self.client.create(JOBSETS, model.to_dict(), own or self._ns(namespace))
+        created = await self.client.request(
+            "POST",
+            JOBSETS.path(own or self._ns(namespace)),
+            query=[("dryRun", "All")] if dry_run else [],
+            body=model.to_dict(),
+            **self._timeout(),
+        )
         return JobSet.from_dict(created)
 
     async def get(self, name: str, namespace: str | None = None) -> JobSet:
-        return JobSet.from_dict(await self.client.get(JOBSETS, name, self._ns(namespace)))
+        path = JOBSETS.path(self._ns(namespace), name)
+        return JobSet.from_dict(await self.client.request("GET", path, **self._timeout()))
 
     async def list(
         self,
@@ -201,10 +209,29 @@ class JobSetClient:
         return [JobSet.from_dict(o) for o in items]
 
     async def delete(
-        self, name: str, namespace: str | None = None, *, propagation: str = "Background"
+        self,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str = "Background",
+        dry_run: bool = False,
     ) -> None:
-        """Delete; child Jobs and pods go with it (garbage collection, `propagation`)."""
-        await self.client.delete(JOBSETS, name, self._ns(namespace), propagation_policy=propagation)
+        """Delete; child Jobs and pods go with it (garbage collection, `propagation`).
+        `dry_run`: the server checks the deletion but keeps the object (`dryRun=All`)."""
+        options: dict[str, Any] = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "propagationPolicy": propagation,
+        }
+        if dry_run:
+            options["dryRun"] = ["All"]
+        await self.client.request(
+            "DELETE",
+            JOBSETS.path(self._ns(namespace), name),
+            query=[("dryRun", "All")] if dry_run else [],
+            body=options,
+            **self._timeout(),
+        )
 
     async def _list_all(
         self,
@@ -224,6 +251,7 @@ class JobSetClient:
                 field_selector=field_selector,
                 limit=500,
                 continue_token=token,
+                **self._timeout(),
             )
             items.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue") or ""
