@@ -9,17 +9,19 @@ namespace's content). `ApiCore.delete` runs admission and writes the result.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubesim.apiserver.resources import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.machinery import field as fe
-from kubesim.machinery.errors import conflict, invalid
+from kubesim.machinery.errors import bad_request, conflict, invalid
 
 __all__ = [
     "check_preconditions",
     "default_propagation",
+    "delete_options",
     "deletion_blocked",
     "graceful_pending",
     "mark_deleted",
@@ -27,6 +29,83 @@ __all__ = [
 ]
 
 _POLICIES = ("Foreground", "Background", "Orphan")
+_INT64 = (-(2**63), 2**63 - 1)
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+# DeleteOptions' fields and their JSON types, as Go decodes them (bool is no integer).
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "gracePeriodSeconds": (int,),
+    "propagationPolicy": (str,),
+    "orphanDependents": (bool,),
+    "preconditions": (dict,),
+    "dryRun": (list,),
+    "apiVersion": (str,),
+    "kind": (str,),
+}
+
+
+def _int64(value: str, param: str) -> int:
+    """A query parameter as Go's strconv.ParseInt(value, 10, 64) reads it."""
+    if not _DECIMAL.fullmatch(value):
+        raise bad_request(f'{param}: strconv.ParseInt: parsing "{value}": invalid syntax')
+    number = int(value)
+    if not _INT64[0] <= number <= _INT64[1]:
+        raise bad_request(f'{param}: strconv.ParseInt: parsing "{value}": value out of range')
+    return number
+
+
+def delete_options(body: Any, query: Mapping[str, str]) -> dict[str, Any]:
+    """A DELETE's DeleteOptions, from its body (an object or nothing) and the query parameters
+    that override it; a body or parameter of the wrong type is kube-apiserver's 400, not an
+    error further in."""
+    if body is None:
+        options: dict[str, Any] = {}
+    elif isinstance(body, dict):
+        options = dict(body)
+    else:
+        raise bad_request(
+            f"json: cannot unmarshal {_json_type(body)} into Go value of type v1.DeleteOptions"
+        )
+    for key, types in _OPTION_TYPES.items():
+        value = options.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            raise bad_request(
+                f"json: cannot unmarshal {_json_type(value)} into Go struct field "
+                f"DeleteOptions.{key} of type {types[0].__name__}"
+            )
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and not _INT64[0] <= grace <= _INT64[1]:
+        raise bad_request(
+            f"json: cannot unmarshal number {grace} into Go struct field "
+            "DeleteOptions.gracePeriodSeconds of type int64"
+        )
+    pre = options.get("preconditions") or {}
+    for key in ("uid", "resourceVersion"):
+        if pre.get(key) is not None and not isinstance(pre[key], str):
+            raise bad_request(
+                f"json: cannot unmarshal {_json_type(pre[key])} into Go struct field "
+                f"Preconditions.preconditions.{key} of type string"
+            )
+    if "propagationPolicy" in query:
+        options["propagationPolicy"] = query["propagationPolicy"]
+    if "gracePeriodSeconds" in query:
+        options["gracePeriodSeconds"] = _int64(query["gracePeriodSeconds"], "gracePeriodSeconds")
+    if "orphanDependents" in query:
+        options["orphanDependents"] = query["orphanDependents"].lower() in ("true", "1", "")
+    return options
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
 
 
 def default_propagation(rt: ResourceType) -> str:

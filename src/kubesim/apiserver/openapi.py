@@ -105,6 +105,36 @@ _QUERY_PARAMS = [
 ]
 
 
+def _query(name: str, type_: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "schema": {"type": type_}, "uniqueItems": True}
+
+
+# What kube-apiserver declares and this server reads (watch is left out: a list here is
+# never a stream; clients that watch know the parameter without the document).
+_LIST_PARAMS = [
+    _query("labelSelector", "string"),
+    _query("fieldSelector", "string"),
+    _query("limit", "integer"),
+    _query("continue", "string"),
+]
+_DELETE_PARAMS = [
+    _query("dryRun", "string"),
+    _query("gracePeriodSeconds", "integer"),
+    _query("orphanDependents", "boolean"),
+    _query("propagationPolicy", "string"),
+]
+
+
+def _path_param(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string"},
+        "uniqueItems": True,
+    }
+
+
 def _paths_for(rt: ResourceType) -> dict[str, Any]:
     prefix = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
     base = (
@@ -128,9 +158,16 @@ def _paths_for(rt: ResourceType) -> dict[str, Any]:
         }
     }
     ok = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
+    in_namespace = [_path_param("namespace")] if rt.namespaced else []
     return {
         base: {
-            "get": {**action, "x-kubernetes-action": "list", "responses": ok},
+            "parameters": in_namespace,
+            "get": {
+                **action,
+                "x-kubernetes-action": "list",
+                "parameters": _LIST_PARAMS,
+                "responses": ok,
+            },
             "post": {
                 **action,
                 "x-kubernetes-action": "post",
@@ -140,6 +177,7 @@ def _paths_for(rt: ResourceType) -> dict[str, Any]:
             },
         },
         f"{base}/{{name}}": {
+            "parameters": [_path_param("name"), *in_namespace],
             "get": {**action, "x-kubernetes-action": "get", "responses": ok},
             "put": {
                 **action,
@@ -160,7 +198,19 @@ def _paths_for(rt: ResourceType) -> dict[str, Any]:
                 },
                 "responses": ok,
             },
-            "delete": {**action, "x-kubernetes-action": "delete", "responses": ok},
+            "delete": {
+                **action,
+                "x-kubernetes-action": "delete",
+                "parameters": _DELETE_PARAMS,
+                "requestBody": {
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                    "required": False,
+                },
+                "responses": {
+                    **ok,
+                    "202": {"description": "Accepted", "content": ok["200"]["content"]},
+                },
+            },
         },
     }
 

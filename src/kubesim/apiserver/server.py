@@ -27,7 +27,7 @@ import yaml
 from aiohttp import web
 
 from kubesim import __version__
-from kubesim.apiserver import discovery, openapi, protobuf, rbac, reviews, tables
+from kubesim.apiserver import deletion, discovery, openapi, protobuf, rbac, reviews, tables
 from kubesim.apiserver.apicore import ADMIN_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.watchstream import WatchOptions, WatchStream
@@ -68,6 +68,17 @@ def status_response(err: ApiError) -> web.Response:
     return json_response(err.to_status(), err.code, headers)
 
 
+# Status reasons of the HTTP errors aiohttp raises itself (kube-apiserver's StatusReasons).
+_REASONS = {
+    400: "BadRequest",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+}
+
+
 def _bool(q: str | None) -> bool:
     return q is not None and q.lower() in ("true", "1", "")
 
@@ -101,7 +112,8 @@ class ApiHttpServer:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
-        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        # [\s\S]: a path may hold any character once decoded, a newline (%0A) too.
+        app.router.add_route("*", "/{tail:[\\s\\S]*}", self._dispatch)
         return app
 
     # ------------------------------------------------------------- plumbing
@@ -114,8 +126,12 @@ class ApiHttpServer:
             return await handler(request)
         except ApiError as err:
             return status_response(err)
-        except web.HTTPException:
-            raise
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            # aiohttp's own refusals (a body over client_max_size, ...) as a Status too
+            reason = _REASONS.get(exc.status) or exc.reason.replace(" ", "")
+            return status_response(ApiError(exc.status, reason, exc.text or exc.reason))
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:  # a bug in the simulation: answer like the server would
@@ -465,14 +481,8 @@ class ApiHttpServer:
         return self._object(request, t.rt, obj, 200, req)
 
     async def _delete(self, request: web.Request, t: Target, req: Request) -> web.StreamResponse:
-        rt, ns, q = t.rt, t.namespace or "", request.query
-        opts = dict(await self._body(request) or {})
-        if "propagationPolicy" in q:
-            opts["propagationPolicy"] = q["propagationPolicy"]
-        if "gracePeriodSeconds" in q:
-            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
-        if "orphanDependents" in q:
-            opts["orphanDependents"] = _bool(q["orphanDependents"])
+        rt, ns = t.rt, t.namespace or ""
+        opts = deletion.delete_options(await self._body(request), request.query)
         obj = await self.core.delete(rt, ns, t.name, opts, req)
         still_there = self.core.try_get(rt, ns, t.name) is not None and not req.dry_run
         return self._object(request, rt, obj, 202 if still_there else 200, req)
@@ -481,9 +491,7 @@ class ApiHttpServer:
         self, request: web.Request, t: Target, req: Request
     ) -> web.StreamResponse:
         rt = t.rt
-        opts = dict(await self._body(request) or {})
-        if "propagationPolicy" in request.query:
-            opts["propagationPolicy"] = request.query["propagationPolicy"]
+        opts = deletion.delete_options(await self._body(request), request.query)
         labels, fields = self._selectors(request, rt)
         items = await self.core.delete_collection(rt, t.namespace, labels, fields, opts, req)
         return json_response(
