@@ -1,0 +1,282 @@
+"""No JobSet can block the others (issue 19 item 1): adversarial JobSets next to normal ones.
+
+The real `jobset controller` runs in its own process (with its admission webhooks installed
+in the simulated cluster), so what is measured here - from outside, by this test's own
+loop - is what another tenant sees. In the namespace `tenant-a`:
+
+- `regex`: a failure rule whose message pattern is `(a+)+$`, and a Job failing with 40 `a`s
+  and `!` (catastrophic for a backtracking engine; the pattern does not match, so the
+  JobSet restarts);
+- `annotated`: annotations just under the 256 KiB limit on the JobSet and on its Job
+  template (every Job body carries them);
+- `rules`: 50 ReplicatedJobs and as many failure-policy rules as fit in one object (the CRD
+  sets no maxItems on rules or targets, so the bound is etcd's 1.5 MiB per object: 3,000
+  rules, each targeting all 50 ReplicatedJobs, with 2 reasons and 2 RE2 patterns, 1.44 MiB),
+  then a failed Job whose reason every rule lists and whose message no pattern matches;
+- `big`: 16 ReplicatedJobs x 1,000 replicas (16,000 Jobs; `--sim-level none`: no pods).
+
+Normal JobSets of 3 Jobs in `tenant-b`, created one after another before and during that
+load, must all get their Jobs. Behaviour is asserted; the latency of "created -> its 3 Jobs
+exist" (p50/p99 before and during) and the controller's event-loop lag
+(`asyncio_event_loop_lag_seconds`, scraped from its /metrics) are printed as a report line
+(`-s` shows it; docs/reliability.md has the figures), not asserted: speed goals live in
+`make bench`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobset.api import constants as c
+from jobset.controllers.jobset_controller import JOBSETS
+from jobset.runtime.client import JOBS, NAMESPACES, Client
+from jobset.webhooks import install_webhooks
+from kubesim.process import SimProcess, controller_command, free_port
+from tests.eventually import eventually
+
+from .helpers import Env, jobset, rjob
+
+ADVERSARY, TENANT = "tenant-a", "tenant-b"
+WEBHOOK_NAMESPACE = "jobset-system"
+BIG_RJOBS, BIG_REPLICAS = 16, 1000
+RULES, RULE_RJOBS = 3000, 50
+ANNOTATION_BYTES = 250 * 1024  # kube-apiserver's limit: 256 KiB for all annotations
+
+
+def _lag_buckets(metrics_url: str) -> dict[float, float]:
+    """The cumulative buckets of asyncio_event_loop_lag_seconds, by upper bound."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as resp:
+        text = resp.read().decode()
+    out: dict[float, float] = {}
+    for line in text.splitlines():
+        if line.startswith("asyncio_event_loop_lag_seconds_bucket{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            out[float(le)] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def _sample(metrics_url: str, prefix: str) -> float:
+    """The sum of the samples whose line starts with `prefix` (a name and labels)."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as resp:
+        text = resp.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix)
+    )
+
+
+def _max_lag_bucket(before: dict[float, float], after: dict[float, float]) -> float:
+    """The smallest bucket bound holding every sample taken between the two scrapes."""
+    total = after[float("inf")] - before.get(float("inf"), 0.0)
+    for le in sorted(after):
+        if after[le] - before.get(le, 0.0) >= total:
+            return le
+    return float("inf")
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@pytest.fixture
+def controller(sim_none: SimProcess, tmp_path: Path) -> Iterator[str]:
+    """`jobset controller` as a process; yields its /metrics URL."""
+    metrics_port, health_port, webhook_port = free_port(), free_port(), free_port()
+
+    async def install() -> None:
+        client = await Client.connect(str(sim_none.kubeconfig))
+        try:
+            await install_webhooks(
+                client,
+                namespace=WEBHOOK_NAMESPACE,
+                target_port=webhook_port,
+                address=f"127.0.0.1:{webhook_port}",
+            )
+        finally:
+            await client.close()
+
+    asyncio.run(install())
+    log = (tmp_path / "controller.log").open("wb")
+    proc = subprocess.Popen(
+        controller_command(
+            sim_none.kubeconfig,
+            *("--bind-address", "127.0.0.1", "--metrics-port", str(metrics_port)),
+            *("--health-port", str(health_port), "--webhook-port", str(webhook_port)),
+            *("--log-level", "WARNING"),
+        ),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "POD_NAMESPACE": WEBHOOK_NAMESPACE},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "controller.log").read_text()[-3000:]
+            try:
+                url = f"http://127.0.0.1:{health_port}/readyz"
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "controller not ready"
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{metrics_port}/metrics"
+        assert proc.poll() is None, "the controller exited"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _regex_jobset() -> dict[str, Any]:
+    rule = {
+        "name": "catastrophic",
+        "action": "FailJobSet",
+        "onJobFailureMessagePatterns": ["(a+)+$"],
+    }
+    return jobset("regex", rjob("w", 1), failurePolicy={"maxRestarts": 3, "rules": [rule]})
+
+
+def _annotated_jobset() -> dict[str, Any]:
+    js = jobset("annotated", rjob("w", 5))
+    js["metadata"]["annotations"] = {"tenant.example/blob": "x" * ANNOTATION_BYTES}
+    template = js["spec"]["replicatedJobs"][0]["template"]
+    template["metadata"] = {"annotations": {"tenant.example/blob": "y" * ANNOTATION_BYTES}}
+    return js
+
+
+def _rules_jobset() -> dict[str, Any]:
+    names = [f"r{i:02d}" for i in range(RULE_RJOBS)]
+    rules = [
+        {
+            "name": f"rule_{i}",
+            "action": "FailJobSet",
+            "onJobFailureReasons": ["BackoffLimitExceeded", "DeadlineExceeded"],
+            "onJobFailureMessagePatterns": [f"^never-{i}-[a-z]+$", f"(x{i}+)+y$"],
+            "targetReplicatedJobs": names,
+        }
+        for i in range(RULES)
+    ]
+    return jobset(
+        "rules",
+        *(rjob(n, 1) for n in names),
+        failurePolicy={"maxRestarts": 3, "rules": rules},
+    )
+
+
+def _big_jobset() -> dict[str, Any]:
+    return jobset("big", *(rjob(f"g{i:02d}", BIG_REPLICAS) for i in range(BIG_RJOBS)))
+
+
+async def _restarted(env: Env, name: str, restarts: int) -> dict[str, Any]:
+    return await env.wait_jobset(
+        name,
+        lambda o: int((o.get("status") or {}).get("restarts") or 0) >= restarts,
+        what=f"{name} restarted {restarts}x",
+    )
+
+
+async def _count_jobs(client: Client, ns: str, name: str) -> int:
+    selector = f"{c.JOBSET_NAME_KEY}={name}"
+    count, token = 0, ""
+    while True:
+        page = await client.list(
+            JOBS, ns, label_selector=selector, limit=2000, continue_token=token
+        )
+        count += len(page["items"])
+        token = (page.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return count
+
+
+async def test_adversarial_jobsets_do_not_block_normal_ones(
+    sim_none: SimProcess, controller: str
+) -> None:
+    client = await Client.connect(str(sim_none.kubeconfig), qps=1000, burst=1000)
+    try:
+        for ns in (ADVERSARY, TENANT):
+            await client.create(
+                NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            )
+        normal = Env(client, TENANT, sim_none, None)  # type: ignore[arg-type]
+        adversary = Env(client, ADVERSARY, sim_none, None)  # type: ignore[arg-type]
+        seq = iter(range(10_000))
+
+        async def normal_latency() -> float:
+            """Create one 3-Job JobSet; seconds until all its Jobs exist."""
+            name = f"n{next(seq)}"
+            t0 = time.perf_counter()
+            await normal.create(jobset(name, rjob("a", 1), rjob("b", 2)))
+            while len(await normal.jobs(name)) < 3:
+                assert time.perf_counter() - t0 < 120, f"{name} got no Jobs in 120 s"
+                await asyncio.sleep(0.02)
+            return time.perf_counter() - t0
+
+        # Before: the normal tenant alone.
+        lag0 = _lag_buckets(controller)
+        before = [await normal_latency() for _ in range(15)]
+        lag1 = _lag_buckets(controller)
+
+        # During: the adversarial JobSets, then normal ones one after another meanwhile.
+        t_load = time.perf_counter()
+        for js in (_regex_jobset(), _annotated_jobset(), _rules_jobset(), _big_jobset()):
+            await adversary.create(js)
+        (regex_job,) = await adversary.wait_jobs("regex", 1)
+        await adversary.fail_job(regex_job, message="a" * 40 + "!")
+        rules_jobs = await adversary.wait_jobs("rules", RULE_RJOBS)
+        await adversary.fail_job(rules_jobs[7], message="a" * 40 + "!")
+        during: list[float] = []
+        big_done_at: float | None = None
+        while big_done_at is None or len(during) < 15:
+            during.append(await normal_latency())
+            if big_done_at is None and (
+                await _count_jobs(client, ADVERSARY, "big") == BIG_RJOBS * BIG_REPLICAS
+            ):
+                big_done_at = time.perf_counter() - t_load
+            assert time.perf_counter() - t_load < 240, "the 16k-Job JobSet was not created"
+        lag2 = _lag_buckets(controller)
+
+        # The adversarial JobSets reached their states.
+        regex = await _restarted(adversary, "regex", 1)
+        assert not any(
+            cond["type"] == "Failed" and cond["status"] == "True"
+            for cond in regex["status"].get("conditions") or []
+        ), "the pattern does not match: the JobSet restarts, not fails"
+        await _restarted(adversary, "rules", 1)  # no rule matches: RestartJobSet
+        await eventually(
+            lambda: adversary.jobs("annotated"), lambda jobs: len(jobs) == 5, what="annotated"
+        )
+        assert await _count_jobs(client, ADVERSARY, "big") == BIG_RJOBS * BIG_REPLICAS
+        # Every normal JobSet got its Jobs (normal_latency waited for each).
+        items = (await client.list(JOBSETS, TENANT))["items"]
+        assert len(items) == len(before) + len(during)
+
+        lag_before = _max_lag_bucket(lag0, lag1)
+        lag_during = _max_lag_bucket(lag1, lag2)
+        print(
+            f"\nadversarial: normal 'created -> 3 Jobs' p50/p99 before "
+            f"{_p(before, 0.5) * 1000:.0f}/{_p(before, 0.99) * 1000:.0f} ms "
+            f"(n={len(before)}), during {_p(during, 0.5) * 1000:.0f}/"
+            f"{_p(during, 0.99) * 1000:.0f} ms (n={len(during)}), max "
+            f"{max(during) * 1000:.0f} ms; 16k Jobs created in {big_done_at:.1f} s; "
+            f"event-loop lag max bucket before <= {lag_before * 1000:g} ms, during <= "
+            f"{lag_during * 1000:g} ms; lag buckets during: "
+            f"{ {k: lag2[k] - lag1.get(k, 0) for k in sorted(lag2)} }; reconcile timeouts "
+            f"{_sample(controller, 'controller_runtime_reconcile_timeouts_total'):g}"
+        )
+    finally:
+        await client.close()
