@@ -22,6 +22,7 @@ from jobset.api import constants as c
 from jobset.api import default_jobset, validate_create
 from kubesim.machinery import schema as structural
 from kubesim.machinery.errors import Cause
+from tests import builders
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_FILE = REPO / "config" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
@@ -150,26 +151,24 @@ def test_schema_includes_the_full_pod_template(crd: dict[str, Any]) -> None:
 
 
 def container(**extra: Any) -> dict[str, Any]:
-    return {"name": "main", "image": "busybox:1.36", "command": ["sleep", "1"], **extra}
+    return builders.container(image="busybox:1.36", command=["sleep", "1"], **extra)
 
 
 def rjob(name: str = "workers", **extra: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "name": name,
-        "template": {"spec": {"template": {"spec": {"containers": [container()]}}}},
-    }
-    out.update(extra)
-    return out
+    """A ReplicatedJob with only the fields the schema requires (no replicas, no Job fields)."""
+    return builders.rjob(
+        name,
+        extra.pop("replicas", None),
+        parallelism=None,
+        indexed=None,
+        backoff_limit=None,
+        pod_template={"spec": {"containers": [container()]}},
+        **extra,
+    )
 
 
 def jobset(*rjobs: dict[str, Any], name: str = "js", **spec: Any) -> dict[str, Any]:
-    spec["replicatedJobs"] = list(rjobs) or [rjob()]
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
+    return builders.jobset(name, *(rjobs or (rjob(),)), namespace="default", **spec)
 
 
 def test_crd_compiles(compiled: structural.CompiledSchema) -> None:

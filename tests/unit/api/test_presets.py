@@ -18,6 +18,7 @@ from jobset.api.presets import (
     pod_rank_labels,
     validate_presets,
 )
+from tests import builders
 
 INDEX_REF = {
     "fieldRef": {"fieldPath": f"metadata.annotations['{c.JOB_COMPLETION_INDEX_ANNOTATION}']"}
@@ -51,12 +52,7 @@ def rjob(
 def jobset(
     *rjobs: dict[str, Any], annotations: dict[str, str] | None = None, **spec: Any
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": "train", "namespace": "ml", "annotations": annotations or {}},
-        "spec": {"replicatedJobs": list(rjobs), **spec},
-    }
+    return builders.jobset("train", *rjobs, namespace="ml", annotations=annotations or {}, **spec)
 
 
 def env_of(template: dict[str, Any], container: int = 1, key: str = "containers") -> dict[str, Any]:

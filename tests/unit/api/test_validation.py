@@ -28,6 +28,7 @@ from jobset.api.validation import (
     validate_update,
     volume_claim_pvc_names,
 )
+from tests import builders
 
 MAX_INT32 = 2**31 - 1
 MIN_INT32 = -(2**31)
@@ -54,23 +55,18 @@ def rjob(
     depends_on: list[dict[str, str]] | None = None,
     **job_spec: Any,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = dict(job_spec)
-    if indexed is not None:
-        spec["completionMode"] = "Indexed" if indexed else "NonIndexed"
-    if completions is not None:
-        spec["completions"] = completions
-    if parallelism is not None:
-        spec["parallelism"] = parallelism
-    spec["template"] = pod if pod is not None else pod_template()
-    out: dict[str, Any] = {
-        "name": name,
-        "groupName": group,
-        "replicas": replicas,
-        "template": {"spec": spec},
-    }
-    if depends_on is not None:
-        out["dependsOn"] = depends_on
-    return out
+    return builders.rjob(
+        name,
+        replicas,
+        parallelism=parallelism,
+        completions=completions,
+        indexed=indexed,
+        backoff_limit=None,
+        pod_template=pod if pod is not None else pod_template(),
+        job=job_spec,
+        group=group,
+        depends_on=depends_on,
+    )
 
 
 def jobset(
@@ -79,15 +75,9 @@ def jobset(
     generate_name: str | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"namespace": "default"}
-    if name is not None:
-        meta["name"] = name
-    if generate_name is not None:
-        meta["generateName"] = generate_name
     spec.setdefault("successPolicy", {"operator": "All"})
-    if "replicatedJobs" not in spec:
-        spec["replicatedJobs"] = list(rjobs) if rjobs else [rjob()]
-    return {"apiVersion": c.API_VERSION, "kind": c.KIND, "metadata": meta, "spec": spec}
+    rjobs = rjobs or (rjob(),)
+    return builders.jobset(name, *rjobs, namespace="default", generate_name=generate_name, **spec)
 
 
 def one(errs: list[FieldError]) -> FieldError:

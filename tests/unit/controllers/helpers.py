@@ -8,6 +8,7 @@ from typing import Any
 
 from jobset.api.defaulting import default_jobset
 from jobset.controllers.jobs import construct_job
+from tests import builders
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 NS = "default"
@@ -27,26 +28,15 @@ def rjob(
     completions: int | None = 1,
     **extra: Any,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "parallelism": parallelism,
-        "completionMode": "Indexed",
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "main", "image": "busybox"}],
-            }
-        },
-    }
-    if completions is not None:
-        spec["completions"] = completions
-    out: dict[str, Any] = {
-        "name": name,
-        "replicas": replicas,
-        "groupName": "default",
-        "template": {"spec": spec},
-    }
-    out.update(extra)
-    return out
+    return builders.rjob(
+        name,
+        replicas,
+        parallelism=parallelism,
+        completions=completions,
+        backoff_limit=None,
+        group="default",
+        **extra,
+    )
 
 
 def jobset(
@@ -57,19 +47,19 @@ def jobset(
     **spec: Any,
 ) -> dict[str, Any]:
     """A defaulted JobSet (as stored after the webhook and the schema defaults)."""
-    obj: dict[str, Any] = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": NS, "uid": UID, "resourceVersion": "7"},
-        "spec": {"replicatedJobs": list(rjobs) or [rjob("a", 2), rjob("b", 2)], **spec},
-    }
-    if annotations:
-        obj["metadata"]["annotations"] = annotations
-    if status is not None:
-        obj["status"] = status
-    fp = obj["spec"].get("failurePolicy")
-    if fp is not None:
-        fp.setdefault("restartStrategy", "Recreate")
+    if spec.get("failurePolicy") is not None:
+        spec["failurePolicy"].setdefault("restartStrategy", "Recreate")
+    rjobs = rjobs or (rjob("a", 2), rjob("b", 2))
+    obj = builders.jobset(
+        name,
+        *rjobs,
+        namespace=NS,
+        uid=UID,
+        resource_version="7",
+        annotations=annotations or None,
+        status=status,
+        **spec,
+    )
     return dict(default_jobset(obj))
 
 

@@ -22,6 +22,7 @@ from kubesim.machinery.schema import (
     prune,
     validate,
 )
+from tests import builders
 
 IMMUTABLE = [{"rule": "self == oldSelf", "message": "Value is immutable"}]
 
@@ -227,16 +228,9 @@ SKIPPED_CEL = (
 
 
 def jobset(**spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "replicatedJobs": [{"name": "workers", "template": {"spec": {"parallelism": 2}}}]
-    }
-    base.update(spec)
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "js", "namespace": "default", "labels": {"app": "x"}},
-        "spec": base,
-    }
+    """A JobSet for the trimmed SCHEMA above: one ReplicatedJob with no pod template."""
+    workers = {"name": "workers", "template": {"spec": {"parallelism": 2}}}
+    return builders.jobset("js", workers, namespace="default", labels={"app": "x"}, **spec)
 
 
 def admit(
