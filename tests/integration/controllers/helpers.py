@@ -11,6 +11,8 @@ from jobset.controllers.jobset_controller import JobSetController
 from jobset.resources import JOBSETS
 from jobset.runtime.client import JOBS, NAMESPACES, PVCS, SERVICES, ApiError, Client, Resource
 from kubesim.process import SimProcess
+from tests import builders
+from tests.builders import rjob  # the shared builder, also imported from here by the tests
 from tests.eventually import eventually
 
 T = TypeVar("T")
@@ -18,28 +20,6 @@ T = TypeVar("T")
 
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def rjob(name: str, replicas: int = 1, parallelism: int = 1, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "replicas": replicas,
-        "template": {
-            "spec": {
-                "parallelism": parallelism,
-                "completions": parallelism,
-                "backoffLimit": 0,
-                "completionMode": "Indexed",
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [{"name": "main", "image": "busybox"}],
-                    }
-                },
-            }
-        },
-        **extra,
-    }
 
 
 def jobset(name: str, *rjobs: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -50,12 +30,7 @@ def jobset(name: str, *rjobs: dict[str, Any], **spec: Any) -> dict[str, Any]:
     """
     for i, rule in enumerate((spec.get("failurePolicy") or {}).get("rules") or []):
         rule.setdefault("name", f"failurePolicyRule{i}")
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name},
-        "spec": {"replicatedJobs": list(rjobs) or [rjob("a", 1), rjob("b", 3)], **spec},
-    }
+    return builders.jobset(name, *(rjobs or (rjob("a", 1), rjob("b", 3))), **spec)
 
 
 def condition(js: dict[str, Any], ctype: str) -> dict[str, Any] | None:
