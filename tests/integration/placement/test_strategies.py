@@ -16,6 +16,7 @@ import yaml
 
 from jobset.api import constants as c
 from kubesim.process import SimProcess
+from tests import builders
 from tests.integration.placement.conftest import POOL_KEY
 from tests.integration.placement.process import HarnessProcess
 
@@ -28,39 +29,18 @@ def jobset(name: str, strategy: str, replicas: int, command: str) -> dict[str, A
         annotations["placement.jobset.x-k8s.io/strategy"] = "planned"
     if strategy == "node-selector":
         annotations[c.NODE_SELECTOR_STRATEGY_KEY] = "true"
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "annotations": annotations},
-        "spec": {
-            "network": {"enableDNSHostnames": False},
-            "replicatedJobs": [
-                {
-                    "name": "w",
-                    "replicas": replicas,
-                    "template": {
-                        "spec": {
-                            "parallelism": 4,
-                            "completions": 4,
-                            "backoffLimit": 100,
-                            "template": {
-                                "spec": {
-                                    "containers": [
-                                        {
-                                            "name": "c",
-                                            "image": "busybox",
-                                            "command": ["sleep", command],
-                                            "resources": {"requests": {"cpu": "1"}},
-                                        }
-                                    ]
-                                }
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    w = builders.rjob(
+        "w",
+        replicas,
+        parallelism=4,
+        indexed=None,
+        backoff_limit=100,
+        restart_policy=None,
+        container="c",
+        command=["sleep", command],
+        container_fields={"resources": {"requests": {"cpu": "1"}}},
+    )
+    return builders.jobset(name, w, annotations=annotations, network={"enableDNSHostnames": False})
 
 
 def pods_of(sim: SimProcess, name: str) -> list[dict[str, Any]]:

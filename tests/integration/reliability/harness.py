@@ -26,6 +26,7 @@ from jobset.resources import JOBSETS
 from jobset.runtime.client import NAMESPACES, ApiError, Client
 from kubesim.apiserver.store import WatchEvent
 from kubesim.process import controller_command, free_port
+from tests import builders
 from tests.eventually import eventually as _eventually
 
 T = TypeVar("T")
@@ -50,33 +51,6 @@ class Expected:
     restarts: int
 
 
-def _rjob(name: str, replicas: int, env: dict[str, str], parallelism: int = 1) -> dict[str, Any]:
-    return {
-        "name": name,
-        "replicas": replicas,
-        "template": {
-            "spec": {
-                "parallelism": parallelism,
-                "completions": parallelism,
-                "backoffLimit": 0,
-                "completionMode": "Indexed",
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {
-                                "name": "main",
-                                "image": "busybox",
-                                "env": [{"name": k, "value": v} for k, v in env.items()],
-                            }
-                        ],
-                    }
-                },
-            }
-        },
-    }
-
-
 KINDS = ("ok", "restarts", "fails")
 
 
@@ -93,26 +67,18 @@ def workload(
     """
     ok = {"SIM_DURATION": str(run_seconds), "SIM_EXIT_CODE": "0"}
     bad = {"SIM_DURATION": "0.5", "SIM_EXIT_CODE": "1"}
-    spec: dict[str, Any]
+    policy: dict[str, Any] = {}
     if kind == "ok":
-        spec = {"replicatedJobs": [_rjob("leader", 1, ok), _rjob("workers", 2, ok)]}
+        rjobs = builders.rjob("leader", 1, env=ok), builders.rjob("workers", 2, env=ok)
         expected = Expected("Completed", c.ALL_JOBS_COMPLETED_REASON, 0)
     elif kind == "restarts":
-        spec = {
-            "replicatedJobs": [_rjob("leader", 1, bad), _rjob("workers", 1, ok)],
-            "failurePolicy": {"maxRestarts": 2},
-        }
+        rjobs = builders.rjob("leader", 1, env=bad), builders.rjob("workers", 1, env=ok)
+        policy = {"failurePolicy": {"maxRestarts": 2}}
         expected = Expected("Failed", c.REACHED_MAX_RESTARTS_REASON, 2)
     else:
-        spec = {"replicatedJobs": [_rjob("leader", 1, bad), _rjob("workers", 1, ok)]}
+        rjobs = builders.rjob("leader", 1, env=bad), builders.rjob("workers", 1, env=ok)
         expected = Expected("Failed", c.FAILED_JOBS_REASON, 0)
-    js = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": spec,
-    }
-    return js, expected
+    return builders.jobset(name, *rjobs, namespace=ns, **policy), expected
 
 
 def terminal(js: dict[str, Any]) -> tuple[str, str] | None:

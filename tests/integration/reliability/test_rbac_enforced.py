@@ -34,6 +34,7 @@ import yaml
 from jobset.api import constants as c
 from jobset.webhooks import manifests
 from kubesim.process import SimProcess, start_sim
+from tests import builders
 from tests.integration.deploy import chart
 from tests.integration.deploy.helpers import (
     CONFIG,
@@ -71,41 +72,10 @@ def rbac_objects(source: str) -> list[dict[str, Any]]:
 def jobset(
     name: str, exclusive: bool = False, replicas: int = 2, seconds: int = 2
 ) -> dict[str, Any]:
-    env = [
-        {"name": "SIM_DURATION", "value": str(seconds)},
-        {"name": "SIM_EXIT_CODE", "value": "0"},
-    ]
-    meta: dict[str, Any] = {"name": name, "namespace": NS}
-    if exclusive:
-        meta["annotations"] = {c.EXCLUSIVE_KEY: POOL}
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": meta,
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "workers",
-                    "replicas": replicas,
-                    "template": {
-                        "spec": {
-                            "parallelism": 2,
-                            "completions": 2,
-                            "backoffLimit": 0,
-                            "template": {
-                                "spec": {
-                                    "restartPolicy": "Never",
-                                    "containers": [
-                                        {"name": "main", "image": "busybox", "env": env}
-                                    ],
-                                }
-                            },
-                        }
-                    },
-                }
-            ]
-        },
-    }
+    env = {"SIM_DURATION": str(seconds), "SIM_EXIT_CODE": "0"}
+    workers = builders.rjob("workers", replicas, parallelism=2, indexed=None, env=env)
+    annotations = {c.EXCLUSIVE_KEY: POOL} if exclusive else None
+    return builders.jobset(name, workers, namespace=NS, annotations=annotations)
 
 
 def request_token(sim: SimProcess) -> str:

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from kubesim.process import SimProcess
+from tests import builders
 from tests.integration.placement.process import HarnessProcess
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.kubectl]
@@ -35,34 +36,21 @@ PVC = {
 
 
 def jobset(storage: str) -> dict[str, Any]:
-    pod = {
-        "containers": [
-            {"name": "c", "image": "busybox", "volumeMounts": [{"name": "data", "mountPath": "/d"}]}
-        ]
+    mount = {"volumeMounts": [{"name": "data", "mountPath": "/d"}]}
+    w = builders.rjob(
+        "w",
+        parallelism=None,
+        indexed=None,
+        backoff_limit=None,
+        restart_policy=None,
+        container="c",
+        container_fields=mount,
+    )
+    claim = {
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}},
     }
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "probe", "namespace": NS},
-        "spec": {
-            "replicatedJobs": [
-                {"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": pod}}}}
-            ],
-            "volumeClaimPolicies": [
-                {
-                    "templates": [
-                        {
-                            "metadata": {"name": "data"},
-                            "spec": {
-                                "accessModes": ["ReadWriteOnce"],
-                                "resources": {"requests": {"storage": storage}},
-                            },
-                        }
-                    ]
-                }
-            ],
-        },
-    }
+    return builders.jobset("probe", w, namespace=NS, volumeClaimPolicies=[{"templates": [claim]}])
 
 
 def role(name: str, pvcs: bool) -> list[dict[str, Any]]:
