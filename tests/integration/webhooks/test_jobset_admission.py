@@ -16,49 +16,20 @@ import pytest
 import yaml
 
 from kubesim.process import SimProcess
+from tests import builders
 from tests.integration.placement.process import HarnessProcess
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.kubectl]
 
 
 def jobset(name: str, **spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "leader",
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "parallelism": 1,
-                            "completions": 1,
-                            "template": {
-                                "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-                            },
-                        }
-                    },
-                },
-                {
-                    "name": "workers",
-                    "replicas": 2,
-                    "template": {
-                        "spec": {
-                            "parallelism": 2,
-                            "completions": 2,
-                            "template": {
-                                "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-                            },
-                        }
-                    },
-                },
-            ]
-        },
-    }
-    base["spec"].update(spec)
-    return base
+    """A leader Job of one pod and two worker Jobs of two, no completion mode or restart policy."""
+    plain: dict[str, Any] = dict(
+        indexed=None, backoff_limit=None, restart_policy=None, container="c"
+    )
+    leader = builders.rjob("leader", 1, **plain)
+    workers = builders.rjob("workers", 2, parallelism=2, **plain)
+    return builders.jobset(name, leader, workers, **spec)
 
 
 def with_rjob(js: dict[str, Any], index: int, **fields: Any) -> dict[str, Any]:
