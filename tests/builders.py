@@ -32,6 +32,14 @@ Builders left where they are, because they build something genuinely different:
 - tests/unit/api/test_presets.py `rjob`: a pod with an init container and two containers
   (one with MASTER_PORT already set) and pod-template annotations, the shape the preset
   tests inject into; nothing else wants it.
+- tests/unit/kubesim/machinery/test_schema.py: its one ReplicatedJob has no pod template at
+  all (`{"name": "workers", "template": {"spec": {"parallelism": 2}}}`), for the trimmed
+  test schema there; only the JobSet around it comes from here.
+- tests/unit/api/test_validation.py `elastic_rjobs`: Job specs without a pod template, for
+  the update rules that only compare parallelism/completions.
+- tests/integration/incluster/ (YAML text for a real cluster, `jobset_manifest`) and
+  benchmarks/ (`workload.jobset`, `placement.jobset`): outside this test tree's builders,
+  left to their own suites.
 """
 
 from __future__ import annotations

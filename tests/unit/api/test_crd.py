@@ -370,18 +370,8 @@ def pod(*containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
 
 
 def indexed_rjob(name: str, replicas: int = 1, n: int = 1, **pod_spec: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "replicas": replicas,
-        "template": {
-            "spec": {
-                "parallelism": n,
-                "completions": n,
-                "backoffLimit": 0,
-                "template": pod(**pod_spec),
-            }
-        },
-    }
+    """n pods, n completions, backoffLimit 0, no completion mode (the upstream examples)."""
+    return builders.rjob(name, replicas, parallelism=n, indexed=None, pod_template=pod(**pod_spec))
 
 
 def failure_policy(action: str) -> dict[str, Any]:
