@@ -473,3 +473,23 @@ def test_a_path_with_a_newline_gets_a_status(fuzz_sim: tuple[SimProcess, Client]
     _, client = fuzz_sim
     resp = client.get("/api/v1/namespaces/fuzz-a/configmaps/a%0Ab")
     assert "not found" in _status(resp, 404, "NotFound")["message"]
+
+
+def test_an_integer_beyond_int64_in_a_jobset_is_invalid(
+    fuzz_sim: tuple[SimProcess, Client],
+) -> None:
+    """Found by the soak run: replicas 2^63 overflowed celpy's int64 while the CRD's CEL rules'
+    values were built, a 500; it is a number past int64 (kube-apiserver decodes a float64), so
+    `must be of type integer`, 422."""
+    _, client = fuzz_sim
+    spec = {
+        "replicatedJobs": [{**SPECS["jobsets"]["spec"]["replicatedJobs"][0], "replicas": 2**63}]
+    }
+    body = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "fz-huge"},
+        "spec": spec,
+    }
+    resp = client.post("/apis/jobset.x-k8s.io/v1alpha2/namespaces/fuzz-a/jobsets", body)
+    assert "must be of type integer" in _status(resp, 422, "Invalid")["message"]

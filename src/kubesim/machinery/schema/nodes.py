@@ -46,7 +46,8 @@ def _json_type(v: Any) -> str:
     if isinstance(v, bool):
         return "boolean"
     if isinstance(v, int):
-        return "integer"
+        # beyond int64 kube-apiserver has decoded a float64
+        return "integer" if -(2**63) <= v < 2**63 else "number"
     if isinstance(v, float):
         return "number"
     if isinstance(v, str):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from typing import Any
 
 from celpy import celtypes
@@ -68,13 +69,37 @@ def validate(
     return run.finish()
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+_JSON_INTEGER_FLOAT = 2**53
+
+
+def _is_integer(value: Any) -> bool:
+    """An integer as kube-apiserver decodes one: an int64 (a larger JSON integer decodes as a
+    float64), or a float64 holding an integer no larger than 2^53 (go-openapi's
+    IsFloat64AJSONInteger)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return _INT64[0] <= value <= _INT64[1]
+    return (
+        isinstance(value, float)
+        and value.is_integer()
+        and -_JSON_INTEGER_FLOAT <= value <= _JSON_INTEGER_FLOAT
+    )
+
+
+def _double(value: int) -> Any:
+    try:
+        return celtypes.DoubleType(float(value))
+    except OverflowError:  # past float64 (from a YAML body): Go's decoder refuses it too
+        return celtypes.DoubleType(math.inf if value > 0 else -math.inf)
+
+
 def _type_ok(value: Any, node: _Node) -> bool:
     t = node.type
     if t is None:
         if node.int_or_string:
-            return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(
-                value, str
-            )
+            return _is_integer(value) or isinstance(value, str)
         return True
     if t == "object":
         return isinstance(value, dict)
@@ -85,9 +110,7 @@ def _type_ok(value: Any, node: _Node) -> bool:
     if t == "boolean":
         return isinstance(value, bool)
     if t == "integer":
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        return _is_integer(value)
     if t == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
     return True
@@ -555,9 +578,11 @@ class _Run:
         if isinstance(value, bool):
             return celtypes.BoolType(value)
         if isinstance(value, int):
-            return celtypes.DoubleType(value) if node.type == "number" else celtypes.IntType(value)
+            if node.type == "number" or not _INT64[0] <= value <= _INT64[1]:
+                return _double(value)  # beyond int64 kube-apiserver has decoded a float64
+            return celtypes.IntType(value)
         if isinstance(value, float):
-            if node.type == "integer" and value.is_integer():
+            if node.type == "integer" and _is_integer(value):
                 return celtypes.IntType(int(value))
             return celtypes.DoubleType(value)
         if isinstance(value, str):

@@ -516,6 +516,25 @@ def test_int_or_string(schema: CompiledSchema) -> None:
     )
 
 
+@pytest.mark.parametrize("value", [2**63, 2**64 - 1, -(2**63) - 1, 10**400, 1e300, 2.0**60])
+def test_an_integer_beyond_int64_is_a_number(schema: CompiledSchema, value: float) -> None:
+    """Found by the API fuzzer: 2^63 in an integer field overflowed celpy's int64 while the
+    CEL rules' values were built (a 500). kube-apiserver has decoded such a number as a
+    float64, which is no integer past 2^53: a type error, and the CEL rules are not run."""
+    obj = jobset()
+    obj["spec"]["replicatedJobs"][0]["replicas"] = value
+    _, causes = admit(obj, schema)
+    assert causes[0] == Cause(
+        "FieldValueTypeInvalid",
+        'Invalid value: "number": spec.replicatedJobs[0].replicas in body must be of type '
+        'integer: "number"',
+        "spec.replicatedJobs[0].replicas",
+    )
+    for fine in (2**63 - 1, 2.0**53):
+        obj["spec"]["replicatedJobs"][0]["replicas"] = fine
+        assert admit(obj, schema)[1] == []
+
+
 def test_list_type_map_duplicate_keys(schema: CompiledSchema) -> None:
     obj = jobset(
         ports=[
