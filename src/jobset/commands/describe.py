@@ -89,6 +89,17 @@ def _spec(out: Out, js: JobSet) -> None:
 
 
 def render(out: Out, snap: Snapshot) -> None:
+    """`kubectl describe`'s layout: the header fields, the spec, then one section each."""
+    _header(out, snap)
+    _spec(out, snap.jobset)
+    _section(out, "Status", _STATUS_COLUMNS, _status_rows(snap), always=True)
+    _section(out, "Conditions", _CONDITION_COLUMNS, _condition_rows(snap))
+    _section(out, "Jobs", _JOB_COLUMNS, _job_rows(snap))
+    _section(out, "Pods", _POD_COLUMNS, _pod_rows(snap))
+    _section(out, "Events", _EVENT_COLUMNS, _event_rows(snap))
+
+
+def _header(out: Out, snap: Snapshot) -> None:
     js = snap.jobset
     meta = js.metadata
     status = js.status
@@ -102,96 +113,69 @@ def render(out: Out, snap: Snapshot) -> None:
     _kv(out, "Created", f"{created or '<unknown>'} ({age(created)} ago)")
     _kv(out, "Labels", _map(meta.labels if meta else None))
     _kv(out, "Annotations", _map(meta.annotations if meta else None))
-    _spec(out, js)
 
-    out.line("Status:")
-    out.table(
-        ("REPLICATED JOB", "REPLICAS", "READY", "ACTIVE", "SUCCEEDED", "FAILED", "SUSPENDED"),
-        [
-            [
-                p.name,
-                str(p.replicas),
-                str(p.ready),
-                str(p.active),
-                str(p.succeeded),
-                str(p.failed),
-                str(p.suspended),
-            ]
-            for p in progress(js)
-        ],
-        2,
-    )
 
-    out.line("Conditions:")
-    conds = sorted(js.conditions, key=lambda cd: cd.last_transition_time or "")
-    if conds:
-        out.table(
-            ("TIME", "TYPE", "STATUS", "REASON", "MESSAGE"),
-            [
-                [
-                    cd.last_transition_time or "",
-                    cd.type or "",
-                    cd.status or "",
-                    cd.reason or "",
-                    cd.message or "",
-                ]
-                for cd in conds
-            ],
-            2,
-        )
+def _section(
+    out: Out, title: str, columns: tuple[str, ...], rows: list[list[str]], *, always: bool = False
+) -> None:
+    """A titled table, indented; `<none>` when empty unless the table is `always` shown."""
+    out.line(f"{title}:")
+    if rows or always:
+        out.table(columns, rows, 2)
     else:
         out.line("  <none>")
 
-    out.line("Jobs:")
-    if snap.jobs:
-        out.table(
-            ("JOB", "STATE", "ATTEMPT", "ACTIVE", "READY", "SUCCEEDED", "FAILED"),
-            [
-                [
-                    j.name,
-                    j.state,
-                    j.attempt,
-                    str(j.active),
-                    str(j.ready),
-                    str(j.succeeded),
-                    str(j.failed),
-                ]
-                for j in snap.jobs
-            ],
-            2,
-        )
-    else:
-        out.line("  <none>")
-    out.line("Pods:")
-    pods = [(j, p) for j in snap.jobs for p in j.pods]
-    if pods:
-        out.table(
-            ("POD", "JOB", "INDEX", "PHASE", "RESTARTS", "NODE", "DOMAIN"),
-            [
-                [
-                    p.name,
-                    j.name,
-                    p.index,
-                    p.phase,
-                    str(p.restarts),
-                    p.node or "<none>",
-                    p.domain or "<none>",
-                ]
-                for j, p in pods
-            ],
-            2,
-        )
-    else:
-        out.line("  <none>")
-    out.line("Events:")
-    if snap.events:
-        out.table(
-            ("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"),
-            [[age(e.time), e.type, e.reason, e.object, e.message] for e in snap.events],
-            2,
-        )
-    else:
-        out.line("  <none>")
+
+_STATUS_COLUMNS = (
+    "REPLICATED JOB",
+    "REPLICAS",
+    "READY",
+    "ACTIVE",
+    "SUCCEEDED",
+    "FAILED",
+    "SUSPENDED",
+)
+_CONDITION_COLUMNS = ("TIME", "TYPE", "STATUS", "REASON", "MESSAGE")
+_JOB_COLUMNS = ("JOB", "STATE", "ATTEMPT", "ACTIVE", "READY", "SUCCEEDED", "FAILED")
+_POD_COLUMNS = ("POD", "JOB", "INDEX", "PHASE", "RESTARTS", "NODE", "DOMAIN")
+_EVENT_COLUMNS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
+
+
+def _status_rows(snap: Snapshot) -> list[list[str]]:
+    return [
+        [p.name, str(p.replicas), str(p.ready), str(p.active), str(p.succeeded), str(p.failed),
+         str(p.suspended)]
+        for p in progress(snap.jobset)
+    ]  # fmt: skip
+
+
+def _condition_rows(snap: Snapshot) -> list[list[str]]:
+    conds = sorted(snap.jobset.conditions, key=lambda cd: cd.last_transition_time or "")
+    return [
+        [cd.last_transition_time or "", cd.type or "", cd.status or "", cd.reason or "",
+         cd.message or ""]
+        for cd in conds
+    ]  # fmt: skip
+
+
+def _job_rows(snap: Snapshot) -> list[list[str]]:
+    return [
+        [j.name, j.state, j.attempt, str(j.active), str(j.ready), str(j.succeeded), str(j.failed)]
+        for j in snap.jobs
+    ]
+
+
+def _pod_rows(snap: Snapshot) -> list[list[str]]:
+    return [
+        [p.name, j.name, p.index, p.phase, str(p.restarts), p.node or "<none>",
+         p.domain or "<none>"]
+        for j in snap.jobs
+        for p in j.pods
+    ]  # fmt: skip
+
+
+def _event_rows(snap: Snapshot) -> list[list[str]]:
+    return [[age(e.time), e.type, e.reason, e.object, e.message] for e in snap.events]
 
 
 async def run(args: argparse.Namespace) -> int:
