@@ -87,6 +87,30 @@ def _func_name(prog: str) -> str:
     return "_" + re.sub(r"[^A-Za-z0-9_]", "_", prog) + "_complete"
 
 
+def _bash_subcommand_cases(subs: list[Command]) -> list[str]:
+    """One `case` arm per sub-command: its flags, what its positional is, flag values."""
+    lines = []
+    for s in subs:
+        lines.append(f"        {s.name})")
+        lines.append(f'            opts="{" ".join(s.flags)}"')
+        lines.append(f'            positional="{s.positional}"')
+        with_choices = {f: c for f, c in s.valued.items() if c}
+        if with_choices:
+            lines.append('            case "$prev" in')
+            for flag, choices in with_choices.items():
+                lines.append(
+                    f'                {flag}) COMPREPLY=($(compgen -W "{" ".join(choices)}" '
+                    '-- "$cur")); return 0 ;;'
+                )
+            lines.append("            esac")
+        others = [f for f, c in s.valued.items() if not c and f not in _FILE_FLAGS]
+        others = [f for f in others if f not in _NAMESPACE_FLAGS | _CONTEXT_FLAGS]
+        if others:
+            lines.append(f'            case "$prev" in {"|".join(others)}) return 0 ;; esac')
+        lines.append("            ;;")
+    return lines
+
+
 def _bash(prog: str, root: Command, subs: list[Command]) -> str:
     fn = _func_name(prog)
     names = " ".join(s.name for s in subs)
@@ -137,24 +161,7 @@ def _bash(prog: str, root: Command, subs: list[Command]) -> str:
         '    local opts="" positional=""',
         '    case "$cmd" in',
     ]
-    for s in subs:
-        lines.append(f"        {s.name})")
-        lines.append(f'            opts="{" ".join(s.flags)}"')
-        lines.append(f'            positional="{s.positional}"')
-        with_choices = {f: c for f, c in s.valued.items() if c}
-        if with_choices:
-            lines.append('            case "$prev" in')
-            for flag, choices in with_choices.items():
-                lines.append(
-                    f'                {flag}) COMPREPLY=($(compgen -W "{" ".join(choices)}" '
-                    '-- "$cur")); return 0 ;;'
-                )
-            lines.append("            esac")
-        others = [f for f, c in s.valued.items() if not c and f not in _FILE_FLAGS]
-        others = [f for f in others if f not in _NAMESPACE_FLAGS | _CONTEXT_FLAGS]
-        if others:
-            lines.append(f'            case "$prev" in {"|".join(others)}) return 0 ;; esac')
-        lines.append("            ;;")
+    lines += _bash_subcommand_cases(subs)
     lines += [
         "    esac",
         '    if [[ "$cur" == -* ]]; then',
