@@ -11,6 +11,7 @@ and the conversions (`string()`, `int()`, ...), and the list types and optional 
 from __future__ import annotations
 
 import datetime
+import math
 import operator
 import re
 from collections.abc import Callable, Iterable
@@ -246,6 +247,16 @@ def _add(a: Any, b: Any) -> Any:
     return result
 
 
+def _divide(a: Any, b: Any) -> Any:
+    """`/`: doubles divide as IEEE 754 does in cel-go (x/0.0 is +Inf, -Inf or NaN by the
+    sign of x; celpy answers +Inf for all three); integers keep celpy's division."""
+    if isinstance(a, celtypes.DoubleType) and isinstance(b, celtypes.DoubleType) and b == 0.0:
+        if a == 0.0 or math.isnan(a):
+            return celtypes.DoubleType(math.nan)
+        return celtypes.DoubleType(math.copysign(math.inf, a) * math.copysign(1.0, b))
+    return operator.truediv(a, b)
+
+
 def _in(item: Any, container: Any) -> Any:
     """`x in list` / `k in map` with heterogeneous equality."""
     if isinstance(item, CELEvalError):
@@ -425,6 +436,7 @@ FUNCTIONS: dict[str, Any] = {
     "_>=_": _greater_equal,
     "_in_": _in,
     "_+_": _add,
+    "_/_": _divide,
     "string": _string,
     "bool": _bool,
     "int": _int,

@@ -13,7 +13,6 @@ differently here, so the tests below do not assert the Kubernetes behaviour for 
 
 - The optional-field syntax `self.?a` / `m[?k]` is not supported: such a rule does not compile
   (the package docstring says celpy's grammar cannot parse it).
-- `0.0 / 0.0` is `+Inf` instead of NaN (celpy's double division); see the strict xfail below.
 - `matches` with an invalid or non-RE2 pattern (a lookahead) fails with celpy's "match error"
   instead of cel-go's "error parsing regexp: ..."; `find` / `findAll` say "error parsing regexp"
   but quote RE2's message as a Python bytes repr. An invalid constant pattern fails at evaluation,
@@ -631,9 +630,13 @@ def test_math(expression: str, expected: Any) -> None:
     check(expression, expected)
 
 
-@pytest.mark.xfail(strict=True, reason="celpy divides 0.0 by 0.0 to +Inf; cel-go gives NaN")
-def test_zero_divided_by_zero_is_nan() -> None:
+def test_double_division_by_zero_follows_ieee_754() -> None:
+    # celpy answers +Inf for every x / 0.0; cel-go (Go's float64) gives NaN, +Inf or -Inf.
     assert math.isnan(run("0.0 / 0.0"))
+    assert run("1.0 / 0.0") == math.inf
+    assert run("-1.0 / 0.0") == -math.inf
+    assert run("1.0 / -0.0") == -math.inf
+    assert run("3.0 / 2.0") == 1.5
 
 
 # ---------------------------------------------------------------------------------- errors
