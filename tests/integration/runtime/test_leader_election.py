@@ -244,12 +244,20 @@ def test_leader_that_cannot_renew_stops_and_follower_readyz_is_honest(tmp_path: 
         # Someone else takes the lease (an operator, or a partitioned leader's successor):
         # replica-a cannot renew, stops its controllers within the renew deadline and exits
         # non-zero; replica-b keeps standing by behind the new holder and says so.
-        out = json.loads(
-            sim.kubectl("get", "lease", "-n", "le", "jobset-controller-leader", "-o", "json").stdout
-        )
-        out["spec"]["holderIdentity"] = "intruder"
-        out["spec"]["leaseDurationSeconds"] = 3600
-        sim.kubectl("replace", "-f", "-", input=json.dumps(out))
+        for _ in range(20):  # the leader renews every RETRY s: retry a lost race (409)
+            out = json.loads(
+                sim.kubectl(
+                    "get", "lease", "-n", "le", "jobset-controller-leader", "-o", "json"
+                ).stdout
+            )
+            out["spec"]["holderIdentity"] = "intruder"
+            out["spec"]["leaseDurationSeconds"] = 3600
+            replaced = sim.kubectl("replace", "-f", "-", input=json.dumps(out), check=False)
+            if replaced.returncode == 0:
+                break
+            assert "Conflict" in replaced.stderr, replaced.stderr
+        else:
+            raise AssertionError("could not take the lease: every replace conflicted")
         stolen_at = time.monotonic()
         assert a.proc.wait(RENEW + RETRY + 10) == 1
         assert time.monotonic() - stolen_at <= RENEW + 2 * RETRY + 2
