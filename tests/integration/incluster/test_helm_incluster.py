@@ -22,6 +22,7 @@ from tests.integration.incluster.conftest import (
     REPO,
     Cluster,
     eventually,
+    jobset_manifest,
 )
 
 pytestmark = pytest.mark.timeout(600)
@@ -30,37 +31,8 @@ VALUES = {"controller": {"replicas": 2, "leaderElection": LEADER_ELECTION}}
 
 
 def jobset(name: str, sleep: str = "2s", replicas: int = 2) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "replicatedJobs": [
-                    {
-                        "name": "workers",
-                        "replicas": replicas,
-                        "template": {
-                            "spec": {
-                                "template": {
-                                    "spec": {
-                                        "restartPolicy": "Never",
-                                        "containers": [
-                                            {
-                                                "name": "main",
-                                                "image": "busybox",
-                                                "command": ["sleep", sleep],
-                                            }
-                                        ],
-                                    }
-                                }
-                            }
-                        },
-                    }
-                ]
-            },
-        }
-    )
+    """The shared one-pod-Jobs JobSet of conftest.py, in the default namespace."""
+    return jobset_manifest(name, "default", sleep=sleep, replicas=replicas)
 
 
 def terminal(cluster: Cluster, name: str) -> dict[str, object]:
