@@ -244,11 +244,14 @@ FEATURE_IN_PLACE_RESTART: Final = "InPlaceRestart"
 FEATURE_TLS_OPTIONS: Final = "TLSOptions"
 FEATURE_RESTART_JOB: Final = "RestartJob"
 FEATURE_ELASTIC_JOBSET: Final = "ElasticJobSet"
+# This project's own gates (upstream has no such switch; names in upstream's style).
+FEATURE_ELASTIC_REPLICAS: Final = "ElasticReplicas"
 DEFAULT_FEATURE_GATES: Final[dict[str, bool]] = {
     FEATURE_IN_PLACE_RESTART: False,
     FEATURE_TLS_OPTIONS: True,  # GA, locked to its default
     FEATURE_RESTART_JOB: False,
     FEATURE_ELASTIC_JOBSET: False,
+    FEATURE_ELASTIC_REPLICAS: False,
 }
 
 # ------------------------------------------------------------------------------------------------

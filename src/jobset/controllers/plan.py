@@ -15,8 +15,10 @@ The pass, in upstream's order:
 1. Skip JobSets being deleted or managed by another controller (`spec.managedBy`).
 2. A JobSet that fails validation (stored without the webhook, or valid only under other
    feature gates) is failed with reason `ValidationFailed` and a Warning event, instead of
-   erroring on every pass.
-3. Classify children; recompute `replicatedJobsStatus`.
+   erroring on every pass. The caller judges it (`stored_validation.py`: create rules for
+   generation 1, update rules for an update) and passes the verdict as `invalid_message`.
+3. Classify children (Jobs beyond `replicas` after an elastic scale-down are previous);
+   recompute `replicatedJobsStatus`.
 4. Finished: delete still-active Jobs, apply ttlSecondsAfterFinished. Stop.
 5. Delete previous Jobs (foreground); RestartingJobSet=False once all Jobs are ready again.
 6. Failed Jobs: failure policy. Stop. Succeeded Jobs: success policy (Completed). Stop.

@@ -129,4 +129,5 @@ def test_wire_constants_spelling() -> None:
         "TLSOptions": True,
         "RestartJob": False,
         "ElasticJobSet": False,
+        "ElasticReplicas": False,
     }
