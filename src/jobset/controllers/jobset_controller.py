@@ -580,10 +580,33 @@ class JobSetController:
                 rv = (out.get("metadata") or {}).get("resourceVersion")
                 if rv and "metadata" in patch:
                     patch = {**patch, "metadata": {"resourceVersion": rv}}
-            await self.client.patch(JOBS, name, patch, ns)
+            if r.resources:
+                await self.client.patch(JOBS, name, patch, ns, patch_type="strategic")
+            else:
+                await self.client.patch(JOBS, name, patch, ns)
         except ApiError as err:
-            if not err.not_found:
-                raise
+            if err.not_found:
+                return
+            if r.resources and err.status == 422:
+                self._resource_propagation_failed(r.job, err)
+            raise
+
+    def _resource_propagation_failed(self, job: Mapping[str, Any], err: ApiError) -> None:
+        """KEP-1150: say why a resume with changed resources keeps failing, on the JobSet,
+        instead of a silent backoff loop (the API server lacks KEP-5440's gate)."""
+        meta = job.get("metadata") or {}
+        owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
+        js = self.jobsets.store.get_by_name(str(meta.get("namespace") or ""), str(owner))
+        if js is None:
+            return
+        self.recorder.event(
+            js,
+            "Warning",
+            c.RESOURCE_PROPAGATION_FAILED_REASON,
+            f"Failed to propagate mutated resources to child Job {meta.get('name')}: "
+            f"{err.message}. Ensure MutablePodResourcesForSuspendedJobs is enabled on the API "
+            "server.",
+        )
 
 
 def _all_created(js: Mapping[str, Any], children: Children) -> bool:

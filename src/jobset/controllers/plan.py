@@ -89,11 +89,15 @@ class PlanInput:
 
 @dataclass(frozen=True)
 class Resume:
-    """Resume one suspended Job: clear status.startTime first if set, then patch it."""
+    """Resume one suspended Job: clear status.startTime first if set, then patch it.
+
+    `resources`: the patch changes container resources (KEP-1150), and is sent as a
+    strategic merge patch (containers merged by name)."""
 
     job: Job
     patch: dict[str, Any]
     clear_start_time: bool
+    resources: bool = False
 
 
 @dataclass
@@ -217,7 +221,8 @@ def plan(inp: PlanInput) -> Plan:
         out.suspend_jobs = [j for j in children.active if not (j.get("spec") or {}).get("suspend")]
         update.set_suspended()
     else:
-        _plan_resume(js, children, statuses, update, out)
+        resources = feature_enabled(inp.features, c.FEATURE_MUTABLE_POD_RESOURCES)
+        _plan_resume(js, children, statuses, update, out, resources=resources)
     return _finish(out, update)
 
 
@@ -265,8 +270,11 @@ def _plan_resume(
     statuses: list[dict[str, Any]],
     update: StatusUpdate,
     out: Plan,
+    *,
+    resources: bool = False,
 ) -> None:
-    """Unsuspend suspended Jobs (upstream `resumeJobsIfNecessary`)."""
+    """Unsuspend suspended Jobs (upstream `resumeJobsIfNecessary`); with `resources`
+    (KEP-1150's gate) their container resources become the template's."""
     ordered = startup.in_order(js)
     by_rjob: dict[str, list[Job]] = {}
     for job in children.active:
@@ -280,11 +288,14 @@ def _plan_resume(
         for job in by_rjob.get(name, []):
             if not (job.get("spec") or {}).get("suspend"):
                 continue
+            patch = resume_patch(job, rjob, resources=resources)
+            pod = patch.get("spec", {}).get("template", {}).get("spec", {})
             out.resume_jobs.append(
                 Resume(
                     job,
-                    resume_patch(job, rjob),
+                    patch,
                     bool((job.get("status") or {}).get("startTime")),
+                    resources="containers" in pod or "initContainers" in pod,
                 )
             )
         if ordered:

@@ -130,4 +130,5 @@ def test_wire_constants_spelling() -> None:
         "RestartJob": False,
         "ElasticJobSet": False,
         "ElasticReplicas": False,
+        "MutablePodResourcesForSuspendedJobSets": False,
     }

@@ -51,6 +51,9 @@ def validate_update(
       placement decisions before admitting a workload).
     - With the ElasticJobSet gate, parallelism and completions of Indexed Jobs may change
       (equal to each other, at least 1) unless the JobSet already finished.
+    - With the MutablePodResourcesForSuspendedJobSets gate (KEP-1150), under the same
+      suspended condition, the `resources.requests` and `resources.limits` of containers
+      and init containers (matched by name) may change too; claims may not.
     - With this project's ElasticReplicas gate, `replicas` may change (at least 1) unless the
       JobSet already finished.
 
@@ -98,12 +101,15 @@ def validate_update(
             _path_set(munged[idx], ("replicas",), old_rjob.get("replicas"))
 
     if t.is_suspended(old) or t.is_suspended(new):
+        resources = gate(features, c.FEATURE_MUTABLE_POD_RESOURCES)
         for idx, new_rjob in enumerate(new_rjobs):
             old_rjob = old_by_name.get(str(new_rjob.get("name") or ""))
             if old_rjob is None:
                 continue
             for keys in _KUEUE_MUTABLE:
                 _path_set(munged[idx], keys, _path_get(old_rjob, keys))
+            if resources:
+                _munge_container_resources(munged[idx], old_rjob)
 
     if not semantic_equal(munged, old_rjobs):
         errs.append(invalid("spec.replicatedJobs", munged, "field is immutable"))
@@ -112,6 +118,32 @@ def validate_update(
     if reshaped and not errs:
         errs.extend(validate_shape(new, features=features, limits=limits))
     return errs
+
+
+def _munge_container_resources(munged: dict[str, Any], old_rjob: Mapping[str, Any]) -> None:
+    """KEP-1150: each container's (and init container's) `resources.requests` and `limits`
+    set back to the old template's, matched by name, so only they may differ; claims, other
+    fields, and containers added or removed stay under the immutability check."""
+    for key in ("containers", "initContainers"):
+        path = ("template", "spec", "template", "spec", key)
+        new_list = _path_get(munged, path)
+        old_list = _path_get(old_rjob, path)
+        if not isinstance(new_list, list) or not isinstance(old_list, list):
+            continue
+        old_by_name = {
+            ct.get("name"): ct.get("resources") or {} for ct in old_list if isinstance(ct, Mapping)
+        }
+        for container in new_list:
+            if not isinstance(container, dict) or container.get("name") not in old_by_name:
+                continue
+            old_res = old_by_name[container.get("name")]
+            res = dict(container.get("resources") or {})
+            for field in ("requests", "limits"):
+                if old_res.get(field) is None:
+                    res.pop(field, None)
+                else:
+                    res[field] = copy.deepcopy(old_res[field])
+            container["resources"] = res
 
 
 def par_or_comp_changed(new_job: Mapping[str, Any], old_job: Mapping[str, Any]) -> bool:
