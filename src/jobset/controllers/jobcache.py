@@ -17,7 +17,10 @@ Job informer. This one is the JobSet controller's own, about a tenth of that.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Final
+
+import orjson
 
 from jobset.api import constants as c
 from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
@@ -166,11 +169,14 @@ def _resume_template(template: Any) -> dict[str, Any]:
         # Names and resources only: what a resume compares with the template (KEP-1150).
         found = tspec.get(key)
         if isinstance(found, list):
-            kept_spec[key] = [
+            slim_list = [
                 {"name": ct.get("name"), "resources": ct.get("resources") or {}}
                 for ct in found
                 if isinstance(ct, dict)
             ]
+            # One shared copy per distinct content: a suspended JobSet's Jobs have equal ones.
+            content = orjson.dumps(slim_list, option=orjson.OPT_SORT_KEYS)
+            kept_spec[key] = _interned.shared(("containers", content), partial(list, slim_list))
     if kept_spec:
         slim["spec"] = kept_spec
     return slim

@@ -91,6 +91,9 @@ def test_suspended_job_keeps_what_resume_reads() -> None:
     ]
     assert template["spec"] == {"tolerations": [{"key": "t"}], "containers": containers}
     assert slim["status"]["startTime"] == job["status"]["startTime"]
+    # Equal containers of two suspended Jobs are one shared copy.
+    other = job_record(_as_stored(child(js, "a", 1, suspend=True)))
+    assert other["spec"]["template"]["spec"]["containers"] is template["spec"]["containers"]
 
 
 def test_conditions_kept_are_those_read() -> None:
