@@ -64,9 +64,11 @@ bench: $(STAMP)
 bench-large: $(STAMP)
 	$(BIN)/python -m benchmarks.run --large
 
-# Regenerate the JobSet CRD from tools/gen_crd.py (a test checks the committed file matches).
+# Regenerate the JobSet CRD from tools/gen_crd.py (a test checks the committed file matches)
+# and the chart's copy of it.
 crd: $(STAMP)
 	$(BIN)/python tools/gen_crd.py
+	cp config/crd/bases/jobset.x-k8s.io_jobsets.yaml charts/jobset/crds/
 
 # The image's dependencies, pinned with hashes (Dockerfile: pip install --require-hashes):
 # requirements/controller.lock is pyproject's runtime dependencies (no extras) and their own,

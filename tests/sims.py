@@ -10,10 +10,10 @@ from kubesim.process import SimProcess, start_sim
 __all__ = ["start_sim_none"]
 
 
-def start_sim_none(directory: Path, *, jobset_crd: bool = False) -> SimProcess:
-    """`jobset sim --sim-level none`; with `jobset_crd`, the JobSet CRD installed and
+def start_sim_none(directory: Path, *flags: str, jobset_crd: bool = False) -> SimProcess:
+    """`jobset sim --sim-level none [flags]`; with `jobset_crd`, the JobSet CRD installed and
     established the way the controller installs it (`jobset.controllers.crd.apply_crds`)."""
-    s = start_sim(directory, "--sim-level", "none")
+    s = start_sim(directory, "--sim-level", "none", *flags)
     if jobset_crd:
         try:
             asyncio.run(_install_crds(s))

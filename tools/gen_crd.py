@@ -11,10 +11,19 @@ committed file, so the two cannot drift.
 
 What the models cannot tell, and comes from small tables below (facts of the Kubernetes
 API, as its Go markers state them): which strings are resource quantities, which lists are
-maps keyed by which fields, and the few `+default` values of core/v1.
+maps keyed by which fields, and the few `+default` values of core/v1. The `format`
+(int32/int64, byte, ...), `x-kubernetes-list-type` and `x-kubernetes-map-type` markers of
+the Kubernetes types (what server-side apply merges by and `kubectl explain` shows) come
+from `tools/k8s_markers.json`, a table by model class and field. The Python models do not
+carry them, and controller-gen writes them from the Go types' markers into upstream's CRD;
+the table is derived from that CRD (vendored with its Apache-2.0 notice under tests/data/
+upstream/), so the two schemas carry the same markers at the same paths:
+
+    python tools/gen_crd.py --derive-markers tests/data/upstream/jobset.x-k8s.io_jobsets.yaml
 
 Usage:
     python tools/gen_crd.py            # rewrite the CRD file
+    python tools/gen_crd.py --derive-markers UPSTREAM_CRD   # rewrite tools/k8s_markers.json
     python tools/gen_crd.py --check    # exit 1 if the committed file is stale
     python tools/gen_crd.py --stdout   # print it
 """
@@ -25,6 +34,7 @@ import argparse
 import copy
 import importlib.metadata
 import inspect
+import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -38,6 +48,7 @@ Schema = dict[str, Any]
 
 REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "config" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
+MARKERS_FILE = REPO / "tools" / "k8s_markers.json"
 
 GROUP = "jobset.x-k8s.io"
 VERSION = "v1alpha2"
@@ -114,6 +125,19 @@ FIELD_DEFAULTS: dict[tuple[str, str], Any] = {
 # models flatten embedded references, so such fields are recognised by their description.
 _LOCAL_REF_NAME_DOC = "This field is effectively required, but due to backwards compatibility"
 
+# The schema keys `tools/k8s_markers.json` holds.
+MARKER_KEYS: tuple[str, ...] = ("format", "x-kubernetes-list-type", "x-kubernetes-map-type")
+
+# {model class: {JSON field: {where: {marker: value}}}}; `where` is "" for the field's own
+# schema, else the path below it ("items", "additionalProperties", "items.items").
+Markers = dict[str, dict[str, dict[str, dict[str, str]]]]
+
+
+def load_markers(path: Path = MARKERS_FILE) -> Markers:
+    loaded: Markers = json.loads(path.read_text())
+    return loaded
+
+
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]"
     r"|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
@@ -180,8 +204,9 @@ def _is_required(cls: type, attr: str) -> bool:
 class KubeSchemas:
     """Builds inline (no $ref) structural schemas of Kubernetes model classes."""
 
-    def __init__(self) -> None:
+    def __init__(self, markers: Markers | None = None) -> None:
         self._cache: dict[str, Schema] = {}
+        self.markers: Markers = load_markers() if markers is None else markers
 
     def model(self, cls_name: str) -> Schema:
         """The object schema of a model class (without description: the field gives it)."""
@@ -221,6 +246,7 @@ class KubeSchemas:
             schema["x-kubernetes-list-map-keys"] = list(LIST_MAP_KEYS[key])
         elif key in LIST_SETS:
             schema["x-kubernetes-list-type"] = "set"
+        self._add_markers(cls_name, attr, schema)
         if key in FIELD_DEFAULTS:
             schema["default"] = FIELD_DEFAULTS[key]
         elif (
@@ -230,6 +256,14 @@ class KubeSchemas:
         ):
             schema["default"] = ""
         return schema
+
+    def _add_markers(self, cls_name: str, attr: str, schema: Schema) -> None:
+        json_name = getattr(models, cls_name).attribute_map[attr]
+        for where, markers in self.markers.get(cls_name, {}).get(json_name, {}).items():
+            target = schema
+            for step in where.split(".") if where else ():
+                target = target[step]
+            target.update(markers)
 
     def type_schema(self, type_str: str) -> Schema:
         """The schema of an OpenAPI-generator type expression (`list[V1Container]`, ...)."""
@@ -257,6 +291,53 @@ class KubeSchemas:
         if hasattr(models, type_str):
             return self.model(type_str)
         raise ValueError(f"unsupported type expression {type_str!r}")
+
+
+def derive_markers(upstream_crd: Schema) -> Markers:
+    """The markers table from a CRD whose embedded templates controller-gen generated.
+
+    Walks upstream's schema of `replicatedJobs[].template` (V1JobTemplateSpec) and of
+    `volumeClaimPolicies[].templates[]` (V1PersistentVolumeClaim) alongside the model
+    classes; a field marked differently at two places is an error (the markers belong to
+    the Go type's field, not to where it is used).
+    """
+    root = upstream_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec = root["properties"]["spec"]["properties"]
+    table: Markers = {}
+    rjob = spec["replicatedJobs"]["items"]["properties"]
+    _derive_model(rjob["template"], "V1JobTemplateSpec", table)
+    claims = spec["volumeClaimPolicies"]["items"]["properties"]["templates"]["items"]
+    _derive_model(claims, "V1PersistentVolumeClaim", table)
+    return table
+
+
+def _derive_model(node: Schema, cls_name: str, table: Markers) -> None:
+    cls = getattr(models, cls_name)
+    props = node.get("properties") or {}
+    for attr, type_str in cls.openapi_types.items():
+        json_name = cls.attribute_map[attr]
+        if json_name in props:
+            _derive_type(props[json_name], type_str, cls_name, json_name, "", table)
+
+
+def _derive_type(
+    node: Schema, type_str: str, cls_name: str, field: str, where: str, table: Markers
+) -> None:
+    found = {k: node[k] for k in MARKER_KEYS if k in node}
+    if found:
+        entry = table.setdefault(cls_name, {}).setdefault(field, {})
+        if entry.get(where, found) != found:
+            raise ValueError(f"{cls_name}.{field} {where}: {entry[where]} and {found}")
+        entry[where] = found
+    below = f"{where}." if where else ""
+    if m := _LIST_RE.match(type_str):
+        _derive_type(node.get("items") or {}, m.group(1), cls_name, field, below + "items", table)
+    elif m := _DICT_RE.match(type_str):
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            _derive_type(extra, m.group(1), cls_name, field, below + "additionalProperties", table)
+    elif type_str != "V1ObjectMeta" and hasattr(models, type_str):
+        _derive_model(node, type_str, table)
 
 
 # ================================================================================================
@@ -733,7 +814,18 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], Any] = print) -
     parser.add_argument("--check", action="store_true", help="fail if the file is stale")
     parser.add_argument("--stdout", action="store_true", help="print instead of writing")
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument(
+        "--derive-markers",
+        type=Path,
+        metavar="UPSTREAM_CRD",
+        help=f"rewrite {MARKERS_FILE.relative_to(REPO)} from upstream's generated CRD",
+    )
     args = parser.parse_args(argv)
+    if args.derive_markers is not None:
+        table = derive_markers(yaml.safe_load(args.derive_markers.read_text()))
+        MARKERS_FILE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+        out(f"wrote {MARKERS_FILE}")
+        return 0
     text = render()
     if args.stdout:
         out(text)

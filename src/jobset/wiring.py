@@ -59,8 +59,9 @@ def add_jobset_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--feature-gates",
         default="",
-        help="comma-separated K=V of upstream feature gates "
-        "(RestartJob, ElasticJobSet, InPlaceRestart, TLSOptions)",
+        help="comma-separated K=V of feature gates: upstream's (RestartJob, ElasticJobSet, "
+        "InPlaceRestart, TLSOptions, MutablePodResourcesForSuspendedJobSets) and this "
+        "project's (ElasticReplicas)",
     )
     p.add_argument(
         "--max-jobs-per-jobset",

@@ -48,6 +48,9 @@ class SimOptions:
     history_size: int = 50_000
     # `--run-image`: image repository -> directory; such containers run as real processes
     run_images: dict[str, str] = field(default_factory=dict)
+    # `--kube-feature-gates`: Kubernetes feature gates of the API server (strategies.py
+    # KUBE_FEATURE_GATES lists the ones modelled), all off by default as in Kubernetes.
+    kube_feature_gates: dict[str, bool] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,6 +69,7 @@ class SimCluster:
         self.core = ApiCore(self.registry, self.store)
         self.core.hooks.append(CrdHooks(self.core))
         self.core.admission = self.admission = WebhookAdmission(self.core)
+        self._apply_kube_feature_gates()
         self.token = self.options.token or certs.new_token()
         self.http = ApiHttpServer(self.core, self.token, self.options.bookmark_interval)
         self.gc = GarbageCollector(self.core)
@@ -77,6 +81,23 @@ class SimCluster:
         self.url = ""
         self.port = 0
         self.started_at = 0.0
+
+    def _apply_kube_feature_gates(self) -> None:
+        from kubesim.apiserver.strategies import (
+            KUBE_FEATURE_GATES,
+            MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS,
+            JobStrategy,
+        )
+
+        unknown = sorted(set(self.options.kube_feature_gates) - set(KUBE_FEATURE_GATES))
+        if unknown:
+            raise ValueError(
+                f"unrecognized Kubernetes feature gate {unknown[0]} "
+                f"(modelled: {', '.join(sorted(KUBE_FEATURE_GATES))})"
+            )
+        if self.options.kube_feature_gates.get(MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS):
+            jobs = JobStrategy(mutable_pod_resources=True)
+            self.core.strategy_overrides[("batch", "jobs")] = jobs
 
     @property
     def kubeconfig(self) -> str:

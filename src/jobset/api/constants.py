@@ -106,6 +106,8 @@ ALL_JOBS_COMPLETED_MESSAGE: Final = "jobset completed successfully"
 JOB_CREATION_FAILED_REASON: Final = "JobCreationFailed"
 HEADLESS_SERVICE_CREATION_FAILED_REASON: Final = "HeadlessServiceCreationFailed"
 PVC_CREATION_FAILED_REASON: Final = "PVCCreationFailed"
+# KEP-1150: a resume carrying changed container resources was refused by the API server.
+RESOURCE_PROPAGATION_FAILED_REASON: Final = "FailedResourcePropagation"
 
 EXCLUSIVE_PLACEMENT_VIOLATION_REASON: Final = "ExclusivePlacementViolation"
 EXCLUSIVE_PLACEMENT_VIOLATION_MESSAGE: Final = "Pod violated JobSet exclusive placement policy"
@@ -244,11 +246,18 @@ FEATURE_IN_PLACE_RESTART: Final = "InPlaceRestart"
 FEATURE_TLS_OPTIONS: Final = "TLSOptions"
 FEATURE_RESTART_JOB: Final = "RestartJob"
 FEATURE_ELASTIC_JOBSET: Final = "ElasticJobSet"
+# KEP-1150 (implementable upstream, not implemented there; its name): container resources
+# of a suspended JobSet's templates may change, and reach the Jobs on resume.
+FEATURE_MUTABLE_POD_RESOURCES: Final = "MutablePodResourcesForSuspendedJobSets"
+# This project's own gates (upstream has no such switch; names in upstream's style).
+FEATURE_ELASTIC_REPLICAS: Final = "ElasticReplicas"
 DEFAULT_FEATURE_GATES: Final[dict[str, bool]] = {
     FEATURE_IN_PLACE_RESTART: False,
     FEATURE_TLS_OPTIONS: True,  # GA, locked to its default
     FEATURE_RESTART_JOB: False,
     FEATURE_ELASTIC_JOBSET: False,
+    FEATURE_ELASTIC_REPLICAS: False,
+    FEATURE_MUTABLE_POD_RESOURCES: False,
 }
 
 # ------------------------------------------------------------------------------------------------

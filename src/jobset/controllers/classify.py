@@ -7,6 +7,11 @@ are deleted and recreated under the current attempt - which is how a restart wor
 ever renaming a Job. Current Jobs are active, succeeded or failed by their `Complete` /
 `Failed` condition being True.
 
+A Job whose `job-index` is not below its ReplicatedJob's `replicas` is *previous* too: it is
+what an elastic scale-down (this project's ElasticReplicas gate) leaves behind, so it is
+deleted, never counted and never recreated. Without that gate `replicas` cannot change and
+no such Job exists.
+
 One deliberate difference from upstream: a child Job whose attempt labels cannot be parsed
 makes upstream return an error on every pass (the JobSet is stuck, retried with backoff).
 Here it is classified as previous - deleted and recreated with correct labels - so a
@@ -28,6 +33,7 @@ __all__ = [
     "classify",
     "failed_condition",
     "finished_type",
+    "fit_to_replicas",
     "job_restarts",
     "job_restarts_count_towards_max",
     "replicated_job_statuses",
@@ -95,13 +101,22 @@ def _rjob_replicas(js: Mapping[str, Any], rjob_name: str) -> int:
 def _per_job_counts(
     js: Mapping[str, Any], status: Mapping[str, Any], rjob_name: str, key: str
 ) -> list[int]:
+    count = _rjob_replicas(js, rjob_name)
     for rjs in status.get("replicatedJobsStatus") or []:
         if rjs.get("name") == rjob_name:
             values = rjs.get(key) or []
             if values:
-                return [int(v) for v in values]
+                return fit_to_replicas([int(v) for v in values], count)
             break
-    return [0] * _rjob_replicas(js, rjob_name)
+    return [0] * count
+
+
+def fit_to_replicas(values: list[int], count: int) -> list[int]:
+    """A per-Job list cut or padded with zeros to `count` entries: after an elastic change
+    of replicas the new indexes start at zero restarts and removed ones are dropped."""
+    if len(values) >= count:
+        return values[:count]
+    return values + [0] * (count - len(values))
 
 
 def job_restarts(js: Mapping[str, Any], status: Mapping[str, Any], rjob_name: str) -> list[int]:
@@ -127,7 +142,11 @@ def _int_label(labels: Mapping[str, str], key: str) -> int | None:
 
 
 def _is_previous(
-    js: Mapping[str, Any], status: Mapping[str, Any], job: Mapping[str, Any], restart_job: bool
+    js: Mapping[str, Any],
+    status: Mapping[str, Any],
+    job: Mapping[str, Any],
+    restart_job: bool,
+    counts: Mapping[str, int],
 ) -> bool:
     labels = _labels(job)
     attempt = _int_label(labels, c.RESTART_ATTEMPT_KEY)
@@ -135,10 +154,12 @@ def _is_previous(
         return True
     if attempt < int(status.get("restarts") or 0):
         return True
-    if not restart_job:
-        return False
     rjob_name = labels.get(c.REPLICATED_JOB_NAME_KEY)
     index = _int_label(labels, c.JOB_INDEX_KEY)
+    if index is not None and rjob_name is not None and index >= counts.get(rjob_name, index + 1):
+        return True  # beyond replicas: left by an elastic scale-down
+    if not restart_job:
+        return False
     if not rjob_name or index is None:
         return True
     if c.JOB_RESTART_ATTEMPT_KEY not in labels:
@@ -158,9 +179,13 @@ def classify(js: Mapping[str, Any], jobs: Iterable[Job], *, restart_job: bool = 
     Jobs failing in the same second is "first") is deterministic.
     """
     status: Mapping[str, Any] = js.get("status") or {}
+    counts = {
+        str(r.get("name") or ""): replicas(r)
+        for r in (js.get("spec") or {}).get("replicatedJobs") or []
+    }
     out = Children()
     for job in sorted(jobs, key=lambda j: str(j["metadata"]["name"])):
-        if _is_previous(js, status, job, restart_job):
+        if _is_previous(js, status, job, restart_job, counts):
             out.previous.append(job)
             continue
         kind = finished_type(job)
@@ -197,8 +222,10 @@ def replicated_job_statuses(
     """
     counts: dict[str, dict[str, int]] = {}
     order: list[str] = []
+    replicas_of: dict[str, int] = {}
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         name = str(rjob.get("name") or "")
+        replicas_of[name] = replicas(rjob)
         if name not in counts:
             order.append(name)
         counts[name] = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
@@ -233,7 +260,7 @@ def replicated_job_statuses(
             for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
                 values = existing[name].get(key)
                 if values:
-                    entry[key] = list(values)
+                    entry[key] = fit_to_replicas([int(v) for v in values], replicas_of[name])
         out.append(entry)
     return out
 

@@ -8,7 +8,7 @@ unchanged), and shares through one `Interner` every part many Jobs have in commo
 values, owner references, the Complete condition, equal spec and status blocks. About 1 KB per
 cached Job (docs/benchmarks.md). The pod template is kept only while a Job is suspended,
 and then only the fields a resume merges into (labels, annotations, nodeSelector,
-tolerations, schedulingGates).
+tolerations, schedulingGates, and each container's name and resources).
 
 The runtime's `jobset.runtime.transforms.slim_job` is the generic transform (drops the pod
 spec and managedFields, keeps the rest); placement uses it when no reconciler declared the
@@ -17,7 +17,10 @@ Job informer. This one is the JobSet controller's own, about a tenth of that.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Final
+
+import orjson
 
 from jobset.api import constants as c
 from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
@@ -162,6 +165,18 @@ def _resume_template(template: Any) -> dict[str, Any]:
     if kept_meta:
         slim["metadata"] = kept_meta
     kept_spec = {k: tspec[k] for k in _RESUME_POD_FIELDS if k in tspec}
+    for key in ("containers", "initContainers"):
+        # Names and resources only: what a resume compares with the template (KEP-1150).
+        found = tspec.get(key)
+        if isinstance(found, list):
+            slim_list = [
+                {"name": ct.get("name"), "resources": ct.get("resources") or {}}
+                for ct in found
+                if isinstance(ct, dict)
+            ]
+            # One shared copy per distinct content: a suspended JobSet's Jobs have equal ones.
+            content = orjson.dumps(slim_list, option=orjson.OPT_SORT_KEYS)
+            kept_spec[key] = _interned.shared(("containers", content), partial(list, slim_list))
     if kept_spec:
         slim["spec"] = kept_spec
     return slim

@@ -16,7 +16,14 @@ A child Job is the ReplicatedJob's Job template with:
 Resume (upstream `resumeJob`): labels, annotations, nodeSelector, tolerations and
 schedulingGates of the ReplicatedJob's pod template - which Kueue may change while the
 JobSet is suspended - are merged into the Job's pod template (template values win for map
-keys; list items are added when missing), then `suspend: false`.
+keys; list items are added when missing), then `suspend: false`. With the
+MutablePodResourcesForSuspendedJobSets gate (KEP-1150) the containers' and init
+containers' `resources.requests` and `limits` become the template's too (matched by name;
+claims stay the Job's), in the same request, a strategic merge patch so that the
+containers merge by name. The API server accepts that only with Kubernetes'
+MutablePodResourcesForSuspendedJobs (KEP-5440); otherwise the Job stays suspended and the
+controller says why in a Warning event (`FailedResourcePropagation`), as the KEP decides -
+the Job is not deleted and recreated, which would lose its state.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from jobset.api.types import (
     replicas,
     subdomain,
 )
+from jobset.api.validation import semantic_equal
 from jobset.controllers.classify import Children, job_restarts
 from jobset.controllers.volumes import add_volumes
 from jobset.placement.labels import (
@@ -63,6 +71,7 @@ __all__ = [
     "merge_lists",
     "merge_maps",
     "missing_indices",
+    "resource_patches",
     "resume_patch",
     "template_json",
 ]
@@ -366,8 +375,51 @@ def merge_lists(old: Sequence[Any] | None, new: Sequence[Any] | None) -> list[An
     return out
 
 
-def resume_patch(job: Mapping[str, Any], rjob: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A merge patch resuming `job` with `rjob`'s pod-template fields merged in.
+def resource_patches(
+    job: Mapping[str, Any], rjob: Mapping[str, Any] | None
+) -> dict[str, list[dict[str, Any]]]:
+    """Strategic-merge entries giving the Job's containers the template's requests and
+    limits (by container name), for the lists where one differs; {} when none does.
+
+    A key the template dropped is sent as null (removed); `claims` is never touched.
+    """
+    if rjob is None:
+        return {}
+    jpod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    ppod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get(
+        "spec"
+    ) or {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key in ("containers", "initContainers"):
+        wanted = {
+            ct.get("name"): ct.get("resources") or {}
+            for ct in ppod.get(key) or []
+            if isinstance(ct, Mapping)
+        }
+        entries = []
+        for ct in jpod.get(key) or []:
+            name = ct.get("name") if isinstance(ct, Mapping) else None
+            if name not in wanted:
+                continue
+            have = ct.get("resources") or {}
+            change: dict[str, Any] = {}
+            for field in ("requests", "limits"):
+                new, old = wanted[name].get(field) or {}, have.get(field) or {}
+                if not semantic_equal({field: new}, {field: old}):  # quantities by amount
+                    change[field] = {**{k: None for k in old if k not in new}, **new}
+            if change:
+                entries.append({"name": name, "resources": change})
+        if entries:
+            out[key] = entries
+    return out
+
+
+def resume_patch(
+    job: Mapping[str, Any], rjob: Mapping[str, Any] | None, *, resources: bool = False
+) -> dict[str, Any]:
+    """A merge patch resuming `job` with `rjob`'s pod-template fields merged in; with
+    `resources`, the changed container resources too (`resource_patches`: then the patch
+    must be sent as a strategic merge patch).
 
     It carries the Job's resourceVersion, so a Job changed since it was read is not
     overwritten with a merge computed from stale lists (409 Conflict, retried).
@@ -397,6 +449,8 @@ def resume_patch(job: Mapping[str, Any], rjob: Mapping[str, Any] | None) -> dict
                 ),
             },
         }
+        if resources:
+            patch["spec"]["template"]["spec"].update(resource_patches(job, rjob))
     if not patch["metadata"]["resourceVersion"]:
         del patch["metadata"]
     return patch

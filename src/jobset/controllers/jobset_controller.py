@@ -43,15 +43,15 @@ from typing import Any, Final, Protocol, TypeVar
 import structlog
 
 from jobset.api import constants as c
-from jobset.api.defaulting import defaulted_view
 from jobset.api.types import headless_service_name, is_suspended, name_of, replicas
-from jobset.api.validation import DEFAULT_LIMITS, Limits, format_invalid_message, validate_create
+from jobset.api.validation import DEFAULT_LIMITS, Limits
 from jobset.controllers.classify import Children
 from jobset.controllers.expectations import Awaited
 from jobset.controllers.jobcache import job_record
 from jobset.controllers.jobs import all_exist, existing_indices
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
+from jobset.controllers.stored_validation import StoredValidation
 from jobset.resources import JOBSETS
 from jobset.runtime import (
     BY_CONTROLLER_UID,
@@ -160,11 +160,12 @@ class JobSetController:
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.client = manager.client
-        # --max-jobs-per-jobset / --max-pods-per-job: a stored JobSet over them (created
-        # while the webhook was down or bypassed) fails validation like one over a rule.
-        self.limits = limits
+        # Stored JobSets judged by the create or the update rules, cached per generation.
+        # --max-jobs-per-jobset / --max-pods-per-job (`limits`): a stored JobSet over them
+        # (created while the webhook was down or bypassed) fails like one over a rule.
+        self._validation = StoredValidation(dict(features or {}), limits)
         self.placer: JobPlacer | None = None
-        self.features: dict[str, bool] = dict(features or {})
+        self.features: dict[str, bool] = self._validation.features
         self.clock = clock
         self.max_parallelism = max_parallelism
         # A change of Job counts alone is written at most this often per JobSet (seconds);
@@ -203,11 +204,18 @@ class JobSetController:
         self.metrics = JobSetMetrics(registry, per_jobset_names=per_jobset_metrics)
         JobSetPhaseCollector(registry, self._count_phases)
         self.log = get_logger("jobset-controller")
-        # Validation is pure but not free: cached per JobSet key, for one (uid, generation).
-        self._validation: dict[str, tuple[str, int, str | None]] = {}
         # uids whose "all created" / "all ready" latency was already observed.
         self._observed_created: dict[str, str] = {}
         self._observed_ready: dict[str, str] = {}
+
+    @property
+    def limits(self) -> Limits:
+        """The Jobs / pods caps stored JobSets are judged by."""
+        return self._validation.limits
+
+    @limits.setter
+    def limits(self, value: Limits) -> None:
+        self._validation.limits = value
 
     # ------------------------------------------------------------------ reconcile
 
@@ -230,7 +238,7 @@ class JobSetController:
             service_exists=self._service_exists(js),
             existing_pvcs=self._existing_pvcs(js),
             features=self.features,
-            invalid_message=self._invalid_message(key, js),
+            invalid_message=self._validation.message(key, js),
             awaited_jobs=self.awaited.pending(key),
             deleted_jobs=self.awaited_deletes.pending(key),
         )
@@ -318,18 +326,6 @@ class JobSetController:
         ns = str(js["metadata"].get("namespace") or "")
         return frozenset(str(p["metadata"]["name"]) for p in self.pvcs.store.list(ns))
 
-    def _invalid_message(self, key: str, js: Mapping[str, Any]) -> str | None:
-        meta = js["metadata"]
-        uid = str(meta.get("uid") or "")
-        generation = int(meta.get("generation") or 0)
-        cached = self._validation.get(key)
-        if cached is not None and cached[:2] == (uid, generation):
-            return cached[2]
-        errors = validate_create(defaulted_view(js), features=self.features, limits=self.limits)
-        message = format_invalid_message(str(meta.get("name")), errors) if errors else None
-        self._validation[key] = (uid, generation, message)
-        return message
-
     def _count_phases(self) -> dict[tuple[str, str], int]:
         counts: Counter[tuple[str, str]] = Counter()
         for js in self.jobsets.store.list():
@@ -338,7 +334,7 @@ class JobSetController:
 
     def _forget(self, key: str) -> None:
         """The JobSet is gone: drop what was remembered about it."""
-        self._validation.pop(key, None)
+        self._validation.forget(key)
         self._last_status_write.pop(key, None)
         self.awaited.forget(key)
         self.awaited_deletes.forget(key)
@@ -584,10 +580,33 @@ class JobSetController:
                 rv = (out.get("metadata") or {}).get("resourceVersion")
                 if rv and "metadata" in patch:
                     patch = {**patch, "metadata": {"resourceVersion": rv}}
-            await self.client.patch(JOBS, name, patch, ns)
+            if r.resources:
+                await self.client.patch(JOBS, name, patch, ns, patch_type="strategic")
+            else:
+                await self.client.patch(JOBS, name, patch, ns)
         except ApiError as err:
-            if not err.not_found:
-                raise
+            if err.not_found:
+                return
+            if r.resources and err.status == 422:
+                self._resource_propagation_failed(r.job, err)
+            raise
+
+    def _resource_propagation_failed(self, job: Mapping[str, Any], err: ApiError) -> None:
+        """KEP-1150: say why a resume with changed resources keeps failing, on the JobSet,
+        instead of a silent backoff loop (the API server lacks KEP-5440's gate)."""
+        meta = job.get("metadata") or {}
+        owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
+        js = self.jobsets.store.get_by_name(str(meta.get("namespace") or ""), str(owner))
+        if js is None:
+            return
+        self.recorder.event(
+            js,
+            "Warning",
+            c.RESOURCE_PROPAGATION_FAILED_REASON,
+            f"Failed to propagate mutated resources to child Job {meta.get('name')}: "
+            f"{err.message}. Ensure MutablePodResourcesForSuspendedJobs is enabled on the API "
+            "server.",
+        )
 
 
 def _all_created(js: Mapping[str, Any], children: Children) -> bool:

@@ -15,8 +15,10 @@ The pass, in upstream's order:
 1. Skip JobSets being deleted or managed by another controller (`spec.managedBy`).
 2. A JobSet that fails validation (stored without the webhook, or valid only under other
    feature gates) is failed with reason `ValidationFailed` and a Warning event, instead of
-   erroring on every pass.
-3. Classify children; recompute `replicatedJobsStatus`.
+   erroring on every pass. The caller judges it (`stored_validation.py`: create rules for
+   generation 1, update rules for an update) and passes the verdict as `invalid_message`.
+3. Classify children (Jobs beyond `replicas` after an elastic scale-down are previous);
+   recompute `replicatedJobsStatus`.
 4. Finished: delete still-active Jobs, apply ttlSecondsAfterFinished. Stop.
 5. Delete previous Jobs (foreground); RestartingJobSet=False once all Jobs are ready again.
 6. Failed Jobs: failure policy. Stop. Succeeded Jobs: success policy (Completed). Stop.
@@ -87,11 +89,15 @@ class PlanInput:
 
 @dataclass(frozen=True)
 class Resume:
-    """Resume one suspended Job: clear status.startTime first if set, then patch it."""
+    """Resume one suspended Job: clear status.startTime first if set, then patch it.
+
+    `resources`: the patch changes container resources (KEP-1150), and is sent as a
+    strategic merge patch (containers merged by name)."""
 
     job: Job
     patch: dict[str, Any]
     clear_start_time: bool
+    resources: bool = False
 
 
 @dataclass
@@ -215,7 +221,8 @@ def plan(inp: PlanInput) -> Plan:
         out.suspend_jobs = [j for j in children.active if not (j.get("spec") or {}).get("suspend")]
         update.set_suspended()
     else:
-        _plan_resume(js, children, statuses, update, out)
+        resources = feature_enabled(inp.features, c.FEATURE_MUTABLE_POD_RESOURCES)
+        _plan_resume(js, children, statuses, update, out, resources=resources)
     return _finish(out, update)
 
 
@@ -263,8 +270,11 @@ def _plan_resume(
     statuses: list[dict[str, Any]],
     update: StatusUpdate,
     out: Plan,
+    *,
+    resources: bool = False,
 ) -> None:
-    """Unsuspend suspended Jobs (upstream `resumeJobsIfNecessary`)."""
+    """Unsuspend suspended Jobs (upstream `resumeJobsIfNecessary`); with `resources`
+    (KEP-1150's gate) their container resources become the template's."""
     ordered = startup.in_order(js)
     by_rjob: dict[str, list[Job]] = {}
     for job in children.active:
@@ -278,11 +288,14 @@ def _plan_resume(
         for job in by_rjob.get(name, []):
             if not (job.get("spec") or {}).get("suspend"):
                 continue
+            patch = resume_patch(job, rjob, resources=resources)
+            pod = patch.get("spec", {}).get("template", {}).get("spec", {})
             out.resume_jobs.append(
                 Resume(
                     job,
-                    resume_patch(job, rjob),
+                    patch,
                     bool((job.get("status") or {}).get("startTime")),
+                    resources="containers" in pod or "initContainers" in pod,
                 )
             )
         if ordered:

@@ -62,6 +62,13 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help="keep the cluster state here across restarts")
     p.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS")
     p.add_argument(
+        "--kube-feature-gates",
+        default="",
+        metavar="K=V,...",
+        help="Kubernetes feature gates of the simulated API server "
+        "(MutablePodResourcesForSuspendedJobs; all off by default)",
+    )
+    p.add_argument(
         "--run-image",
         action="append",
         default=[],
@@ -86,7 +93,21 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         data_dir=args.data_dir,
         tls=not args.insecure_http,
         run_images=_run_images(args),
+        kube_feature_gates=_kube_feature_gates(args.kube_feature_gates),
     )
+
+
+def _kube_feature_gates(spec: str) -> dict[str, bool]:
+    """`K=V,...` as kube-apiserver's --feature-gates spells it (names checked by the sim)."""
+    gates: dict[str, bool] = {}
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        name, _, value = item.partition("=")
+        if value.strip().lower() not in ("true", "false"):
+            raise ValueError(f"invalid value of {item!r}: must be NAME=true or NAME=false")
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates
 
 
 def _run_images(args: argparse.Namespace) -> dict[str, str]:

@@ -93,8 +93,9 @@ class JobSetWebhook:
     `client` is used only to read PVCs at validation time (upstream reads them through its
     API reader too: a cached view would let a just-created claim slip through), and to ask
     whether the requesting user may read them (`access`; see `access.py`). `features`
-    are the controller's feature gates (InPlaceRestart, RestartJob, ElasticJobSet change
-    what validation accepts). `limits` are the controller's `--max-jobs-per-jobset` and
+    are the controller's feature gates (InPlaceRestart, RestartJob, ElasticJobSet,
+    MutablePodResourcesForSuspendedJobSets and this project's ElasticReplicas change what
+    validation accepts). `limits` are the controller's `--max-jobs-per-jobset` and
     `--max-pods-per-job`, the same the controller applies to stored JobSets.
     """
 

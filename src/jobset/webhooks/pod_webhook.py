@@ -2,7 +2,10 @@
 
 Mutating, on create of a JobSet pod (annotation `jobset.sigs.k8s.io/jobset-name`):
 
-- node-selector strategy: nothing (the Job's template already pins it);
+- every JobSet pod whose Job uses environment presets (`jobset.api.presets`): the rank label
+  `presets.jobset-py.dev/rank` = the Job's rank offset + the pod's completion index, which the
+  preset env vars (`RANK`, `NODE_RANK`, `JAX_PROCESS_ID`...) read through the downward API;
+- node-selector strategy: nothing more (the Job's template already pins it);
 - every other JobSet pod: the label `jobset.sigs.k8s.io/priority` = its resolved priority,
   so exclusive leaders of that priority keep out of its domain;
 - planned strategy: nothing more (the Job's template carries the planned nodeSelector);
@@ -34,6 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from jobset.api import constants as c
+from jobset.api.presets import pod_rank_labels
 from jobset.api.types import job_key
 from jobset.placement.affinity import (
     LEADER_NOT_SCHEDULED_MSG,
@@ -110,6 +114,22 @@ def placement_label_problem(pod: dict[str, Any], namespace: str) -> str | None:
     return None
 
 
+def _label_ops(meta: dict[str, Any], wanted: dict[str, str]) -> list[dict[str, Any]]:
+    """JSON-patch operations giving the pod the `wanted` labels it does not carry yet."""
+    labels = meta.get("labels")
+    missing = {
+        k: v for k, v in wanted.items() if not isinstance(labels, dict) or labels.get(k) != v
+    }
+    if not missing:
+        return []
+    if not isinstance(labels, dict):
+        return [{"op": "add", "path": "/metadata/labels", "value": missing}]
+    return [
+        {"op": "add", "path": f"/metadata/labels/{_pointer(k)}", "value": v}
+        for k, v in missing.items()
+    ]
+
+
 class PodWebhook:
     """Handlers for `/mutate--v1-pod` and `/validate--v1-pod`."""
 
@@ -123,23 +143,18 @@ class PodWebhook:
             return AdmissionResponse.allow()
         if not _readable(pod):
             return AdmissionResponse.errored(400, "cannot decode Pod")
-        strategy = strategy_of(pod)
-        if strategy == "node-selector":
-            return AdmissionResponse.allow()
         # The patch is written by hand, not diffed: this runs for every JobSet pod created,
         # and a deep copy plus a JSON diff of each pod would cost more than the rest.
-        ops: list[dict[str, Any]] = []
         meta, spec = pod["metadata"], pod["spec"]
         labels = meta.get("labels") or {}
-        priority = priority_of(pod)
-        if priority is not None and labels.get(c.PRIORITY_KEY) != priority:
-            if isinstance(meta.get("labels"), dict):
-                path = f"/metadata/labels/{_pointer(c.PRIORITY_KEY)}"
-                ops.append({"op": "add", "path": path, "value": priority})
-            else:
-                ops.append(
-                    {"op": "add", "path": "/metadata/labels", "value": {c.PRIORITY_KEY: priority}}
-                )
+        wanted = pod_rank_labels(pod)
+        strategy = strategy_of(pod)
+        priority = priority_of(pod) if strategy != "node-selector" else None
+        if priority is not None:
+            wanted[c.PRIORITY_KEY] = priority
+        ops = _label_ops(meta, wanted)
+        if strategy == "node-selector":
+            return AdmissionResponse(True, patch=ops or None)
         topology_key = topology_key_of(pod)
         if strategy == "affinity" and topology_key is not None:
             if is_leader_pod(pod):

@@ -196,6 +196,9 @@ class ApiCore:
         self.hooks: list[ObjectHooks] = []
         # Set by the simulated kubelet: pods on a node are then deleted gracefully.
         self.graceful_pod_deletion = False
+        # Strategies of this API server that differ from the defaults (Kubernetes feature
+        # gates, `SimCluster`), by (group, plural).
+        self.strategy_overrides: dict[tuple[str, str], Strategy] = {}
 
     # ------------------------------------------------------------------ reads
 
@@ -346,7 +349,7 @@ class ApiCore:
         return causes
 
     def _strategy(self, rt: ResourceType) -> Strategy:
-        return strategy_for(rt)
+        return self.strategy_overrides.get(rt.key) or strategy_for(rt)
 
     def _run_hooks(
         self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, req: Request

@@ -204,8 +204,21 @@ def _qos(spec: dict[str, Any]) -> str:
     return "Guaranteed"
 
 
+# Kubernetes feature gates of the simulated API server (`jobset sim --kube-feature-gates`).
+MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS = "MutablePodResourcesForSuspendedJobs"
+KUBE_FEATURE_GATES: dict[str, bool] = {MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS: False}
+
+
 class JobStrategy(Strategy):
-    """batch/v1 Job: the generated selector and labels, defaults, and what may change."""
+    """batch/v1 Job: the generated selector and labels, defaults, and what may change.
+
+    `mutable_pod_resources`: Kubernetes' MutablePodResourcesForSuspendedJobs (KEP-5440, alpha
+    in 1.35, off by default): the containers' and init containers' `resources.requests` and
+    `resources.limits` of a suspended Job that never started may change too.
+    """
+
+    def __init__(self, *, mutable_pod_resources: bool = False) -> None:
+        self.mutable_pod_resources = mutable_pod_resources
 
     def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         spec = dict(obj.get("spec") or {})
@@ -290,14 +303,18 @@ class JobStrategy(Strategy):
             suspended = bool(old_spec.get("suspend"))
             if suspended and not started:
                 causes += _immutable(
-                    "spec.template", _without_sched(tmpl), _without_sched(old_tmpl)
+                    "spec.template",
+                    _without_sched(tmpl, self.mutable_pod_resources),
+                    _without_sched(old_tmpl, self.mutable_pod_resources),
                 )
             else:
                 causes += _immutable("spec.template", tmpl, old_tmpl)
         return causes
 
 
-def _without_sched(tmpl: dict[str, Any]) -> dict[str, Any]:
+def _without_sched(tmpl: dict[str, Any], resources: bool = False) -> dict[str, Any]:
+    """The pod template without what a suspended Job's template may change: the scheduling
+    directives, and with `resources` the containers' requests and limits (claims stay)."""
     meta = {
         k: v for k, v in (tmpl.get("metadata") or {}).items() if k not in ("labels", "annotations")
     }
@@ -306,7 +323,18 @@ def _without_sched(tmpl: dict[str, Any]) -> dict[str, Any]:
         for k, v in (tmpl.get("spec") or {}).items()
         if k not in ("nodeSelector", "tolerations", "schedulingGates", "affinity")
     }
+    if resources:
+        for key in ("containers", "initContainers"):
+            if isinstance(spec.get(key), list):
+                spec[key] = [_without_requests_limits(c) for c in spec[key]]
     return {"metadata": meta, "spec": spec}
+
+
+def _without_requests_limits(container: Any) -> Any:
+    if not isinstance(container, dict) or not isinstance(container.get("resources"), dict):
+        return container
+    kept = {k: v for k, v in container["resources"].items() if k not in ("requests", "limits")}
+    return {**container, "resources": kept}
 
 
 class ServiceStrategy(Strategy):

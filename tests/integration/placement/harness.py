@@ -11,7 +11,8 @@ fails, and `wake` re-queues JobSets that waited for a domain. This is exactly th
 docs/placement.md asks of the reconciler.
 
     python -m tests.integration.placement.harness --kubeconfig K --webhook-port P \
-        --health-port H [--cert-validity S --cert-lookahead S] [--no-reconciler]
+        --health-port H [--cert-validity S --cert-lookahead S] [--no-reconciler] \
+        [--feature-gates K=V,...]
 
 Prints `harness ready` once /readyz passes.
 """
@@ -26,6 +27,7 @@ import signal
 import sys
 
 from jobset.controllers.crd import apply_crds
+from jobset.controllers.features import parse_feature_gates
 from jobset.controllers.jobset_controller import JobSetController
 from jobset.placement.setup import Placement, add_placement_controllers
 from jobset.runtime import Manager, ManagerOptions
@@ -50,6 +52,7 @@ async def main(argv: list[str]) -> int:
     p.add_argument("--concurrency", type=int, default=5)
     p.add_argument("--log-level", default="WARNING")
     p.add_argument("--webhook-client-ca-from-cluster", action="store_true")
+    p.add_argument("--feature-gates", default="", help="as `jobset controller` takes them")
     args = p.parse_args(argv)
     configure_logging("console", args.log_level)
 
@@ -64,7 +67,8 @@ async def main(argv: list[str]) -> int:
         )
     )
     await apply_crds(manager.client)
-    ctrl = None if args.no_reconciler else JobSetController(manager)
+    features = parse_feature_gates(args.feature_gates)
+    ctrl = None if args.no_reconciler else JobSetController(manager, features=features)
     placement = add_placement_controllers(manager)
     if ctrl is not None:
         attach_planner(ctrl, placement)
@@ -82,6 +86,7 @@ async def main(argv: list[str]) -> int:
             host="127.0.0.1",
             certs=certs,
             client_ca_from_cluster=args.webhook_client_ca_from_cluster,
+            features=features,
         ),
     )
     await install_webhooks(

@@ -129,4 +129,6 @@ def test_wire_constants_spelling() -> None:
         "TLSOptions": True,
         "RestartJob": False,
         "ElasticJobSet": False,
+        "ElasticReplicas": False,
+        "MutablePodResourcesForSuspendedJobSets": False,
     }

@@ -84,8 +84,16 @@ def test_suspended_job_keeps_what_resume_reads() -> None:
     assert template["metadata"] == {
         k: job["spec"]["template"]["metadata"][k] for k in ("labels", "annotations")
     }
-    assert template["spec"] == {"tolerations": [{"key": "t"}]}
+    # Each container's name and resources too (KEP-1150's resume compares them), no more.
+    containers = [
+        {"name": ct["name"], "resources": ct.get("resources") or {}}
+        for ct in job["spec"]["template"]["spec"]["containers"]
+    ]
+    assert template["spec"] == {"tolerations": [{"key": "t"}], "containers": containers}
     assert slim["status"]["startTime"] == job["status"]["startTime"]
+    # Equal containers of two suspended Jobs are one shared copy.
+    other = job_record(_as_stored(child(js, "a", 1, suspend=True)))
+    assert other["spec"]["template"]["spec"]["containers"] is template["spec"]["containers"]
 
 
 def test_conditions_kept_are_those_read() -> None:

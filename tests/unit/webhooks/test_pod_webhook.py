@@ -8,6 +8,7 @@ from typing import Any
 import jsonpatch
 
 from jobset.api import constants as c
+from jobset.api.presets import RANK_LABEL, RANK_OFFSET_KEY
 from jobset.api.types import job_key
 from jobset.placement.caches import POD_INDEXERS, PlacementCaches
 from jobset.placement.pod_controller import leader_pod_filter, misplaced_followers
@@ -206,3 +207,21 @@ async def test_placement_labels_that_are_not_the_pods_own_are_refused() -> None:
     ok = forged({c.JOB_KEY: job_key("tenant-b", "mine"), c.PRIORITY_KEY: "0"}, own_job)
     assert (await hook.validate(request(ok, "UPDATE", "tenant-b"))).allowed
     assert (await hook.validate(request(forged({"app": "x"}), "UPDATE", "tenant-b"))).allowed
+
+
+async def test_preset_pods_get_their_rank_label_under_every_strategy() -> None:
+    hook = PodWebhook(caches([]))
+    for strategy in ("affinity", "node-selector", "planned", None):
+        p = pod(1, strategy=strategy)
+        p["metadata"]["annotations"][RANK_OFFSET_KEY] = "6"
+        out = patched(p, await hook.mutate(request(p)))
+        assert out["metadata"]["labels"][RANK_LABEL] == "7", strategy
+    # A pod without labels gets one labels map holding the rank and the priority.
+    bare = pod(2, strategy="planned")
+    del bare["metadata"]["labels"]
+    bare["metadata"]["annotations"][RANK_OFFSET_KEY] = "0"
+    out = patched(bare, await hook.mutate(request(bare)))
+    assert out["metadata"]["labels"] == {RANK_LABEL: "2", c.PRIORITY_KEY: "0"}
+    # No preset annotation: no rank label.
+    plain = pod(1, strategy="node-selector")
+    assert (await hook.mutate(request(plain))).patch is None

@@ -26,7 +26,7 @@ from jobset.api.validation.names import (
 from jobset.api.validation.volumes import validate_volume_claim_policies
 from kubeutil.names import is_dns1035_label, is_dns1123_subdomain, is_valid_label_value
 
-__all__ = ["validate_create"]
+__all__ = ["validate_create", "validate_shape"]
 
 
 def validate_create(
@@ -78,6 +78,61 @@ def validate_create(
         errs.extend(
             validate_volume_claim_policies(js, jsname, policies, rjobs, existing_pvcs or {})
         )
+    return errs
+
+
+def validate_shape(
+    js: Mapping[str, Any],
+    *,
+    features: Mapping[str, bool] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[FieldError]:
+    """The create rules that depend on how many Jobs and pods the JobSet has: the Jobs / pods
+    caps, replicas x parallelism within int32, the longest generated Job and pod names, the
+    RestartJob replicas ceiling and the coordinator's Job and pod index.
+
+    An elastic update (ElasticJobSet, ElasticReplicas) changes that shape on a JobSet that
+    already passed every other rule, so `validate_update` checks these again on the new
+    object: an update the webhook accepts never makes a stored JobSet invalid.
+    """
+    errs: list[FieldError] = []
+    spec: Mapping[str, Any] = js.get("spec") or {}
+    jsname = name_for_validation(js)
+    rjobs: list[Mapping[str, Any]] = list(spec.get("replicatedJobs") or [])
+    errs.extend(validate_limits(rjobs, limits))
+    for idx, rjob in enumerate(rjobs):
+        path = f"spec.replicatedJobs[{idx}]"
+        name = str(rjob.get("name") or "")
+        reps, job_spec = t.replicas(rjob), t.job_spec(rjob)
+        parallelism = job_spec.get("parallelism")
+        if _int32_product_overflows(1 if parallelism is None else int(parallelism), reps):
+            errs.append(
+                internal(
+                    f"the product of replicas and parallelism must not exceed {c.MAX_INT32} "
+                    f"for replicatedJob '{name}'",
+                    path,
+                )
+            )
+        errs.extend(_validate_generated_names(path, rjob, job_spec, jsname, name, reps))
+    rules = (spec.get("failurePolicy") or {}).get("rules") or []
+    if (
+        gate(features, c.FEATURE_RESTART_JOB)
+        and any(r.get("action") in c.JOB_RESTART_ACTIONS for r in rules)
+        and any(t.replicas(r) > c.MAX_REPLICAS_FOR_RESTART_JOB for r in rjobs)
+    ):
+        errs.append(
+            internal(
+                "JobSet cannot have a failure policy rule with RestartJob or "
+                "RestartJobAndIgnoreMaxRestarts action and a replicated job with replicas "
+                f"> {c.MAX_REPLICAS_FOR_RESTART_JOB}",
+                "spec.failurePolicy.rules",
+            )
+        )
+    coordinator = spec.get("coordinator")
+    if coordinator is not None:
+        coord_err = _validate_coordinator(coordinator, rjobs)
+        if coord_err is not None:
+            errs.append(coord_err)
     return errs
 
 

@@ -1,5 +1,6 @@
 """The rules of an update: replicatedJobs and managedBy immutable, with Kueue's and elastic
-JobSets' exceptions."""
+JobSets' exceptions (ElasticJobSet: parallelism and completions; this project's
+ElasticReplicas: replicas)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.api import types as t
+from jobset.api.validation.create import validate_shape
 from jobset.api.validation.errors import FieldError, forbidden, invalid
 from jobset.api.validation.helpers import gate, is_indexed
 from jobset.api.validation.limits import DEFAULT_LIMITS, MAX_PODS_FLAG, Limits
 from jobset.api.validation.semantic import semantic_equal
 
-__all__ = ["ELASTIC_TERMINAL_MSG", "validate_update"]
+__all__ = ["ELASTIC_REPLICAS_TERMINAL_MSG", "ELASTIC_TERMINAL_MSG", "validate_update"]
 
 # Pod-template fields Kueue may change while a JobSet is (or is becoming) suspended:
 # metadata labels/annotations, and the scheduling-related pod spec fields.
@@ -28,6 +30,10 @@ _KUEUE_MUTABLE: Final[tuple[tuple[str, ...], ...]] = (
 ELASTIC_TERMINAL_MSG: Final = (
     "Cannot mutate parallelism or completions when JobSet is in a terminal state "
     "(Completed or Failed)"
+)
+
+ELASTIC_REPLICAS_TERMINAL_MSG: Final = (
+    "Cannot mutate replicas when JobSet is in a terminal state (Completed or Failed)"
 )
 
 
@@ -45,6 +51,16 @@ def validate_update(
       placement decisions before admitting a workload).
     - With the ElasticJobSet gate, parallelism and completions of Indexed Jobs may change
       (equal to each other, at least 1) unless the JobSet already finished.
+    - With the MutablePodResourcesForSuspendedJobSets gate (KEP-1150), under the same
+      suspended condition, the `resources.requests` and `resources.limits` of containers
+      and init containers (matched by name) may change too; claims may not.
+    - With this project's ElasticReplicas gate, `replicas` may change (at least 1) unless the
+      JobSet already finished.
+
+    After an elastic change the new object must still pass the create rules that depend on
+    its shape (`validate_shape`: the coordinator's Job and pod index, name lengths, the Jobs
+    and pods caps, the RestartJob replicas ceiling), so no accepted update leaves a stored
+    JobSet that cannot run.
 
     network, successPolicy, failurePolicy, startupPolicy and volumeClaimPolicies are
     immutable through the CRD's CEL rules, not here. `limits.max_pods_per_job` applies to a
@@ -57,6 +73,7 @@ def validate_update(
     old_rjobs: list[Mapping[str, Any]] = list(old_spec.get("replicatedJobs") or [])
     munged: list[dict[str, Any]] = copy.deepcopy([dict(r) for r in new_rjobs])
     old_by_name = {str(r.get("name") or ""): r for r in old_rjobs}
+    reshaped = False
 
     if gate(features, c.FEATURE_ELASTIC_JOBSET):
         terminal = t.is_finished(old)
@@ -70,20 +87,80 @@ def validate_update(
             errs.extend(_validate_elastic(idx, new_job, old_job, terminal, limits))
             for key in ("parallelism", "completions"):
                 _path_set(munged[idx], ("template", "spec", key), old_job.get(key))
+            if par_or_comp_changed(new_job, old_job):
+                reshaped = True
+
+    if gate(features, c.FEATURE_ELASTIC_REPLICAS):
+        terminal = t.is_finished(old)
+        for idx, new_rjob in enumerate(new_rjobs):
+            old_rjob = old_by_name.get(str(new_rjob.get("name") or ""))
+            if old_rjob is None or t.replicas(new_rjob) == t.replicas(old_rjob):
+                continue
+            reshaped = True
+            errs.extend(_validate_elastic_replicas(idx, new_rjob, terminal))
+            _path_set(munged[idx], ("replicas",), old_rjob.get("replicas"))
 
     if t.is_suspended(old) or t.is_suspended(new):
+        resources = gate(features, c.FEATURE_MUTABLE_POD_RESOURCES)
         for idx, new_rjob in enumerate(new_rjobs):
             old_rjob = old_by_name.get(str(new_rjob.get("name") or ""))
             if old_rjob is None:
                 continue
             for keys in _KUEUE_MUTABLE:
                 _path_set(munged[idx], keys, _path_get(old_rjob, keys))
+            if resources:
+                _munge_container_resources(munged[idx], old_rjob)
 
     if not semantic_equal(munged, old_rjobs):
         errs.append(invalid("spec.replicatedJobs", munged, "field is immutable"))
     if not semantic_equal(new_spec.get("managedBy"), old_spec.get("managedBy")):
         errs.append(invalid("spec.managedBy", new_spec.get("managedBy"), "field is immutable"))
+    if reshaped and not errs:
+        errs.extend(validate_shape(new, features=features, limits=limits))
     return errs
+
+
+def _munge_container_resources(munged: dict[str, Any], old_rjob: Mapping[str, Any]) -> None:
+    """KEP-1150: each container's (and init container's) `resources.requests` and `limits`
+    set back to the old template's, matched by name, so only they may differ; claims, other
+    fields, and containers added or removed stay under the immutability check."""
+    for key in ("containers", "initContainers"):
+        path = ("template", "spec", "template", "spec", key)
+        new_list = _path_get(munged, path)
+        old_list = _path_get(old_rjob, path)
+        if not isinstance(new_list, list) or not isinstance(old_list, list):
+            continue
+        old_by_name = {
+            ct.get("name"): ct.get("resources") or {} for ct in old_list if isinstance(ct, Mapping)
+        }
+        for container in new_list:
+            if not isinstance(container, dict) or container.get("name") not in old_by_name:
+                continue
+            old_res = old_by_name[container.get("name")]
+            res = dict(container.get("resources") or {})
+            for field in ("requests", "limits"):
+                if old_res.get(field) is None:
+                    res.pop(field, None)
+                else:
+                    res[field] = copy.deepcopy(old_res[field])
+            container["resources"] = res
+
+
+def par_or_comp_changed(new_job: Mapping[str, Any], old_job: Mapping[str, Any]) -> bool:
+    """Whether an Indexed Job template's parallelism or completions changed."""
+    return any(new_job.get(k) != old_job.get(k) for k in ("parallelism", "completions"))
+
+
+def _validate_elastic_replicas(
+    idx: int, new_rjob: Mapping[str, Any], terminal: bool
+) -> list[FieldError]:
+    path = f"spec.replicatedJobs[{idx}].replicas"
+    if terminal:
+        return [forbidden(path, ELASTIC_REPLICAS_TERMINAL_MSG)]
+    reps = t.replicas(new_rjob)
+    if reps < 1:
+        return [invalid(path, reps, "replicas must be >= 1")]
+    return []
 
 
 def _validate_elastic(
