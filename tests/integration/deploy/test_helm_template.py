@@ -8,6 +8,7 @@ import helm_python as helm
 import pytest
 import yaml
 
+import jobset
 from jobset.api.constants import DEFAULT_FEATURE_GATES
 from jobset.cli import build_parser
 from tests.integration.deploy.chart import by_kind, notes, objects, one
@@ -77,7 +78,7 @@ def test_defaults_render_a_complete_hardened_install() -> None:
     assert ports == {"metrics": 8080, "health": 8081, "webhook-server": 9443}
     assert pod["terminationGracePeriodSeconds"] == 45
     assert "--graceful-shutdown-timeout=30" in c["args"]
-    assert c["image"] == "ghcr.io/jobset-py/jobset:0.1.0"
+    assert c["image"] == f"ghcr.io/jobset-py/jobset:{jobset.__version__}"  # the appVersion
     assert c["command"] == ["jobset", "controller"]
     assert "--leader-elect" in c["args"]
     # Every flag is one `jobset controller` accepts (the CLI contract).
