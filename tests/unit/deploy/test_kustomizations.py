@@ -25,4 +25,3 @@ def test_every_kustomization_has_api_version_and_kind() -> None:
         if KINDS.get(doc.get("kind")) != doc.get("apiVersion"):
             wrong[str(path.relative_to(REPO))] = (doc.get("apiVersion"), doc.get("kind"))
     assert wrong == {}, f"want one of {KINDS}"
-
