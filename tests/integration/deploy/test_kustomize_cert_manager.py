@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+import jobset
 from jobset.cli import build_parser
 from kubesim.process import SimProcess, start_sim
 from tests.integration.deploy import chart
@@ -28,11 +29,13 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.helm]
 NS = "jobset-system"
 INJECT = "cert-manager.io/inject-ca-from"
 CM_VALUES = {"certificate": {"mode": "cert-manager"}}
+REGISTRY = "registry.example/team/jobset"
 
 
 def overlay(tmp: Path, base: str) -> list[dict[str, Any]]:
-    """`kubectl kustomize` of an overlay of config/`base` with the component (kustomize
-    takes only relative paths to other kustomizations)."""
+    """`kubectl kustomize` of an overlay of config/`base` with the component and an image
+    of the user's, as docs/operations.md shows one (kustomize takes only relative paths to
+    other kustomizations)."""
     tmp.mkdir(parents=True, exist_ok=True)
     rel = os.path.relpath(CONFIG, tmp)
     (tmp / "kustomization.yaml").write_text(
@@ -42,6 +45,7 @@ def overlay(tmp: Path, base: str) -> list[dict[str, Any]]:
                 "kind": "Kustomization",
                 "resources": [f"{rel}/{base}"],
                 "components": [f"{rel}/cert-manager"],
+                "images": [{"name": "ghcr.io/jobset-py/jobset", "newName": REGISTRY}],
             }
         )
     )
@@ -92,6 +96,7 @@ def test_component_swaps_internal_management_for_cert_manager(
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["cert"]["secret"]["secretName"] == cert["spec"]["secretName"]
     (container,) = pod["containers"]
+    assert container["image"] == f"{REGISTRY}:{jobset.__version__}"  # the overlay's image
     args = build_parser().parse_args(["controller", *container["args"]])
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     assert args.cert_management == "files" and args.cert_dir == mounts["cert"]
