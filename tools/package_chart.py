@@ -80,12 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dest", type=Path, default=REPO / "dist", help="directory of the .tgz")
     parser.add_argument("--push", metavar="oci://REGISTRY/PATH", help="push the .tgz there")
     args = parser.parse_args(argv)
+    if args.push and not args.push.startswith("oci://"):
+        parser.error(f"--push {args.push}: an OCI repository root, oci://REGISTRY/PATH")
     archive = package(args.dest)
     print(f"packaged {archive}")
     if args.push:
-        if not args.push.startswith("oci://"):
-            parser.error(f"--push {args.push}: an OCI repository root, oci://REGISTRY/PATH")
-        result = helm.push(str(archive), args.push)
+        # A client on Helm's own registry configuration: the credentials of `helm registry login`.
+        with helm.RegistryClient() as client:
+            try:
+                result = helm.push(str(archive), args.push, client=client)
+            except helm.HelmRegistryError as exc:
+                raise SystemExit(f"push of {archive.name} to {args.push} failed: {exc}") from None
         print(f"pushed {archive.name} to {args.push}: {result}")
     return 0
 

@@ -15,6 +15,7 @@ import helm_python as helm
 import pytest
 
 import jobset
+from kubesim.process import free_port
 from tests.integration.deploy import chart
 from tests.integration.deploy.helpers import CHART, REPO
 
@@ -65,3 +66,21 @@ def test_unreleasable_chart_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="not packaged"):
         tool.package(tmp_path / "dist", copy)
     assert not (tmp_path / "dist").exists()
+
+
+def test_push_needs_an_oci_root_and_reports_a_registry_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No registry runs here: a push to a closed loopback port shows the push is attempted
+    through Helm's registry client and fails with one line naming the chart and the target."""
+    tool = _tool()
+    with pytest.raises(SystemExit) as usage:
+        tool.main(["--dest", str(tmp_path / "a"), "--push", "https://registry.example/charts"])
+    assert usage.value.code == 2 and "an OCI repository root" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()  # refused before packaging
+    target = f"oci://127.0.0.1:{free_port()}/charts"
+    with pytest.raises(SystemExit) as failed:
+        tool.main(["--dest", str(tmp_path / "b"), "--push", target])
+    message = str(failed.value.code)
+    assert message.startswith(f"push of jobset-{jobset.__version__}.tgz to {target} failed:")
+    assert "connection refused" in message
