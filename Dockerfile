@@ -32,7 +32,7 @@ COPY src ./src
 COPY config/crd/bases ./config/crd/bases
 COPY examples ./examples
 RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
-    && /opt/jobset/bin/pip install --no-deps /wheels/jobset-*.whl \
+    && /opt/jobset/bin/pip install --no-deps /wheels/jobset_py-*.whl \
     && /opt/jobset/bin/pip check \
     && /opt/jobset/bin/jobset controller --help > /dev/null
 

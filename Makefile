@@ -44,9 +44,14 @@ soak: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests
 
 # Prometheus and promtool (Debian package `prometheus`) for tests/integration/deploy; needs root.
+# Installing a system package is said on one line before it happens, never silently.
 prometheus:
-	command -v prometheus >/dev/null && command -v promtool >/dev/null || \
-	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus)
+	@if command -v prometheus >/dev/null && command -v promtool >/dev/null; then \
+	  echo "make prometheus: prometheus and promtool found on PATH, nothing to install"; \
+	else \
+	  echo "make prometheus: INSTALLING the Debian package 'prometheus' (system-wide, apt-get, needs root) for the tests that run prometheus/promtool"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; \
+	fi
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
@@ -69,6 +74,16 @@ bench-large: $(STAMP)
 crd: $(STAMP)
 	$(BIN)/python tools/gen_crd.py
 	cp config/crd/bases/jobset.x-k8s.io_jobsets.yaml charts/jobset/crds/
+
+# charts/jobset/README.md from the `# --` comments of values.yaml (a test checks it is current).
+.PHONY: chart-docs chart
+chart-docs: $(STAMP)
+	$(BIN)/python tools/gen_chart_docs.py
+
+# The chart as dist/jobset-<version>.tgz (Helm's engine; README current and lint clean first),
+# for `helm push` to an OCI registry: docs/operations.md, "Releasing". CHART_PUSH=oci://... pushes.
+chart: $(STAMP)
+	$(BIN)/python tools/package_chart.py --dest dist $(if $(CHART_PUSH),--push $(CHART_PUSH))
 
 # The image's dependencies, pinned with hashes (Dockerfile: pip install --require-hashes):
 # requirements/controller.lock is pyproject's runtime dependencies (no extras) and their own,

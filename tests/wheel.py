@@ -63,7 +63,7 @@ def build_wheel(outside: Path) -> Path:
     assert (context / "src" / "jobset" / "data" / "examples").is_symlink()
     dist = outside / "dist"
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, context, cwd=outside)
-    (built,) = dist.glob("jobset-*.whl")
+    (built,) = dist.glob("jobset_py-*.whl")
     return built
 
 

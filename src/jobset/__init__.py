@@ -24,4 +24,7 @@ names), `controllers/metrics.py` (the JobSet metrics).
 The simulated cluster is its own package, `kubesim`; helpers both use are in `kubeutil`.
 """
 
-__version__ = "0.1.0"
+from kubeutil.distribution import installed_version
+
+# The distribution `jobset-py`'s version (one source: pyproject.toml; see kubeutil.distribution).
+__version__ = installed_version()

@@ -3,10 +3,7 @@
 It speaks only HTTP(S) to its clients and imports nothing of the controller side.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from kubeutil.distribution import installed_version
 
-try:
-    # The simulator ships in the same distribution as the controller; /version reports it.
-    __version__ = version("jobset")
-except PackageNotFoundError:  # a source tree on sys.path without an install
-    __version__ = "0.0.0"
+# The simulator ships in the same distribution as the controller; /version reports it.
+__version__ = installed_version()

@@ -118,13 +118,13 @@ def _run_images(args: argparse.Namespace) -> dict[str, str]:
 
 # What the `[sim]` extra installs (pyproject.toml), by top-level module; the simulator imports
 # them. A unit test keeps this list and the extra in step.
-SIM_EXTRA: Final = "jobset[sim]"
+SIM_EXTRA: Final = "jobset-py[sim]"
 SIM_EXTRA_MODULES: Final = ("celpy", "lark")
 
 
 def missing_sim_extra(command: str) -> str | None:
     """The one line `jobset sim` / `jobset dev` print when the simulator's dependencies are
-    not installed (the controller image and a plain `pip install jobset` have none), or None.
+    not installed (the controller image and a plain `pip install jobset-py` have none), or None.
 
     Checked before anything starts: a missing module would otherwise surface as a traceback
     from deep inside the simulator, or only once a CRD with CEL rules is applied.

@@ -8,6 +8,7 @@ import helm_python as helm
 import pytest
 import yaml
 
+import jobset
 from jobset.api.constants import DEFAULT_FEATURE_GATES
 from jobset.cli import build_parser
 from tests.integration.deploy.chart import by_kind, notes, objects, one
@@ -77,7 +78,7 @@ def test_defaults_render_a_complete_hardened_install() -> None:
     assert ports == {"metrics": 8080, "health": 8081, "webhook-server": 9443}
     assert pod["terminationGracePeriodSeconds"] == 45
     assert "--graceful-shutdown-timeout=30" in c["args"]
-    assert c["image"] == "ghcr.io/jobset-py/jobset:0.1.0"
+    assert c["image"] == f"ghcr.io/jobset-py/jobset:{jobset.__version__}"  # the appVersion
     assert c["command"] == ["jobset", "controller"]
     assert "--leader-elect" in c["args"]
     # Every flag is one `jobset controller` accepts (the CLI contract).
@@ -183,6 +184,39 @@ def test_controller_options() -> None:
     assert deploy["spec"]["template"]["metadata"]["annotations"]["example.com/a"] == "b"
     assert {"name": "EXTRA", "value": "1"} in c["env"]
     assert all(o["metadata"]["labels"]["team"] == "ml-platform" for o in objs)
+
+
+def test_upstream_pod_options() -> None:
+    """The pod values upstream's chart has (envFrom, volumes, volumeMounts, the Deployment's
+    annotations, hostNetwork) reach the Deployment; by default none of them is set."""
+    default = one(objects(), "Deployment", DEPLOYMENT)
+    pod, c = default["spec"]["template"]["spec"], _container(objects())
+    assert "annotations" not in default["metadata"]
+    assert "hostNetwork" not in pod and "dnsPolicy" not in pod and "envFrom" not in c
+    assert [v["name"] for v in pod["volumes"]] == ["tmp", "cert"]
+    values = {
+        "controller": {
+            "annotations": {"reloader.example/auto": "true"},
+            "envFrom": [{"secretRef": {"name": "proxy-env"}}, {"configMapRef": {"name": "tune"}}],
+            "volumes": [{"name": "ca-bundle", "configMap": {"name": "corporate-ca"}}],
+            "volumeMounts": [{"name": "ca-bundle", "mountPath": "/etc/ssl/corp", "readOnly": True}],
+            "hostNetwork": True,
+        },
+    }
+    objs = objects(values)
+    deploy = one(objs, "Deployment", DEPLOYMENT)
+    pod, c = _pod(objs), _container(objs)
+    assert deploy["metadata"]["annotations"] == {"reloader.example/auto": "true"}
+    assert "reloader.example/auto" not in deploy["spec"]["template"]["metadata"]["annotations"]
+    assert c["envFrom"] == values["controller"]["envFrom"]
+    # The user's volume comes after the chart's own, which stay.
+    assert [v["name"] for v in pod["volumes"]] == ["tmp", "cert", "ca-bundle"]
+    assert pod["volumes"][-1] == {"name": "ca-bundle", "configMap": {"name": "corporate-ca"}}
+    assert [m["mountPath"] for m in c["volumeMounts"]] == [
+        "/tmp", "/tmp/k8s-webhook-server/serving-certs", "/etc/ssl/corp"]  # fmt: skip
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    # The read-only root filesystem is not the user's to change through these.
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
 
 
 def test_webhook_client_auth_from_cluster() -> None:
@@ -370,6 +404,12 @@ def test_release_namespace_is_used_everywhere() -> None:
         ({"metrics": {"serviceMonitor": {"interval": "soon"}}}, "/metrics/serviceMonitor/interval"),
         ({"image": {"digest": "latest"}}, "/image/digest"),
         ({"replicas": 2}, "'replicas' not allowed"),
+        ({"controller": {"volumes": [{"name": "tmp", "emptyDir": {}}]}},
+         'controller.volumes/volumeMounts: the name "tmp" is the chart\'s own'),
+        ({"controller": {"volumeMounts": [{"name": "cert", "mountPath": "/x"}]}}, '"cert" is the chart'),
+        ({"controller": {"volumeMounts": [{"name": "x"}]}}, "/controller/volumeMounts/0"),
+        ({"controller": {"envFrom": [{"secret": {"name": "x"}}]}}, "/controller/envFrom/0"),
+        ({"controller": {"hostNetwork": "yes"}}, "/controller/hostNetwork"),
     ],
 )  # fmt: skip
 def test_bad_values_fail_with_a_clear_message(values: dict[str, Any], message: str) -> None:

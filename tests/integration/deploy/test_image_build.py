@@ -112,7 +112,7 @@ def test_only_runtime_dependencies(container: str) -> None:
         n.lower().replace("_", "-")
         for n in buildah("run", "--isolation", "chroot", container, "--", "python", "-c", script).split()
     }  # fmt: skip
-    assert "jobset" in installed
+    assert "jobset-py" in installed
     assert names(project["dependencies"]) <= installed
     assert not (extras - names(project["dependencies"])) & installed  # no sim, test or bench extra
 

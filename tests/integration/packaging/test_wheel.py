@@ -72,7 +72,7 @@ def test_runtime_install_serves_the_image_entry_point_without_the_sim_extra(
         )
         assert result.returncode == 2
         (line,) = result.stderr.splitlines()
-        assert "pip install 'jobset[sim]'" in line
+        assert "pip install 'jobset-py[sim]'" in line
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 REPO = Path(__file__).resolve().parents[3]
 LOCK = REPO / "requirements" / "controller.lock"
 BUILD_LOCK = REPO / "requirements" / "build.lock"
-PROJECT = "jobset (pyproject.toml)"
+PROJECT = "jobset-py (pyproject.toml)"
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """`jobset sim` / `jobset dev` (jobset/dev/commands.py) and the `[sim]` extra they need.
 
-The controller image and a plain `pip install jobset` have no `[sim]` extra. Rather than
+The controller image and a plain `pip install jobset-py` have no `[sim]` extra. Rather than
 uninstall packages from the shared venv, each run here starts the CLI in a subprocess whose
 `-c` program first puts an import blocker on `sys.meta_path` that refuses the extra's modules
 (as if they were not installed), then calls `jobset.cli.main`. tests/integration/packaging
@@ -68,7 +68,7 @@ def test_sim_commands_name_the_extra_in_one_line(tmp_path: Path, command: str, m
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"jobset {command}: ") and "pip install 'jobset[sim]'" in lines[0]
+    assert lines[0].startswith(f"jobset {command}: ") and "pip install 'jobset-py[sim]'" in lines[0]
     assert repr(module) in lines[0]
     assert not kubeconfig.exists(), "nothing may start before the check"
 
