@@ -136,14 +136,23 @@ def test_get_watch_prints_changes(sim_none: SimProcess, namespace: str) -> None:
 
 
 def test_ctrl_c_while_sim_starts_exits_130(tmp_path: Path) -> None:
+    # The child says "starting" from inside `jobset sim`'s runner (its own run_sim, wrapped
+    # to print first), so the signal lands while the simulator starts. A marker printed
+    # before calling main() raced the child: the signal could arrive between the print and
+    # main's call, in the test's own code (a KeyboardInterrupt there is no product's).
     code = (
-        "import sys, jobset.cli; print('imported', flush=True); "
-        f"sys.exit(jobset.cli.main(['sim', '--kubeconfig', {str(tmp_path / 'kc')!r}]))"
+        "import sys, jobset.cli, jobset.dev.commands as dc\n"
+        "start = dc.run_sim\n"
+        "async def run_sim(args):\n"
+        "    print('starting', flush=True)\n"
+        "    return await start(args)\n"
+        "dc.run_sim = run_sim\n"
+        f"sys.exit(jobset.cli.main(['sim', '--kubeconfig', {str(tmp_path / 'kc')!r}]))\n"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    assert proc.stdout is not None and proc.stdout.readline() == "imported\n"
+    assert proc.stdout is not None and proc.stdout.readline() == "starting\n"
     proc.send_signal(signal.SIGINT)  # before `ready`: sim is loading or starting
     out, err = proc.communicate(timeout=60)
     assert "ready" not in out, "the simulator was up before the signal: no start to interrupt"
