@@ -118,7 +118,16 @@ def _main(argv: Sequence[str] | None) -> int:
             # once running, SIGINT is a graceful stop with the command's own exit code.
             return EXIT_INTERRUPTED
         except ValueError as exc:
-            print(f"jobset {args.command}: {exc}", file=sys.stderr)
+            from jobset.runtime.logging import status_line
+
+            # Under --log-format json this line is a JSON record as well.
+            json_lines = getattr(args, "log_format", None) == "json"
+            status_line(
+                "json" if json_lines else "console",
+                f"jobset {args.command}: {exc}",
+                level="error",
+                stream=sys.stderr,
+            )
             return 2
     if args.command in USER_COMMANDS or args.command == "completion":
         return run_user_command(args)
