@@ -3,10 +3,13 @@
     python tools/gen_dashboard.py   # writes charts/jobset/files/dashboards/jobset-controller.json
 
 The chart ships the JSON as a ConfigMap for the Grafana sidecar. Panels are written here
-as (title, PromQL, legend) so they stay consistent: one datasource variable, `job` fixed to
-"jobset-controller" (the ServiceMonitor's relabeling), `$controller` and `$namespace`
-variables, grid positions computed. A test checks the committed file matches this output
-and runs every query against a real Prometheus scraping a real controller.
+as (title, PromQL, legend) so they stay consistent: a datasource variable, a `$job`
+variable (the scrape job; "jobset-controller", the ServiceMonitor's relabeling, by default,
+any job that exports the controller's series to choose from), `$controller` and
+`$namespace` variables chained on it, grid positions computed. No query names a job
+itself. A test checks the committed file matches this output, and
+tests/integration/deploy/test_prometheus.py resolves the variables through a real
+Prometheus scraping a real `jobset dev` and runs every query with them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any
 
 OUT = Path(__file__).resolve().parents[1] / "charts/jobset/files/dashboards/jobset-controller.json"
 UID = "jobset-controller"
-JOB = 'job="jobset-controller"'
+DEFAULT_JOB = "jobset-controller"
+JOB = 'job=~"$job"'
 CTRL = f'{JOB}, controller=~"$controller"'
 NS = f'{JOB}, namespace=~"$namespace"'
 RATE = "$__rate_interval"
@@ -112,10 +116,15 @@ ROWS: list[tuple[str, list[Panel]]] = [
                         f"sum by (controller) (rate(controller_runtime_reconcile_panics_total{{{CTRL}}}[{RATE}]))",
                         "{{controller}} unexpected exceptions",
                     ),
+                    (
+                        f"sum by (controller) (rate(controller_runtime_terminal_reconcile_errors_total{{{CTRL}}}[{RATE}]))",
+                        "{{controller}} terminal (not retried)",
+                    ),
                 ],
                 unit="ops",
-                description="Failed passes are retried with exponential backoff; see the "
-                "controller's logs for the JobSet key and error.",
+                description="Failed passes are retried with exponential backoff, terminal "
+                'errors are not; see the controller\'s logs ("Reconciler error") for the '
+                "JobSet key and error.",
             ),
             Panel(
                 "Reconcile latency",
@@ -352,6 +361,19 @@ def _variable(name: str, label: str, query: str) -> dict[str, Any]:
     }
 
 
+def _job_variable() -> dict[str, Any]:
+    """The scrape job: every job with the controller's reconcile series, the chart's
+    ServiceMonitor job by default (a Prometheus set up by hand names its own)."""
+    query = "label_values(controller_runtime_reconcile_total, job)"
+    variable = _variable("job", "Job", query)
+    del variable["allValue"]
+    return {
+        **variable,
+        "includeAll": False,
+        "current": {"selected": True, "text": [DEFAULT_JOB], "value": [DEFAULT_JOB]},
+    }
+
+
 def dashboard() -> dict[str, Any]:
     panels: list[dict[str, Any]] = []
     pid = 1
@@ -404,6 +426,7 @@ def dashboard() -> dict[str, Any]:
                     "current": {},
                     "hide": 0,
                 },
+                _job_variable(),
                 _variable(
                     "controller",
                     "Controller",

@@ -107,7 +107,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in ("sim", "dev") and (missing := missing_sim_extra(args.command)):
-        print(missing, file=sys.stderr)
+        _error_line(args, missing)
         return 2
     if args.command in ("sim", "controller", "dev"):
         runner = {"sim": run_sim, "controller": run_controller, "dev": run_dev}[args.command]
@@ -118,12 +118,21 @@ def _main(argv: Sequence[str] | None) -> int:
             # once running, SIGINT is a graceful stop with the command's own exit code.
             return EXIT_INTERRUPTED
         except ValueError as exc:
-            print(f"jobset {args.command}: {exc}", file=sys.stderr)
+            _error_line(args, f"jobset {args.command}: {exc}")
             return 2
     if args.command in USER_COMMANDS or args.command == "completion":
         return run_user_command(args)
     parser.error(f"unknown command {args.command}")
     return 2
+
+
+def _error_line(args: argparse.Namespace, message: str) -> None:
+    """The one line a refused start prints on stderr: under --log-format json a JSON record
+    too, as every other line of the command."""
+    from jobset.runtime.logging import status_line
+
+    json_lines = getattr(args, "log_format", None) == "json"
+    status_line("json" if json_lines else "console", message, level="error", stream=sys.stderr)
 
 
 if __name__ == "__main__":

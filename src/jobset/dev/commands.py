@@ -164,7 +164,7 @@ async def run_dev(args: argparse.Namespace) -> int:
     from jobset.controllers.crd import apply_crds
     from jobset.runtime import Manager, ManagerOptions
     from jobset.runtime.health import Probes
-    from jobset.runtime.logging import configure_logging
+    from jobset.runtime.logging import configure_logging, status_line
     from jobset.webhooks import install_webhooks
     from kubesim.cluster import SimCluster
     from kubesim.process import free_port
@@ -201,13 +201,16 @@ async def run_dev(args: argparse.Namespace) -> int:
             if run.done():
                 return run.result()
             await asyncio.sleep(0.05)
-        print(
+        status_line(
+            args.log_format,
             f"jobset dev ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
             f"sim-level {args.sim_level}, webhooks on 127.0.0.1:{port})",
-            flush=True,
+            url=cluster.url,
+            kubeconfig=str(args.kubeconfig),
+            webhook_address=address,
         )
         code = await run
     finally:
         await cluster.stop()
-    print("jobset dev stopped", flush=True)
+    status_line(args.log_format, "jobset dev stopped")
     return code

@@ -13,6 +13,11 @@ controller-runtime's `pkg/internal/controller` and `pkg/handler`:
   `Result(requeue_after=s)` (forget, then re-add after s), `Result(requeue=True)` (re-add
   with backoff), or raises: the exception is logged with the controller and key, counted,
   and the key is re-added with per-item exponential backoff. A worker never dies.
+- a `TerminalError` (controller-runtime's `reconcile.TerminalError`) is an error that
+  retrying cannot fix: logged and counted as an error, and also in
+  `controller_runtime_terminal_reconcile_errors_total`, but the key is not re-added; the
+  next event of its objects brings it back. An `ExceptionGroup` (a `TaskGroup`'s) is
+  terminal when every exception in it is: one retryable member is worth the retry.
 - `reconcile_timeout` (`--reconcile-timeout`, controller-runtime's `ReconciliationTimeout`)
   time-boxes every pass: one that runs longer is cancelled at its next `await`, logged with
   the key, counted in `controller_runtime_reconcile_timeouts_total` (and as an error), and
@@ -46,6 +51,7 @@ __all__ = [
     "Reconciler",
     "Request",
     "Result",
+    "TerminalError",
     "enqueue_mapped",
     "enqueue_object",
     "enqueue_owner",
@@ -69,6 +75,24 @@ class Result:
 
     requeue: bool = False
     requeue_after: float = 0.0
+
+
+class TerminalError(Exception):
+    """Raised by a reconciler for an error that retrying will not fix (an object the
+    controller cannot act on until someone changes it): not requeued, counted apart.
+
+    `raise TerminalError("why") from err` keeps the cause in the logged traceback.
+    """
+
+
+def is_terminal(exc: BaseException) -> bool:
+    """A `TerminalError`, or a group of nothing but terminal errors."""
+    if isinstance(exc, TerminalError):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        _, rest = exc.split(TerminalError)
+        return rest is None
+    return False
 
 
 Reconciler = Callable[[Request], Awaitable[Result | None]]
@@ -160,6 +184,7 @@ class Controller:
             for result in ("error", "requeue", "requeue_after", "success"):
                 metrics.reconcile_total.labels(name, result)
             metrics.reconcile_errors_total.labels(name)
+            metrics.terminal_reconcile_errors_total.labels(name)
             metrics.reconcile_panics_total.labels(name)
             metrics.reconcile_timeouts_total.labels(name)
 
@@ -242,8 +267,12 @@ class Controller:
                 self._log_error(req, exc)
         except Exception as exc:
             outcome = "error"
-            self.queue.add_rate_limited(req)
-            self._log_error(req, exc)
+            terminal = is_terminal(exc)
+            if not terminal:
+                # As controller-runtime, a terminal error neither requeues nor forgets: the
+                # key's backoff stands for when an event brings it back and it fails again.
+                self.queue.add_rate_limited(req)
+            self._log_error(req, exc, terminal=terminal)
         else:
             if result is not None and result.requeue_after > 0:
                 outcome = "requeue_after"
@@ -260,16 +289,20 @@ class Controller:
                 m.reconcile_time_seconds.labels(self.name).observe(time.perf_counter() - t0)
                 m.reconcile_total.labels(self.name, outcome).inc()
 
-    def _log_error(self, req: Request, exc: BaseException) -> None:
+    def _log_error(self, req: Request, exc: BaseException, *, terminal: bool = False) -> None:
         self.log.error(
             "Reconciler error",
             key=str(req),
             error=repr(exc),
             requeues=self.queue.num_requeues(req),
+            **({"terminal": True} if terminal else {}),
             exc_info=True,  # called from the `except` block
         )
         m = self.metrics
         if m is not None:
             m.reconcile_errors_total.labels(self.name).inc()
-            if not isinstance(exc, ApiError):
+            if terminal:
+                m.terminal_reconcile_errors_total.labels(self.name).inc()
+            elif not isinstance(exc, ApiError):
+                # A deliberate TerminalError is not an unexpected exception.
                 m.reconcile_panics_total.labels(self.name).inc()

@@ -85,6 +85,12 @@ class RuntimeMetrics:
             ["controller"],
             registry=r,
         )
+        self.terminal_reconcile_errors_total = Counter(
+            "controller_runtime_terminal_reconcile_errors",
+            "Total number of terminal reconciliation errors per controller",
+            ["controller"],
+            registry=r,
+        )
         self.reconcile_panics_total = Counter(
             "controller_runtime_reconcile_panics",
             "Total number of reconciliation panics per controller",

@@ -21,7 +21,7 @@ the pod IPs (10.244.x.y, in the namespaces this package's simulator made), TLS a
 bearer token - is Prometheus' own.
 
 Then through Prometheus' HTTP API: both pods' targets are up under job="jobset-controller"
-(the job the alerts and the dashboard select), the webhook Service's endpoints are dropped
+(the job the alerts select and the dashboard's `$job` defaults to), the webhook Service's endpoints are dropped
 by the selector, and `controller_runtime_reconcile_total` has series from the pods. With
 `metrics.secure` (a `helm upgrade`), the same ServiceMonitor turns into an HTTPS scrape with
 Prometheus' ServiceAccount token: refused (403) until that account is bound to the chart's

@@ -28,6 +28,7 @@ from kubesim.apiserver.store import WatchEvent
 from kubesim.process import controller_command, free_port
 from tests import builders
 from tests.eventually import eventually as _eventually
+from tests.logs import traceback_lines
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[3]
@@ -288,14 +289,12 @@ def unexpected_exceptions(log_text: str) -> list[str]:
     """Log records carrying a traceback for anything but an API error (a crash, a bug).
 
     A reconcile that fails on an injected 5xx is logged with its traceback and retried;
-    that is expected. Any other exception is not.
+    that is expected. Any other exception is not, nor a traceback printed past the logger.
     """
     import json
 
     bad: list[str] = []
-    for line in log_text.splitlines():
-        if "Traceback" not in line:
-            continue
+    for line in traceback_lines(log_text):
         try:
             rec = json.loads(line)
         except ValueError:

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from kubesim.process import SimProcess, start_sim
 from tests.integration.placement.process import HarnessProcess, start_harness
+from tests.logs import traceback_lines
 
 pytestmark = pytest.mark.timeout(600)
 NS = "default"
@@ -243,4 +244,4 @@ def test_accepted_jobsets_are_reconciled_and_nothing_crashed(
     with urllib.request.urlopen(f"http://127.0.0.1:{harness.health_port}/readyz", timeout=10) as r:
         assert r.status == 200
     log = harness.log()
-    assert "Traceback" not in log, log[-3000:]
+    assert not traceback_lines(log), log[-3000:]

@@ -66,7 +66,9 @@ def test_dashboard_has_the_panels_operators_need() -> None:
     assert len(ids) == len(set(ids))
     for p in panels:
         assert p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
-        assert all('job="jobset-controller"' in t["expr"] for t in p["targets"]), p["title"]
+        # The scrape job is the $job variable's, never written into a query.
+        assert all('job=~"$job"' in t["expr"] for t in p["targets"]), p["title"]
+        assert not any(re.search(r"\bjob=[^~]", t["expr"]) for t in p["targets"]), p["title"]
     cells: set[tuple[int, int]] = set()
     for p in board["panels"]:
         g = p["gridPos"]
@@ -76,8 +78,13 @@ def test_dashboard_has_the_panels_operators_need() -> None:
         }
         assert not (cells & mine), f"{p['title']} overlaps another panel"
         cells |= mine
-    variables = {v["name"] for v in board["templating"]["list"]}
-    assert variables == {"datasource", "controller", "namespace"}
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert set(variables) == {"datasource", "job", "controller", "namespace"}
+    job = variables["job"]
+    assert job["definition"] == "label_values(controller_runtime_reconcile_total, job)"
+    assert job["current"]["value"] == ["jobset-controller"]  # the ServiceMonitor's job
+    for chained in ("controller", "namespace"):
+        assert 'job=~"$job"' in variables[chained]["definition"], chained
 
 
 def test_prometheus_rule_of_config_is_the_rules_file() -> None:

@@ -10,6 +10,7 @@ does the same with a real wheel installed without the extra.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
 import subprocess
 import sys
@@ -71,6 +72,19 @@ def test_sim_commands_name_the_extra_in_one_line(tmp_path: Path, command: str, m
     assert lines[0].startswith(f"jobset {command}: ") and "pip install 'jobset-py[sim]'" in lines[0]
     assert repr(module) in lines[0]
     assert not kubeconfig.exists(), "nothing may start before the check"
+
+
+def test_the_missing_extra_line_is_json_under_json_logs(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    result = _run_without(
+        {SIM_EXTRA_MODULES[0]}, "dev", "--kubeconfig", str(kubeconfig), "--log-format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    (line,) = result.stderr.splitlines()
+    rec = json.loads(line)
+    assert rec["level"] == "error" and rec["event"].startswith("jobset dev: ")
+    assert "pip install 'jobset[sim]'" in rec["event"]
 
 
 def test_controller_and_user_commands_need_no_sim_extra(tmp_path: Path) -> None:

@@ -14,13 +14,16 @@ from jobset.runtime.controller import (
     Controller,
     Request,
     Result,
+    TerminalError,
     _Handler,
     enqueue_object,
     enqueue_owner,
+    is_terminal,
 )
 from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.options import ManagerOptions, add_runtime_flags
 from jobset.runtime.ratelimit import ItemExponentialFailureRateLimiter
+from tests.eventually import eventually
 
 KEY = Request("ns", "a")
 
@@ -261,3 +264,75 @@ def test_reconcile_timeout_flag_reaches_the_manager_options() -> None:
     assert ManagerOptions.from_args(args).reconcile_timeout == 2.5
     with pytest.raises(ValueError, match="--reconcile-timeout"):
         ManagerOptions.from_args(parser.parse_args(["--reconcile-timeout", "-1"]))
+
+
+async def test_a_terminal_error_is_logged_and_counted_but_not_requeued() -> None:
+    """controller-runtime's reconcile.TerminalError: an error, and a terminal one, without a
+    retry; the key's next event reconciles it again."""
+    calls: list[Request] = []
+    passed = asyncio.Event()
+
+    async def reconcile(req: Request) -> Result:
+        calls.append(req)
+        passed.set()
+        try:
+            raise ValueError("spec.replicatedJobs[0].replicas: must be 0 or more")
+        except ValueError as err:
+            raise TerminalError("the JobSet cannot be reconciled as it is") from err
+
+    m = RuntimeMetrics()
+    ctrl = Controller(
+        "c", reconcile, rate_limiter=ItemExponentialFailureRateLimiter(0.001, 0.01), metrics=m
+    )
+    with structlog.testing.capture_logs() as logs:
+        ctrl.start()
+        ctrl.queue.add(KEY)
+        await asyncio.wait_for(passed.wait(), 10)
+        await eventually(lambda: not ctrl.queue.processing, within=10)
+        assert len(ctrl.queue) == 0 and ctrl.queue.waiting_delayed() == 0  # nothing requeued
+        passed.clear()
+        ctrl.queue.add(KEY)  # an event of the object
+        await asyncio.wait_for(passed.wait(), 10)
+        await ctrl.stop(grace_period=1)
+    assert calls == [KEY, KEY]
+    errors = [e for e in logs if e["event"] == "Reconciler error"]
+    assert len(errors) == 2
+    assert all(e["key"] == "ns/a" and e["terminal"] is True for e in errors), errors
+    assert m.terminal_reconcile_errors_total.labels("c")._value.get() == 2
+    assert m.reconcile_errors_total.labels("c")._value.get() == 2
+    assert m.reconcile_total.labels("c", "error")._value.get() == 2
+    assert m.reconcile_panics_total.labels("c")._value.get() == 0  # deliberate, not a crash
+    assert m.workqueue_retries_total.labels("c", "c")._value.get() == 0
+
+
+async def test_ordinary_errors_are_not_terminal_and_the_series_starts_at_zero() -> None:
+    failed = asyncio.Event()
+
+    async def reconcile(req: Request) -> Result:
+        if not failed.is_set():
+            failed.set()
+            raise RuntimeError("boom")
+        return Result()
+
+    m = RuntimeMetrics()
+    ctrl = Controller("c", reconcile, metrics=m)
+    assert m.terminal_reconcile_errors_total.labels("c")._value.get() == 0  # exported at 0
+    with structlog.testing.capture_logs() as logs:
+        ctrl.start()
+        ctrl.queue.add(KEY)
+        await eventually(
+            lambda: m.reconcile_total.labels("c", "success")._value.get(), within=10
+        )  # retried
+        await ctrl.stop(grace_period=1)
+    assert [e.get("terminal") for e in logs if e["event"] == "Reconciler error"] == [None]
+    assert m.terminal_reconcile_errors_total.labels("c")._value.get() == 0
+    assert m.reconcile_errors_total.labels("c")._value.get() == 1
+
+
+def test_a_group_is_terminal_when_every_member_is() -> None:
+    terminal, other = TerminalError("bad spec"), RuntimeError("connection reset")
+    assert is_terminal(terminal)
+    assert is_terminal(ExceptionGroup("pass", [terminal, ExceptionGroup("sub", [terminal])]))
+    assert not is_terminal(ExceptionGroup("pass", [terminal, other]))  # retry for the other
+    assert not is_terminal(other)
+    assert not is_terminal(RuntimeError("wrapping"))  # a cause is not the error itself
