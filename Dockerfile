@@ -26,7 +26,7 @@ RUN python -m venv /opt/jobset \
     && /opt/jobset/bin/pip install --require-hashes --no-deps -r requirements/controller.lock \
     && python -m venv /opt/build \
     && /opt/build/bin/pip install --require-hashes --no-deps -r requirements/build.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
 # The targets of the package-data symlinks in src/jobset/data (the CRD and the examples).
 COPY config/crd/bases ./config/crd/bases

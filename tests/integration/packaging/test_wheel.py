@@ -152,3 +152,24 @@ def test_jobset_dev_from_the_wheel_runs_an_example_to_completion(
         code = proc.wait(timeout=60)
     assert code == 0, "".join(output[-30:])
     assert any("jobset dev stopped" in line for line in output)
+
+
+def test_wheel_metadata_names_this_project_and_ships_its_license(wheel: Path) -> None:
+    """What a package index shows: the distribution name of this project's own (not
+    upstream's SDK `jobset`), its license file, classifiers, keywords and URLs."""
+    import zipfile
+    from email.parser import Parser
+
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        meta = Parser().parsestr(zf.read(meta_name).decode())
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
+    assert meta["Name"] == "jobset-py"
+    assert meta["License-Expression"] == "Apache-2.0"
+    assert meta["License-File"] == "LICENSE"
+    assert "Typing :: Typed" in meta.get_all("Classifier", [])
+    assert "kubernetes" in (meta["Keywords"] or "").split(",")
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL", []))
+    assert {"Homepage", "Source", "Changelog", "Issues"} <= urls.keys(), urls
+    assert meta["Author"] == "jobset-py maintainers"
