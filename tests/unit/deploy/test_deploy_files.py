@@ -181,7 +181,15 @@ def test_dockerfile_builds_a_slim_non_root_image_of_the_runtime_only() -> None:
     # src/jobset/data's symlinks point into config/crd/bases and examples/: their targets go
     # into the build context too, or the image's wheel would lack the package data.
     locks = ["requirements/controller.lock", "requirements/build.lock"]
-    assert sources == [*locks, "pyproject.toml", "README.md", "src", "config/crd/bases", "examples"]
+    assert sources == [
+        *locks,
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "src",
+        "config/crd/bases",
+        "examples",
+    ]
     for s in sources:
         assert (REPO / s).exists(), s
     for link in (REPO / "src" / "jobset" / "data").iterdir():
