@@ -67,7 +67,7 @@ def test_reviewed_user() -> None:
                 "uid": "u1",
                 "groups": ["g1", "g2"],
                 "extra": {"scopes": ["a", "b"]},
-            },  # fmt: skip
+            },
         }
     }
     assert reviewed_user(answer) == BOB
