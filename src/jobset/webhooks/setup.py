@@ -127,9 +127,7 @@ def setup_webhooks(manager: Manager, options: WebhookOptions | None = None) -> W
     server.register(c.MUTATING_POD_WEBHOOK_PATH, pods.mutate)
     server.register(c.VALIDATING_POD_WEBHOOK_PATH, pods.validate)
     rotator = (
-        CertRotator(
-            manager.client_for("webhooks"), serving, options.certs, metrics=manager.metrics
-        )
+        CertRotator(manager.client_for("webhooks"), serving, options.certs, metrics=manager.metrics)
         if options.cert_management == "internal"
         else None
     )
