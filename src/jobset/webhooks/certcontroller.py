@@ -4,8 +4,10 @@ Upstream's manager embeds open-policy-agent's cert-controller rotator; this does
 job with the runtime's client and informers:
 
 1. keep a CA and a serving certificate for `<service>.<namespace>.svc` in a Secret
-   (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`), creating it when missing or unusable and
-   replacing the serving certificate `lookahead` before it (or the CA) expires;
+   (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`), filling it when empty or unusable and
+   replacing the serving certificate `lookahead` before it (or the CA) expires. The installs
+   ship the Secret empty and grant no `create` (RBAC cannot limit create to a name); the
+   rotator still creates it where it may (`jobset dev`, an admin's kubeconfig);
 2. serve that certificate (`ServingCert.update`, no restart, no files to mount) - on the
    webhook server and, with `serve_also` (`--metrics-secure` without `--metrics-cert-dir`),
    on the secure metrics server too, which is why the certificate also names the metrics
@@ -322,6 +324,14 @@ class CertRotator:
         except ApiError as err:
             if err.already_exists or err.conflict:
                 raise _Retry from None
+            if secret is None and err.status == 403:
+                # The installs ship the Secret and grant no create (RBAC cannot limit create
+                # to a name): say what is missing rather than only "forbidden".
+                raise RuntimeError(
+                    f"Secret {opts.namespace}/{opts.secret_name} does not exist and the "
+                    "controller may not create it: install it (empty) with the manifests "
+                    f"(config/webhook/secret.yaml, the chart): {err.message}"
+                ) from err
             raise
         self.rotations += 1
         self.log.info("issued webhook certificate", reason=problem, dns_names=opts.dns_names)

@@ -176,7 +176,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         }
         apply(sim, rbac)
         port = free_port()
-        apply(sim, manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"))
+        # With the (empty) Secret, as config/webhook and the chart ship it: the controller
+        # may fill it, not create it.
+        apply(sim, [*manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"),
+                    manifests.secret(NAMESPACE)])  # fmt: skip
         token = sim.kubectl("create", "token", ACCOUNT, "-n", NAMESPACE).stdout.strip()
         config = yaml.safe_load(sim.kubeconfig.read_text())
         config["users"][0]["user"] = {"token": token}
