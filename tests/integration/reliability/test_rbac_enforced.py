@@ -231,6 +231,9 @@ def test_no_token_key_or_certificate_in_logs_or_events(
         secrets[f"{name} token"] = token
         status, body = scrape_secure(controller.metrics_port, token, ca, metrics_dns)
         assert status == (200 if bound else 403), body
+        if bound:  # the rotator's passes count as certificate reads (certwatcher's series)
+            assert "\ncertwatcher_read_certificate_total " in body
+            assert "\ncertwatcher_read_certificate_errors_total 0.0\n" in body
     assert scrape_secure(controller.metrics_port, "not-a-token", ca, metrics_dns)[0] == 401
     log = controller.output()
     events = sim.kubectl("get", "events", "-A", "-o", "json").stdout
