@@ -84,6 +84,19 @@ def scrape_secure(
         conn.close()
 
 
+def scrape_install(sim: SimProcess, port: int, namespace: str = "jobset-system") -> tuple[int, str]:
+    """/metrics of a controller installed by config/ or the chart (secure by default), as its
+    ServiceMonitor scrapes it: the admin's token (allowed any path), the certificate checked
+    against the webhook Secret's CA for the metrics Service's name."""
+    import base64
+
+    secret = get_json(sim, "secret", "jobset-webhook-server-cert", "-n", namespace)
+    ca = base64.b64decode(secret["data"]["ca.crt"])
+    token = yaml.safe_load(sim.kubeconfig.read_text())["users"][0]["user"]["token"]
+    name = f"jobset-controller-manager-metrics-service.{namespace}.svc"
+    return scrape_secure(port, str(token), ca, name)
+
+
 def get_json(sim: SimProcess, *args: str) -> dict[str, Any]:
     return json.loads(sim.kubectl("get", *args, "-o", "json").stdout)  # type: ignore[no-any-return]
 
