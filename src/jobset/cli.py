@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--concurrency", type=int, default=5, help="reconcile workers")
     add_reconcile_timeout_flag(dev)
     dev.add_argument("--metrics-port", type=int, default=-1, help="Prometheus /metrics (-1: off)")
-    add_metrics_security_flags(dev)
+    # Loopback only: plain unless asked (`jobset controller` is secure by default).
+    add_metrics_security_flags(dev, secure=False)
     dev.add_argument("--health-port", type=int, default=-1, help="/healthz, /readyz (-1: off)")
     dev.add_argument("--log-format", choices=("json", "console"), default="console")
     dev.add_argument("--log-level", default="INFO")

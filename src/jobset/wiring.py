@@ -85,10 +85,10 @@ def add_jobset_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_metrics_security_flags(p: argparse.ArgumentParser) -> None:
+def add_metrics_security_flags(p: argparse.ArgumentParser, *, secure: bool = True) -> None:
     from jobset.runtime.options import add_metrics_security_flags
 
-    add_metrics_security_flags(p)
+    add_metrics_security_flags(p, secure=secure)
 
 
 def add_reconcile_timeout_flag(p: argparse.ArgumentParser) -> None:
@@ -149,7 +149,8 @@ def add_jobset_components(
     from jobset.controllers.features import parse_feature_gates
     from jobset.controllers.jobset_controller import JobSetController
     from jobset.placement.setup import add_placement_controllers
-    from jobset.webhooks import CertOptions, WebhookOptions, setup_webhooks
+    from jobset.webhooks import CertOptions, WebhookOptions, manifests, setup_webhooks
+    from kubeutil.tls import ServingCert
 
     features = parse_feature_gates(args.feature_gates)
     limits = jobset_limits(args)
@@ -159,15 +160,29 @@ def add_jobset_components(
     # After the reconciler: placement reuses the Job informer it declared.
     placement = add_placement_controllers(manager)
     controller.attach_placement(placement.planner)
-    cert_options = CertOptions(extra_dns_names=("localhost",) if host == "127.0.0.1" else ())
-    return setup_webhooks(
+    cert_management: Any = getattr(args, "cert_management", "internal")
+    opts = manager.options
+    # --metrics-secure without --metrics-cert-dir: the metrics server presents the internal
+    # certificate too (named for the metrics Service, signed by the CA a ServiceMonitor
+    # verifies against); with cert-manager's files it keeps its self-signed fallback.
+    metrics_from_rotator = (
+        opts.metrics_secure
+        and opts.metrics_port is not None
+        and not opts.metrics_cert_dir
+        and cert_management == "internal"
+    )
+    cert_options = CertOptions(
+        extra_dns_names=("localhost",) if host == "127.0.0.1" else (),
+        metrics_service_name=manifests.METRICS_SERVICE if metrics_from_rotator else "",
+    )
+    webhooks = setup_webhooks(
         manager,
         WebhookOptions(
             port=webhook_port,
             host=host,
             features=features,
             limits=limits,
-            cert_management=getattr(args, "cert_management", "internal"),
+            cert_management=cert_management,
             cert_dir=getattr(args, "cert_dir", "/tmp/k8s-webhook-server/serving-certs"),
             certs=cert_options,
             client_ca_file=getattr(args, "webhook_client_ca_file", ""),
@@ -175,6 +190,11 @@ def add_jobset_components(
             client_ca_from_cluster=getattr(args, "webhook_client_ca_from_cluster", False),
         ),
     )
+    if metrics_from_rotator and webhooks.rotator is not None:
+        metrics_cert = ServingCert()
+        webhooks.rotator.serve_also(metrics_cert)
+        manager.use_metrics_cert(metrics_cert)
+    return webhooks
 
 
 def check_flags(args: argparse.Namespace) -> None:

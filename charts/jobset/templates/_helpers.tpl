@@ -6,6 +6,7 @@ Service, Secret and configurations by these names (src/jobset/webhooks/manifests
 {{- define "jobset.controllerName" -}}jobset-controller-manager{{- end -}}
 {{- define "jobset.webhookService" -}}jobset-webhook-service{{- end -}}
 {{- define "jobset.webhookSecret" -}}jobset-webhook-server-cert{{- end -}}
+{{- define "jobset.metricsService" -}}jobset-controller-manager-metrics-service{{- end -}}
 {{- define "jobset.mutatingConfiguration" -}}jobset-mutating-webhook-configuration{{- end -}}
 {{- define "jobset.validatingConfiguration" -}}jobset-validating-webhook-configuration{{- end -}}
 {{- define "jobset.leaseName" -}}jobset-controller-leader{{- end -}}
@@ -87,8 +88,11 @@ control-plane: controller-manager
 {{- with .Values.metrics.certSecret }}
 - --metrics-cert-dir={{ include "jobset.metricsCertDir" $ }}
 {{- end }}
-{{- else if .Values.metrics.certSecret }}
+{{- else }}
+{{- if .Values.metrics.certSecret }}
 {{- fail "metrics.certSecret is only used with metrics.secure=true" }}
+{{- end }}
+- --metrics-secure=false
 {{- end }}
 {{- if not (include "jobset.internalCerts" .) }}
 - --cert-management=files

@@ -37,18 +37,27 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from typing import Final
 
-from jobset.runtime.client import ApiError, Client, Resource
+from jobset.runtime.client import ApiError, Client
 from jobset.runtime.logging import get_logger
+from jobset.runtime.reviews import (
+    SUBJECT_ACCESS_REVIEWS,
+    TOKEN_REVIEWS,
+    Overloaded,
+    Reviewer,
+    TTLCache,
+    User,
+)
 
 __all__ = [
     "ALLOW_TTL",
     "AUTHN_TTL",
     "DENY_TTL",
+    "SUBJECT_ACCESS_REVIEWS",
+    "TOKEN_REVIEWS",
     "AuthDecision",
     "DelegatingAuth",
     "TTLCache",
@@ -56,12 +65,6 @@ __all__ = [
     "bearer_token",
 ]
 
-TOKEN_REVIEWS: Final = Resource(
-    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False
-)
-SUBJECT_ACCESS_REVIEWS: Final = Resource(
-    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
-)
 AUTHN_TTL: Final = 60.0
 ALLOW_TTL: Final = 300.0
 DENY_TTL: Final = 30.0
@@ -70,45 +73,6 @@ MAX_ENTRIES: Final = 1024
 # Reviews outstanding at once; beyond it callers get a fast 429 (a flood of random tokens
 # must not queue thousands of API calls).
 MAX_IN_FLIGHT: Final = 16
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-class TTLCache(Generic[K, V]):
-    """A bounded map whose entries expire `ttl` seconds after they were put (each entry has
-    its own ttl); least recently used entries are evicted beyond `max_entries`."""
-
-    def __init__(
-        self, max_entries: int = MAX_ENTRIES, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        if max_entries < 1:
-            raise ValueError(f"max_entries must be at least 1, not {max_entries}")
-        self.max_entries = max_entries
-        self.clock = clock
-        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        expires, value = entry
-        if self.clock() >= expires:
-            del self._entries[key]
-            return None
-        self._entries.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V, ttl: float) -> None:
-        if ttl <= 0:
-            return
-        self._entries[key] = (self.clock() + ttl, value)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -129,16 +93,6 @@ def bearer_token(header: str | None) -> str | None:
 
 
 @dataclass(frozen=True)
-class User:
-    """Who a token belongs to, as the TokenReview answered."""
-
-    name: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-
-@dataclass(frozen=True)
 class AuthDecision:
     """The outcome for one request: `status` 200 means go ahead; otherwise answer it."""
 
@@ -149,10 +103,6 @@ class AuthDecision:
     @property
     def ok(self) -> bool:
         return self.status == 200
-
-
-class Overloaded(Exception):
-    """`max_in_flight` reviews are outstanding: answer 429 instead of queueing another."""
 
 
 OVERLOADED: Final = AuthDecision(429, "Too many authentication requests in flight, retry later")
@@ -173,17 +123,18 @@ class DelegatingAuth:
         clock: Callable[[], float] = time.monotonic,
         max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
-        self.client = client
-        self.max_in_flight = max_in_flight
-        self.in_flight = 0
+        self.reviewer = Reviewer(client, timeout=timeout, max_in_flight=max_in_flight)
         self.authn_ttl = authn_ttl
         self.allow_ttl = allow_ttl
         self.deny_ttl = deny_ttl
-        self.timeout = timeout
         # sha256(token) -> (the user,) or (None,) for a token the API server rejected.
         self._tokens: TTLCache[bytes, tuple[User | None]] = TTLCache(max_entries, clock)
         self._decisions: TTLCache[tuple[User, str, str], bool] = TTLCache(max_entries, clock)
         self.log = get_logger("metrics-auth")
+
+    @property
+    def in_flight(self) -> int:
+        return self.reviewer.in_flight
 
     async def authenticate(self, token: str) -> User | None:
         """The user `token` authenticates as (None: rejected). API failures raise."""
@@ -191,8 +142,7 @@ class DelegatingAuth:
         cached = self._tokens.get(key)
         if cached is not None:
             return cached[0]
-        review = await self._review(TOKEN_REVIEWS, {"token": token})
-        user = _reviewed_user(review)
+        user = await self.reviewer.authenticate(token)
         self._tokens.put(key, (user,), self.authn_ttl)
         return user
 
@@ -202,35 +152,9 @@ class DelegatingAuth:
         cached = self._decisions.get(key)
         if cached is not None:
             return cached
-        spec: dict[str, Any] = {
-            "user": user.name,
-            "groups": list(user.groups),
-            "nonResourceAttributes": {"path": path, "verb": verb},
-        }
-        if user.uid:
-            spec["uid"] = user.uid
-        if user.extra:
-            spec["extra"] = {k: list(v) for k, v in user.extra}
-        review = await self._review(SUBJECT_ACCESS_REVIEWS, spec)
-        status = (review or {}).get("status") or {}
-        allowed = bool(status.get("allowed")) and not status.get("denied")
+        allowed = await self.reviewer.access(user, non_resource={"path": path, "verb": verb})
         self._decisions.put(key, allowed, self.allow_ttl if allowed else self.deny_ttl)
         return allowed
-
-    async def _review(self, resource: Resource, spec: Mapping[str, Any]) -> Any:
-        """POST one review, unless `max_in_flight` are already outstanding (`Overloaded`)."""
-        if self.in_flight >= self.max_in_flight:
-            raise Overloaded
-        self.in_flight += 1
-        try:
-            return await self.client.request(
-                "POST",
-                resource.path(),
-                body={"apiVersion": resource.api_version, "kind": resource.kind, "spec": spec},
-                request_timeout=self.timeout,
-            )
-        finally:
-            self.in_flight -= 1
 
     async def check(self, headers: Mapping[str, str], method: str, path: str) -> AuthDecision:
         """Authenticate and authorize one HTTP request (see the module docstring)."""
@@ -258,17 +182,3 @@ class DelegatingAuth:
             self.log.debug("authorization denied", user=user.name, verb=verb, path=path)
             return AuthDecision(403, f"Authorization denied for user {user.name}", user)
         return AuthDecision(200, "", user)
-
-
-def _reviewed_user(review: Any) -> User | None:
-    status = (review or {}).get("status") or {}
-    if not status.get("authenticated"):
-        return None
-    info = status.get("user") or {}
-    extra = info.get("extra") or {}
-    return User(
-        str(info.get("username") or ""),
-        str(info.get("uid") or ""),
-        tuple(str(g) for g in info.get("groups") or ()),
-        tuple(sorted((str(k), tuple(str(x) for x in v or ())) for k, v in extra.items())),
-    )

@@ -7,7 +7,9 @@ new handshakes. Polling rather than inotify: a Secret volume is updated by repla
 symlink, which is easy to miss with file watches and costs nothing to poll.
 
 The webhook server (`--cert-management=files`) and the secure metrics server
-(`--metrics-cert-dir`) both use it.
+(`--metrics-cert-dir`) both use it. With `metrics`, every load counts in controller-runtime's
+`certwatcher_read_certificate_total` and every failed one in
+`certwatcher_read_certificate_errors_total`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from __future__ import annotations
 import asyncio
 import ssl
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.logging import get_logger
 from kubeutil.tls import ServingCert
+
+if TYPE_CHECKING:
+    from jobset.runtime.metrics import RuntimeMetrics
 
 __all__ = ["CertFiles"]
 
@@ -34,8 +40,10 @@ class CertFiles:
         *,
         cert_name: str = "tls.crt",
         key_name: str = "tls.key",
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
         self.directory = directory
+        self.metrics = metrics
         self.serving = serving
         self.interval = interval
         self.cert_file = directory / cert_name
@@ -44,7 +52,14 @@ class CertFiles:
 
     def load(self) -> None:
         """Load the files now (OSError, ValueError or ssl.SSLError when they are unusable)."""
-        self.serving.update(self.cert_file.read_bytes(), self.key_file.read_bytes())
+        if self.metrics is not None:
+            self.metrics.certwatcher_read_certificate_total.inc()
+        try:
+            self.serving.update(self.cert_file.read_bytes(), self.key_file.read_bytes())
+        except (OSError, ValueError, ssl.SSLError):
+            if self.metrics is not None:
+                self.metrics.certwatcher_read_certificate_errors_total.inc()
+            raise
 
     async def start(self, wait: float | None = 0.0) -> None:
         """Load the files, then keep reloading them in the background.

@@ -5,6 +5,9 @@ check passes, 500 otherwise, and with `?verbose` (or on failure) one line per ch
 `[+]name ok` / `[-]name failed: reason`, so a person running curl sees *why* a replica is not
 ready. `/readyz/<check>` runs one check.
 
+`/metrics` speaks the text format 0.0.4, or OpenMetrics to a client whose `Accept` asks for
+it (`metrics_app`), as a Go controller's promhttp handler does.
+
 Nothing else is served: the metrics server answers `/metrics` and the probe server
 `/healthz`, `/healthz/<check>`, `/readyz`, `/readyz/<check>` and `/livez`, all GET only
 (405 for another method, 404 for another path; no HEAD, no index, no profiler).
@@ -33,7 +36,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 if TYPE_CHECKING:
     from jobset.runtime.authn import DelegatingAuth
@@ -138,12 +142,16 @@ def _auth_middleware(auth: DelegatingAuth) -> Callable[..., Awaitable[web.Stream
 
 
 def metrics_app(registry: CollectorRegistry, auth: DelegatingAuth | None = None) -> web.Application:
-    """`GET /metrics` in Prometheus' text format; with `auth`, only for callers it allows."""
+    """`GET /metrics`; with `auth`, only for callers it allows.
 
-    async def metrics(_: web.Request) -> web.Response:
-        body = generate_latest(registry)
-        resp = web.Response(body=body)
-        resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    The format is negotiated as client_golang's promhttp does it, by prometheus-client's own
+    `choose_encoder`: an `Accept` naming `application/openmetrics-text` gets OpenMetrics
+    1.0.0 (what Prometheus asks for first), anything else the text format 0.0.4."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        resp = web.Response(body=encoder(registry))
+        resp.headers["Content-Type"] = content_type
         return resp
 
     middlewares = [_auth_middleware(auth)] if auth is not None else []

@@ -81,6 +81,7 @@ class Manager:
         self.loop_lag = LoopLagMonitor(self.metrics.event_loop_lag_seconds)
         self.metrics_auth: DelegatingAuth | None = None
         self.metrics_cert: tls.ServingCert | None = None
+        self._metrics_cert_source: tls.ServingCert | None = None
         self._metrics_cert_files: CertFiles | None = None
         self._stop = asyncio.Event()
         self._lost = False
@@ -311,13 +312,23 @@ class Manager:
     # verify it against a CA anyway; Prometheus is configured to skip verification).
     SELF_SIGNED_HOSTS = ("localhost", "127.0.0.1")
 
+    def use_metrics_cert(self, serving: tls.ServingCert) -> None:
+        """Have the secure metrics server present `serving`, which something else keeps
+        filled (the webhooks' internal certificate rotator issues it from its CA), unless
+        --metrics-cert-dir names files. Until it holds a certificate, handshakes fail."""
+        self._metrics_cert_source = serving
+
     async def _metrics_tls(self) -> ssl.SSLContext:
         """The secure metrics server's certificate: from --metrics-cert-dir, reloaded when it
-        changes, or self-signed in memory (controller-runtime's behaviour without CertDir)."""
-        serving = tls.ServingCert()
+        changes; else the one given to `use_metrics_cert`; else self-signed in memory
+        (controller-runtime's behaviour without CertDir)."""
         cert_dir = self.options.metrics_cert_dir
+        if not cert_dir and self._metrics_cert_source is not None:
+            self.metrics_cert = self._metrics_cert_source
+            return self.metrics_cert.context
+        serving = tls.ServingCert()
         if cert_dir:
-            files = CertFiles(Path(cert_dir), serving)
+            files = CertFiles(Path(cert_dir), serving, metrics=self.metrics)
             try:
                 await files.start()
             except (OSError, ValueError, ssl.SSLError) as exc:

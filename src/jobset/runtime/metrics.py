@@ -69,6 +69,7 @@ class RuntimeMetrics:
         self._controller_metrics(self.registry)
         self._workqueue_metrics(self.registry)
         self._client_metrics(self.registry)
+        self._certwatcher_metrics(self.registry)
         self._own_metrics(self.registry)
 
     def _controller_metrics(self, r: CollectorRegistry) -> None:
@@ -194,6 +195,22 @@ class RuntimeMetrics:
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
             "backup, 1 indicates master. 'name' is the string used to identify the lease.",
             ["name"],
+            registry=r,
+        )
+
+    def _certwatcher_metrics(self, r: CollectorRegistry) -> None:
+        # controller-runtime: pkg/certwatcher/metrics (no labels there either). Every load of
+        # a serving certificate counts, for the webhook and the metrics server alike: from
+        # files (runtime/certfiles.py, each poll) or from the internal rotator's Secret
+        # (webhooks/certcontroller.py, each pass).
+        self.certwatcher_read_certificate_total = Counter(
+            "certwatcher_read_certificate",
+            "Total number of certificate reads",
+            registry=r,
+        )
+        self.certwatcher_read_certificate_errors_total = Counter(
+            "certwatcher_read_certificate_errors",
+            "Total number of certificate read errors",
             registry=r,
         )
 

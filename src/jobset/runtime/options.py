@@ -5,11 +5,17 @@ The flags are part of `jobset controller`'s contract (docs/design.md): `--kubeco
 `--qps`, `--burst`, `--log-format`; the leader-election timings keep client-go's defaults
 and names. `add_runtime_flags()` lets the CLI (and test fixtures) declare them once.
 
-`--metrics-secure` (off by default, so the contract's plain-HTTP `/metrics` is unchanged)
-serves metrics over TLS to callers the API server authenticates and authorizes
-(`health.py`, `authn.py`); `--metrics-cert-dir` holds its `tls.crt`/`tls.key` (mounted by
-cert-manager, reloaded when they change), and without it a self-signed certificate is made
-in memory at start, as controller-runtime does.
+`--metrics-secure` (on by default for `jobset controller`, as upstream's
+`--metrics-secure=true`; `--metrics-secure=false` or `--no-metrics-secure` is the explicit
+opt-in to plain HTTP) serves metrics over TLS to callers the API server authenticates and
+authorizes (`health.py`, `authn.py`). `--metrics-cert-dir` holds its `tls.crt`/`tls.key`
+(mounted by cert-manager, reloaded when they change); without it the process serves the
+certificate its internal webhook certificate management issues (signed by the CA of the
+Secret jobset-webhook-server-cert, valid for the metrics Service's name, so a scraper can
+verify it), or, with nothing to issue one, a self-signed certificate made in memory at
+start, as controller-runtime does. `ManagerOptions.metrics_secure` itself defaults to off,
+as controller-runtime's `metricsserver.Options.SecureServing` does: the library default is
+plain, the command's flag is secure.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ __all__ = [
     "add_runtime_flags",
     "default_identity",
     "default_namespace",
+    "parse_bool",
 ]
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -80,8 +87,8 @@ class ManagerOptions:
         """Reject contradictory settings (ValueError naming the flag)."""
         if self.metrics_cert_dir and not self.metrics_secure:
             raise ValueError("--metrics-cert-dir is only used with --metrics-secure")
-        if self.metrics_secure and self.metrics_port is None:
-            raise ValueError("--metrics-secure needs a metrics server (--metrics-port is -1)")
+        if self.metrics_cert_dir and self.metrics_port is None:
+            raise ValueError("--metrics-cert-dir needs a metrics server (--metrics-port is -1)")
         if self.reconcile_timeout < 0:
             raise ValueError("--reconcile-timeout must not be negative (0: no limit)")
 
@@ -117,19 +124,46 @@ class ManagerOptions:
         return options
 
 
-def add_metrics_security_flags(parser: argparse.ArgumentParser) -> None:
-    """`--metrics-secure` and `--metrics-cert-dir` (shared by `controller` and `dev`)."""
+def parse_bool(text: str) -> bool:
+    """A flag's boolean value as Go's `strconv.ParseBool` reads it (`--metrics-secure=false`
+    is how upstream's manifests turn it off)."""
+    value = text.strip().lower()
+    if value in ("1", "t", "true", "y", "yes", "on"):
+        return True
+    if value in ("0", "f", "false", "n", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_metrics_security_flags(parser: argparse.ArgumentParser, *, secure: bool = True) -> None:
+    """`--metrics-secure[=BOOL]`, `--no-metrics-secure` and `--metrics-cert-dir` (shared by
+    `controller`, secure by default, and `dev`, whose loopback-only metrics are plain unless
+    asked: `secure=False`)."""
+    help_secure = (
+        "serve /metrics over HTTPS to callers whose bearer token the API server "
+        "authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview)"
+    )
     parser.add_argument(
         "--metrics-secure",
-        action="store_true",
-        help="serve /metrics over HTTPS to callers whose bearer token the API server "
-        "authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview)",
+        nargs="?",
+        const=True,
+        default=secure,
+        type=parse_bool,
+        metavar="BOOL",
+        help=f"{help_secure} (default {str(secure).lower()}; =false: plain HTTP)",
+    )
+    parser.add_argument(
+        "--no-metrics-secure",
+        dest="metrics_secure",
+        action="store_false",
+        help="plain HTTP /metrics without authentication (same as --metrics-secure=false)",
     )
     parser.add_argument(
         "--metrics-cert-dir",
         default="",
         help="directory of tls.crt/tls.key for --metrics-secure, reloaded when they change "
-        "(default: a self-signed certificate made at start)",
+        "(default: the certificate the internal webhook certificate management issues for "
+        "the metrics Service, else a self-signed one made at start)",
     )
 
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
-from jobset.runtime.authn import SUBJECT_ACCESS_REVIEWS, TTLCache, User
 from jobset.runtime.client import ApiError, Client
+from jobset.runtime.reviews import Overloaded, Reviewer, TTLCache, User
 
 __all__ = ["ALLOW_TTL", "DENY_TTL", "MAX_IN_FLIGHT", "AccessReviewer", "Unreviewable"]
 
@@ -45,7 +45,8 @@ _Key = tuple[User, str, str, str, str]
 
 
 class AccessReviewer:
-    """`SubjectAccessReview`s for resource attributes, with a small TTL cache."""
+    """`SubjectAccessReview`s for resource attributes, with a small TTL cache (the review
+    itself is `jobset.runtime.reviews.Reviewer`, shared with the secure metrics endpoint)."""
 
     def __init__(
         self,
@@ -58,14 +59,19 @@ class AccessReviewer:
         timeout: float = REVIEW_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.client = client
+        self.reviewer = Reviewer(client, timeout=timeout, max_in_flight=max_in_flight)
         self.allow_ttl = allow_ttl
         self.deny_ttl = deny_ttl
-        self.max_in_flight = max_in_flight
-        self.timeout = timeout
-        self.in_flight = 0
-        self.reviews = 0  # reviews sent (tests and debugging)
         self._decisions: TTLCache[_Key, bool] = TTLCache(max_entries, clock)
+
+    @property
+    def reviews(self) -> int:
+        """Reviews sent (tests and debugging)."""
+        return self.reviewer.sent
+
+    @property
+    def in_flight(self) -> int:
+        return self.reviewer.in_flight
 
     async def allowed(
         self, user: User | None, verb: str, group: str, resource: str, namespace: str
@@ -78,40 +84,12 @@ class AccessReviewer:
         cached = self._decisions.get(key)
         if cached is not None:
             return cached
-        if self.in_flight >= self.max_in_flight:
-            raise Unreviewable("too many access reviews in flight")
-        spec: dict[str, Any] = {
-            "user": user.name,
-            "groups": list(user.groups),
-            "resourceAttributes": {
-                "namespace": namespace,
-                "verb": verb,
-                "group": group,
-                "resource": resource,
-            },
-        }
-        if user.uid:
-            spec["uid"] = user.uid
-        if user.extra:
-            spec["extra"] = {k: list(v) for k, v in user.extra}
-        self.in_flight += 1
-        self.reviews += 1
+        attributes = {"namespace": namespace, "verb": verb, "group": group, "resource": resource}
         try:
-            review = await self.client.request(
-                "POST",
-                SUBJECT_ACCESS_REVIEWS.path(),
-                body={
-                    "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
-                    "kind": SUBJECT_ACCESS_REVIEWS.kind,
-                    "spec": spec,
-                },
-                request_timeout=self.timeout,
-            )
+            allowed = await self.reviewer.access(user, resource=attributes)
+        except Overloaded:
+            raise Unreviewable("too many access reviews in flight") from None
         except (ApiError, OSError, TimeoutError) as exc:
             raise Unreviewable(type(exc).__name__) from exc
-        finally:
-            self.in_flight -= 1
-        status = (review or {}).get("status") or {}
-        allowed = bool(status.get("allowed")) and not status.get("denied")
         self._decisions.put(key, allowed, self.allow_ttl if allowed else self.deny_ttl)
         return allowed

@@ -4,9 +4,15 @@ Upstream's manager embeds open-policy-agent's cert-controller rotator; this does
 job with the runtime's client and informers:
 
 1. keep a CA and a serving certificate for `<service>.<namespace>.svc` in a Secret
-   (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`), creating it when missing or unusable and
-   replacing the serving certificate `lookahead` before it (or the CA) expires;
-2. serve that certificate (`ServingCert.update`, no restart, no files to mount);
+   (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`), filling it when empty or unusable and
+   replacing the serving certificate `lookahead` before it (or the CA) expires. The installs
+   ship the Secret empty and grant no `create` (RBAC cannot limit create to a name); the
+   rotator still creates it where it may (`jobset dev`, an admin's kubeconfig);
+2. serve that certificate (`ServingCert.update`, no restart, no files to mount) - on the
+   webhook server and, with `serve_also` (`--metrics-secure` without `--metrics-cert-dir`),
+   on the secure metrics server too, which is why the certificate also names the metrics
+   Service (`CertOptions.metrics_service_name`): a ServiceMonitor then verifies the scrape
+   against `ca.crt` of the Secret and that name;
 3. inject the CA as `caBundle` into every webhook of the named Mutating/Validating
    configurations, and again whenever someone changes them (a `kubectl apply` of the
    manifests resets caBundle to empty: the watch puts it back within a moment).
@@ -17,6 +23,11 @@ creation is AlreadyExists for all but one and updates carry the resourceVersion,
 losers re-read and adopt the winner's certificate. Readiness (`check`) turns true once a
 valid certificate is served and the bundle is injected, as upstream's readyz waits for
 `certsReady`.
+
+Every pass reads the Secret and loads its certificate: it counts in controller-runtime's
+`certwatcher_read_certificate_total` (and, when reading or loading fails,
+`certwatcher_read_certificate_errors_total`), as upstream's certwatcher counts its reads of
+the files cert-controller writes.
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ import datetime as dt
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.client import SECRETS, ApiError, Client, Object, Resource
@@ -37,6 +48,10 @@ from jobset.runtime.informer import FuncHandler, Informer
 from jobset.runtime.logging import get_logger
 from jobset.webhooks import certs
 from jobset.webhooks.server import ServingCert
+from kubeutil import tls
+
+if TYPE_CHECKING:
+    from jobset.runtime.metrics import RuntimeMetrics
 
 __all__ = [
     "MUTATING_CONFIGURATIONS",
@@ -89,6 +104,9 @@ class CertOptions:
     lookahead: dt.timedelta = certs.DEFAULT_LOOKAHEAD
     check_interval: float = 12 * 3600.0
     extra_dns_names: tuple[str, ...] = ()
+    # The metrics Service, named in the certificate when the metrics server serves it too
+    # (empty: not named).
+    metrics_service_name: str = ""
 
     @property
     def dns_name(self) -> str:
@@ -96,7 +114,12 @@ class CertOptions:
 
     @property
     def dns_names(self) -> list[str]:
-        return [self.dns_name, *self.extra_dns_names]
+        metrics = (
+            [f"{self.metrics_service_name}.{self.namespace}.svc"]
+            if self.metrics_service_name
+            else []
+        )
+        return [self.dns_name, *metrics, *self.extra_dns_names]
 
 
 def _decode(data: dict[str, Any] | None) -> dict[str, bytes]:
@@ -120,9 +143,18 @@ class _Retry(Exception):
 class CertRotator:
     """See the module docstring. `start()` returns once the first certificate is served."""
 
-    def __init__(self, client: Client, serving: ServingCert, options: CertOptions) -> None:
+    def __init__(
+        self,
+        client: Client,
+        serving: ServingCert,
+        options: CertOptions,
+        *,
+        metrics: RuntimeMetrics | None = None,
+    ) -> None:
         self.client = client
         self.serving = serving
+        self.also_serving: list[tls.ServingCert] = []
+        self.metrics = metrics
         self.options = options
         self.bundle: certs.CertBundle | None = None
         self.injected = False
@@ -133,6 +165,12 @@ class CertRotator:
         self._informers: list[Informer] = []
         self._task: asyncio.Task[None] | None = None
         self._last_error = ""
+
+    def serve_also(self, serving: tls.ServingCert) -> None:
+        """Keep `serving` loaded with the same certificate (the secure metrics server's)."""
+        self.also_serving.append(serving)
+        if self.bundle is not None:
+            serving.update(self.bundle.cert, self.bundle.key)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -215,20 +253,36 @@ class CertRotator:
 
     async def ensure(self) -> certs.CertBundle:
         """One pass: a good bundle in the Secret, served, and injected."""
-        for _ in range(10):
-            try:
-                bundle = await self._ensure_secret()
-                break
-            except _Retry:
-                continue
-        else:
-            raise RuntimeError("the certificate Secret keeps changing under us")
-        self.bundle = bundle
-        if self.serving.update(bundle.cert, bundle.key):
-            self.log.info("serving certificate loaded", expires=bundle.expires().isoformat())
+        bundle = await self._read_and_serve()
         await self._inject(bundle.ca_cert)
         self.injected = True
         self._last_error = ""
+        return bundle
+
+    async def _read_and_serve(self) -> certs.CertBundle:
+        """A good bundle in the Secret, loaded into every server (one certificate read)."""
+        if self.metrics is not None:
+            self.metrics.certwatcher_read_certificate_total.inc()
+        try:
+            for _ in range(10):
+                try:
+                    bundle = await self._ensure_secret()
+                    break
+                except _Retry:
+                    continue
+            else:
+                raise RuntimeError("the certificate Secret keeps changing under us")
+            self.bundle = bundle
+            if self.serving.update(bundle.cert, bundle.key):
+                self.log.info("serving certificate loaded", expires=bundle.expires().isoformat())
+            for other in self.also_serving:
+                other.update(bundle.cert, bundle.key)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            if self.metrics is not None:
+                self.metrics.certwatcher_read_certificate_errors_total.inc()
+            raise
         return bundle
 
     async def _ensure_secret(self) -> certs.CertBundle:
@@ -240,7 +294,7 @@ class CertRotator:
                 raise
             secret = None
         current = certs.CertBundle.from_secret_data(_decode((secret or {}).get("data")))
-        problem = "missing" if current is None else current.problem(opts.dns_name, opts.lookahead)
+        problem = "missing" if current is None else current.problem(opts.dns_names, opts.lookahead)
         if problem is None and current is not None:
             return current
         fresh = certs.issue_bundle(
@@ -270,6 +324,14 @@ class CertRotator:
         except ApiError as err:
             if err.already_exists or err.conflict:
                 raise _Retry from None
+            if secret is None and err.status == 403:
+                # The installs ship the Secret and grant no create (RBAC cannot limit create
+                # to a name): say what is missing rather than only "forbidden".
+                raise RuntimeError(
+                    f"Secret {opts.namespace}/{opts.secret_name} does not exist and the "
+                    "controller may not create it: install it (empty) with the manifests "
+                    f"(config/webhook/secret.yaml, the chart): {err.message}"
+                ) from err
             raise
         self.rotations += 1
         self.log.info("issued webhook certificate", reason=problem, dns_names=opts.dns_names)

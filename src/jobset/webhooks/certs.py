@@ -16,6 +16,7 @@ before expiry).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -107,7 +108,7 @@ class CertBundle:
 
     def problem(
         self,
-        dns_name: str,
+        dns_name: str | Sequence[str],
         lookahead: dt.timedelta = DEFAULT_LOOKAHEAD,
         *,
         now: dt.datetime | None = None,
@@ -117,6 +118,8 @@ class CertBundle:
         Checks what an API server would check when calling the webhook (the chain, the
         name, the validity window) plus that the key matches the certificate, and treats a
         certificate expiring within `lookahead` as already bad, so it is replaced early.
+        `dns_name` may be several names, all of which the certificate must be valid for (a
+        name added by an upgrade gets a certificate that has it).
         """
         now = now or _now()
         try:
@@ -144,8 +147,10 @@ class CertBundle:
             sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
         except x509.ExtensionNotFound:
             return "certificate has no subject alternative names"
-        if dns_name not in sans.value.get_values_for_type(x509.DNSName):
-            return f"certificate is not valid for {dns_name}"
+        names = sans.value.get_values_for_type(x509.DNSName)
+        for wanted in [dns_name] if isinstance(dns_name, str) else dns_name:
+            if wanted not in names:
+                return f"certificate is not valid for {wanted}"
         return None
 
     def expires(self) -> dt.datetime:

@@ -29,8 +29,8 @@ from jobset.api.validation import (
     validate_update,
     volume_claim_pvc_names,
 )
-from jobset.runtime.authn import User
 from jobset.runtime.client import PVCS, ApiError, Client
+from jobset.runtime.reviews import User
 from jobset.webhooks.access import AccessReviewer, Unreviewable
 from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
 

@@ -43,6 +43,9 @@ SECRET: Final = "jobset-webhook-server-cert"
 MUTATING: Final = "jobset-mutating-webhook-configuration"
 VALIDATING: Final = "jobset-validating-webhook-configuration"
 WEBHOOK_PORT: Final = 9443
+# The metrics Service of config/manager and the chart: the internal certificate names it when
+# the secure metrics server serves that certificate (webhooks/certcontroller.py).
+METRICS_SERVICE: Final = "jobset-controller-manager-metrics-service"
 TIMEOUT_SECONDS: Final = 10
 # Where the simulated cluster dials a Service's webhooks (no cluster network there).
 ADDRESS_ANNOTATION: Final = "sim.jobset.x-k8s.io/address"

@@ -18,7 +18,7 @@ from typing import Any, Final
 import jsonpatch
 import orjson
 
-from jobset.runtime.authn import User
+from jobset.runtime.reviews import User
 
 __all__ = [
     "ADMISSION_API_VERSION",

@@ -127,12 +127,14 @@ def setup_webhooks(manager: Manager, options: WebhookOptions | None = None) -> W
     server.register(c.MUTATING_POD_WEBHOOK_PATH, pods.mutate)
     server.register(c.VALIDATING_POD_WEBHOOK_PATH, pods.validate)
     rotator = (
-        CertRotator(manager.client_for("webhooks"), serving, options.certs)
+        CertRotator(manager.client_for("webhooks"), serving, options.certs, metrics=manager.metrics)
         if options.cert_management == "internal"
         else None
     )
     files = (
-        CertFiles(Path(options.cert_dir), serving) if options.cert_management == "files" else None
+        CertFiles(Path(options.cert_dir), serving, metrics=manager.metrics)
+        if options.cert_management == "files"
+        else None
     )
     if options.client_ca_file and options.client_ca_from_cluster:
         raise ValueError(

@@ -112,6 +112,7 @@ def controller(sim_none: SimProcess, tmp_path: Path) -> Iterator[str]:
         controller_command(
             sim_none.kubeconfig,
             *("--bind-address", "127.0.0.1", "--metrics-port", str(metrics_port)),
+            "--metrics-secure=false",  # plain HTTP, the explicit opt-in: this test reads it
             *("--health-port", str(health_port), "--webhook-port", str(webhook_port)),
             *("--log-level", "WARNING"),
         ),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
+import http.client
 import json
+import socket
+import ssl
 import subprocess
 import urllib.error
 import urllib.request
@@ -59,6 +62,39 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
         return err.code, err.read().decode()
     except OSError as err:
         return 0, str(err)
+
+
+def scrape_secure(
+    port: int, token: str, ca_pem: bytes, server_name: str, timeout: float = 30.0
+) -> tuple[int, str]:
+    """GET https://127.0.0.1:PORT/metrics with a bearer token, verifying the certificate
+    against `ca_pem` for `server_name` (what a ServiceMonitor's tlsConfig says)."""
+    ctx = ssl.create_default_context(cadata=ca_pem.decode())
+    conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
+    # Connect to the address, check the certificate for the Service's name (server_hostname).
+    conn.sock = ctx.wrap_socket(
+        socket.create_connection(("127.0.0.1", port), timeout=timeout),
+        server_hostname=server_name,
+    )
+    try:
+        conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {token}"})
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
+
+def scrape_install(sim: SimProcess, port: int, namespace: str = "jobset-system") -> tuple[int, str]:
+    """/metrics of a controller installed by config/ or the chart (secure by default), as its
+    ServiceMonitor scrapes it: the admin's token (allowed any path), the certificate checked
+    against the webhook Secret's CA for the metrics Service's name."""
+    import base64
+
+    secret = get_json(sim, "secret", "jobset-webhook-server-cert", "-n", namespace)
+    ca = base64.b64decode(secret["data"]["ca.crt"])
+    token = yaml.safe_load(sim.kubeconfig.read_text())["users"][0]["user"]["token"]
+    name = f"jobset-controller-manager-metrics-service.{namespace}.svc"
+    return scrape_secure(port, str(token), ca, name)
 
 
 def get_json(sim: SimProcess, *args: str) -> dict[str, Any]:
@@ -124,3 +160,28 @@ class Controller:
         if not self._out.closed:
             self._out.close()
         return self.proc.returncode
+
+
+# What never belongs in a log line or an event, whatever the secret: PEM armour of keys and
+# certificates, and the start of a JWT (a ServiceAccount token's header, base64url of
+# '{"alg":').
+SECRET_MARKERS = ("PRIVATE KEY-----", "BEGIN CERTIFICATE", "eyJhbGciOi")
+
+
+def leaked(text: str, secrets: dict[str, bytes | str]) -> list[str]:
+    """What of `secrets` (name -> value: tokens, PEM keys and certificates) shows in `text`,
+    in clear, base64 or as any PEM line of it, plus any generic `SECRET_MARKERS`."""
+    import base64
+
+    found = [f"marker {m!r}" for m in SECRET_MARKERS if m in text]
+    for name, value in secrets.items():
+        raw = value.encode() if isinstance(value, str) else value
+        forms = {raw.decode(errors="replace"), base64.b64encode(raw).decode()}
+        # Any long enough line of a PEM body (a log might have cut the armour off).
+        forms |= {
+            line.decode()
+            for line in raw.splitlines()
+            if len(line) >= 40 and not line.startswith(b"-----")
+        }
+        found += [f"{name} ({len(f)} chars)" for f in forms if f and f in text]
+    return found

@@ -42,8 +42,11 @@ def test_defaults_render_a_complete_hardened_install() -> None:
     assert kinds == [
         ("ClusterRole", "jobset-editor-role"),
         ("ClusterRole", "jobset-manager-role"),
+        ("ClusterRole", "jobset-metrics-auth-role"),
+        ("ClusterRole", "jobset-metrics-reader"),
         ("ClusterRole", "jobset-viewer-role"),
         ("ClusterRoleBinding", "jobset-manager-rolebinding"),
+        ("ClusterRoleBinding", "jobset-metrics-auth-rolebinding"),
         ("Deployment", DEPLOYMENT),
         ("MutatingWebhookConfiguration", "jobset-mutating-webhook-configuration"),
         ("NetworkPolicy", DEPLOYMENT),
@@ -434,3 +437,43 @@ def test_notes_tell_what_to_do_next() -> None:
     assert "metrics.serviceMonitor.enabled=true" in text
     more = notes({"controller": {"replicas": 2}})
     assert "podDisruptionBudget.enabled=true" in more
+
+
+def test_servicemonitor_verifies_secure_metrics_with_the_serving_ca() -> None:
+    """Secure metrics by default: the ServiceMonitor scrapes over HTTPS with the
+    ServiceAccount token, verifying against the internal certificate's CA for the metrics
+    Service's name; with cert-manager's webhook certificate the metrics server's is
+    self-signed (nothing to verify against); a given tlsConfig is used as it is; plain HTTP
+    is the explicit metrics.secure=false."""
+
+    def endpoint(values: dict[str, Any]) -> dict[str, Any]:
+        monitor = {"serviceMonitor": {"enabled": True}}
+        merged = {**values, "metrics": {**monitor, **values.get("metrics", {})}}
+        sm = one(objects(merged), "ServiceMonitor", "jobset-controller-manager")
+        (ep,) = sm["spec"]["endpoints"]
+        return ep  # type: ignore[no-any-return]
+
+    default = endpoint({})
+    assert (default["scheme"], default["port"]) == ("https", "https-metrics")
+    assert default["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert default["tlsConfig"] == {
+        "ca": {"secret": {"name": "jobset-webhook-server-cert", "key": "ca.crt"}},
+        "serverName": "jobset-controller-manager-metrics-service.jobset-system.svc",
+    }
+    assert endpoint({"certificate": {"mode": "cert-manager"}})["tlsConfig"] == {
+        "insecureSkipVerify": True
+    }
+    given = {"ca": {"secret": {"name": "m", "key": "ca.crt"}}, "serverName": "x.y.svc"}
+    assert endpoint({"metrics": {"certSecret": "m", "serviceMonitor": {"enabled": True,
+                                                                       "tlsConfig": given}}})[
+        "tlsConfig"
+    ] == given  # fmt: skip
+    plain = endpoint({"metrics": {"secure": False}})
+    assert (plain["scheme"], plain["port"]) == ("http", "http-metrics")
+    assert "tlsConfig" not in plain and "bearerTokenFile" not in plain
+    objs = objects({"metrics": {"secure": False}})
+    args = _container(objs)["args"]
+    assert "--metrics-secure=false" in args
+    assert build_parser().parse_args(["controller", *args]).metrics_secure is False
+    assert not [o for o in objs if "metrics-auth" in o["metadata"]["name"]]
+    assert build_parser().parse_args(["controller", *_container(objects())["args"]]).metrics_secure

@@ -24,7 +24,14 @@ import pytest
 import yaml
 
 from kubesim.process import start_sim
-from tests.integration.deploy.helpers import CONFIG, REPO, eventually, free_port, http_get
+from tests.integration.deploy.helpers import (
+    CONFIG,
+    REPO,
+    eventually,
+    free_port,
+    http_get,
+    scrape_install,
+)
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.helm]
 
@@ -118,7 +125,7 @@ def test_controller_runs_from_the_runtime_install_with_the_deployment_command(
                     return http_get(f"http://127.0.0.1:{ports['health']}/readyz")[0] == 200
 
                 eventually(ready, within=60, interval=0.2)
-                status, metrics = http_get(f"http://127.0.0.1:{ports['metrics']}/metrics")
+                status, metrics = scrape_install(sim, ports["metrics"])  # secure by default
                 assert status == 200 and "controller_runtime_reconcile_total" in metrics
                 # The lease is where the Role allows it: the pod's namespace.
                 lease = sim.kubectl("get", "lease", "jobset-controller-leader", "-n", "jobset-system",

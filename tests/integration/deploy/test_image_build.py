@@ -35,7 +35,7 @@ import pytest
 import yaml
 
 from kubesim.process import free_port, start_sim
-from tests.integration.deploy.helpers import CONFIG, REPO, eventually, http_get
+from tests.integration.deploy.helpers import CONFIG, REPO, eventually, http_get, scrape_install
 from tests.logs import traceback_lines
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(600), pytest.mark.kubectl]
@@ -255,7 +255,7 @@ def test_controller_runs_with_a_read_only_root(
                 return http_get(f"http://127.0.0.1:{ports['health']}/readyz")[0] == 200
 
             eventually(ready, within=90, interval=0.3)
-            status, metrics = http_get(f"http://127.0.0.1:{ports['metrics']}/metrics")
+            status, metrics = scrape_install(sim, ports["metrics"])  # secure by default
             assert status == 200 and "controller_runtime_reconcile_total" in metrics
             lease = sim.kubectl("get", "lease", "jobset-controller-leader", "-n", "jobset-system",
                                 "-o", "jsonpath={.spec.holderIdentity}")  # fmt: skip

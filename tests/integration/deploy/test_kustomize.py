@@ -35,8 +35,11 @@ def test_default_is_a_complete_install(default: list[dict[str, Any]]) -> None:
     assert sorted((o["kind"], o["metadata"]["name"]) for o in default) == [
         ("ClusterRole", "jobset-editor-role"),
         ("ClusterRole", "jobset-manager-role"),
+        ("ClusterRole", "jobset-metrics-auth-role"),
+        ("ClusterRole", "jobset-metrics-reader"),
         ("ClusterRole", "jobset-viewer-role"),
         ("ClusterRoleBinding", "jobset-manager-rolebinding"),
+        ("ClusterRoleBinding", "jobset-metrics-auth-rolebinding"),
         ("CustomResourceDefinition", "jobsets.jobset.x-k8s.io"),
         ("Deployment", "jobset-controller-manager"),
         ("MutatingWebhookConfiguration", "jobset-mutating-webhook-configuration"),
@@ -85,6 +88,7 @@ def test_deployment_is_hardened(default: list[dict[str, Any]]) -> None:
     assert {p["name"]: p["containerPort"] for p in c["ports"]}["health"] == 8081
     args = build_parser().parse_args(["controller", *c["args"]])
     assert args.leader_elect and args.health_port == 8081 and args.metrics_port == 8080
+    assert args.metrics_secure is True and not args.metrics_cert_dir
     assert pod["terminationGracePeriodSeconds"] > args.graceful_shutdown_timeout
     assert {
         "name": "POD_NAMESPACE",
@@ -107,6 +111,15 @@ def test_deployment_is_hardened(default: list[dict[str, Any]]) -> None:
         monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
     )
     assert monitor["spec"]["endpoints"][0]["port"] == metrics["spec"]["ports"][0]["name"]
+    # Secure by default: HTTPS with Prometheus' token, verified against the internal CA for
+    # the metrics Service's name (the certificate the controller issues names it).
+    endpoint = monitor["spec"]["endpoints"][0]
+    assert (endpoint["scheme"], endpoint["port"]) == ("https", "https-metrics")
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"] == {
+        "ca": {"secret": {"name": "jobset-webhook-server-cert", "key": "ca.crt"}},
+        "serverName": f"jobset-controller-manager-metrics-service.{NS}.svc",
+    }
 
 
 def test_prometheus_rule_is_the_rules_file(default: list[dict[str, Any]]) -> None:

@@ -4,10 +4,15 @@ A real `jobset controller --leader-elect` process talks to `jobset sim --sim-lev
 through a recording proxy (apirecorder.py) while everything it can write something for
 happens:
 
-- webhooks installed as `jobset dev` installs them (Service pointing the simulated API
-  server at the controller's port, both configurations, no Secret): the internal certificate
-  management creates the Secret and injects the caBundle into both configurations; then the
-  serving certificate enters its renewal window and is rotated (the Secret is updated);
+- webhooks installed as config/webhook installs them (Service pointing the simulated API
+  server at the controller's port, both configurations, the empty Secret): the internal
+  certificate management fills the Secret and injects the caBundle into both
+  configurations; then the serving certificate enters its renewal window and is rotated
+  (the Secret is updated);
+- /metrics scraped over HTTPS (secure metrics are the default) by a ServiceAccount with a
+  token: the controller reviews it (TokenReview) and asks whether it may GET /metrics
+  (SubjectAccessReview), with the certificate the internal management issued, verified
+  against the Secret's CA for the metrics Service's name;
 - JobSets admitted through the webhooks: creation with a headless Service and shared PVCs
   (validation looks the PVCs up first), completion and deletion after its TTL, a restart by
   the failure policy, suspension and resumption of started Jobs (twice, so a repeated event
@@ -53,6 +58,7 @@ from tests.integration.deploy.helpers import (
     free_port,
     get_json,
     kustomize,
+    scrape_secure,
 )
 from tests.integration.deploy.rbac import Grant, allowing, allowing_attrs, grants
 
@@ -167,7 +173,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RequestA
         # The webhooks as `jobset dev` installs them: the simulated API server calls the
         # controller's port on 127.0.0.1 for the Service (TLS still checks the .svc name).
         port = free_port()
-        apply(sim, manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"))
+        apply(sim, [*manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"),
+                    manifests.secret(NAMESPACE)])  # fmt: skip
         controller = Controller(
             recorder.write_kubeconfig(tmp / "controller.kubeconfig"),
             "--leader-elect",
@@ -178,6 +185,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RequestA
             log=tmp / "controller.log",
         )
         controller.wait_ready()  # the certificate is served and the caBundle injected
+        _scrape(sim, controller.metrics_port)
         _exercise(sim)
         assert "deleting follower pods placed outside" in controller.output()
         assert controller.stop() == 0, controller.output()
@@ -187,6 +195,17 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RequestA
             controller.stop()
         recorder.stop()
         sim.stop()
+
+
+def _scrape(sim: SimProcess, port: int) -> None:
+    """A scrape with a ServiceAccount's token: the controller reviews the token and asks
+    whether that account may GET /metrics (it may not: no binding, 403)."""
+    sim.kubectl("create", "serviceaccount", "scraper", "-n", USER_NS)
+    token = sim.kubectl("create", "token", "scraper", "-n", USER_NS).stdout.strip()
+    ca = _secret_data(sim)[certs.CA_CERT_KEY]
+    metrics_dns = f"{manifests.METRICS_SERVICE}.{NAMESPACE}.svc"
+    status, body = scrape_secure(port, token, ca, metrics_dns)
+    assert status == 403, body
 
 
 def _jobs(sim: SimProcess, jobset: str) -> list[dict]:  # type: ignore[type-arg]

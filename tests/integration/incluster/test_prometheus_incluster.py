@@ -20,12 +20,18 @@ labels of Prometheus' `endpointslice` role. Everything after that - relabelling,
 the pod IPs (10.244.x.y, in the namespaces this package's simulator made), TLS and the
 bearer token - is Prometheus' own.
 
-Then through Prometheus' HTTP API: both pods' targets are up under job="jobset-controller"
-(the job the alerts select and the dashboard's `$job` defaults to), the webhook Service's endpoints are dropped
-by the selector, and `controller_runtime_reconcile_total` has series from the pods. With
-`metrics.secure` (a `helm upgrade`), the same ServiceMonitor turns into an HTTPS scrape with
-Prometheus' ServiceAccount token: refused (403) until that account is bound to the chart's
-ClusterRole jobset-metrics-reader, as the chart's notes say, then up again.
+Then through Prometheus' HTTP API, with the chart's defaults - secure metrics: the
+ServiceMonitor says HTTPS, Prometheus' ServiceAccount token (`bearerTokenFile`) and the
+serving CA (`tlsConfig.ca` from the webhook Secret's `ca.crt`, `serverName` the metrics
+Service's name), so Prometheus verifies the certificate the controller's internal
+management issued although it scrapes pod IPs. The scrapes are refused (403) until that
+account is bound to the chart's ClusterRole jobset-metrics-reader, as the chart's notes
+say; then both pods' targets are up under job="jobset-controller" (the job the alerts select
+and the dashboard's `$job` defaults to), the webhook Service's endpoints are dropped by the selector, and
+`controller_runtime_reconcile_total` has series from the pods. The controllers log at
+DEBUG meanwhile: no token, private key or certificate is in their logs (`kubectl logs`) or
+in any event. With `metrics.secure=false` (a `helm upgrade`, the explicit opt-in) the same
+ServiceMonitor turns into a plain-HTTP scrape, up again.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ import pytest
 import yaml
 
 from kubesim.process import free_port
-from tests.integration.deploy.helpers import http_get
+from tests.integration.deploy.helpers import http_get, leaked
 from tests.integration.incluster.conftest import (
     LEADER_ELECTION,
     NS,
@@ -72,7 +78,8 @@ JOB = "jobset-controller"
 PROMETHEUS_NS = "prometheus-test"
 SA_TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 VALUES: dict[str, Any] = {
-    "controller": {"replicas": 2, "leaderElection": LEADER_ELECTION},
+    # DEBUG: every log line the controller has, for the scan for secrets.
+    "controller": {"replicas": 2, "leaderElection": LEADER_ELECTION, "logLevel": "DEBUG"},
     # Short intervals so that a few scrapes fit the test; these are the chart's values.
     "metrics": {"serviceMonitor": {"enabled": True, "interval": "1s", "scrapeTimeout": "1s"}},
 }
@@ -92,11 +99,16 @@ def _relabeling(r: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def scrape_config(
-    monitor: Mapping[str, Any], index: int, files: Mapping[str, str]
+    monitor: Mapping[str, Any],
+    index: int,
+    files: Mapping[str, str],
+    secrets: Mapping[tuple[str, str], str] | None = None,
 ) -> dict[str, Any]:
     """The scrape configuration the Prometheus Operator generates for endpoint `index` of
     `monitor` (discovery role endpointslice). `files` maps the file paths the ServiceMonitor
-    names inside Prometheus' pod (its ServiceAccount token) to where they are here."""
+    names inside Prometheus' pod (its ServiceAccount token) to where they are here;
+    `secrets` maps the (Secret name, key) a `tlsConfig.ca.secret` names to the file where
+    the key's value is (the operator copies it into a Secret mounted into Prometheus)."""
     meta, spec = monitor["metadata"], monitor["spec"]
     ep = spec["endpoints"][index]
     unsupported = set(ep) - {
@@ -193,8 +205,14 @@ def scrape_config(
             "serverName": "server_name",
             "caFile": "ca_file",
         }
-        assert set(ep["tlsConfig"]) <= set(tls_keys), ep["tlsConfig"]
-        config["tls_config"] = {tls_keys[k]: v for k, v in ep["tlsConfig"].items()}
+        given = dict(ep["tlsConfig"])
+        ca = given.pop("ca", None)
+        assert set(given) <= set(tls_keys), ep["tlsConfig"]
+        config["tls_config"] = {tls_keys[k]: v for k, v in given.items()}
+        if ca is not None:
+            assert set(ca) == {"secret"}, ca  # configMap: not used by the chart
+            ref = ca["secret"]
+            config["tls_config"]["ca_file"] = (secrets or {})[(ref["name"], ref["key"])]
     return config
 
 
@@ -443,12 +461,26 @@ class Stack:
     discovery: EndpointSliceDiscovery
     token: Path
 
+    def secret_files(self, monitor: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+        """The Secret keys the ServiceMonitor's tlsConfig names, read from the cluster into
+        files (the operator's copy of them), by (Secret name, key)."""
+        out = {}
+        for ep in monitor["spec"]["endpoints"]:
+            ref = ((ep.get("tlsConfig") or {}).get("ca") or {}).get("secret")
+            if ref:
+                secret = self.cluster.json("get", "secret", ref["name"], "-n", NS)
+                path = self.token.parent / f"secret-{ref['name']}-{ref['key']}"
+                path.write_bytes(base64.b64decode(secret["data"][ref["key"]]))
+                out[(ref["name"], ref["key"])] = str(path)
+        return out
+
     def apply_monitor(self) -> dict[str, Any]:
         """The cluster's ServiceMonitor, translated and loaded into Prometheus."""
         monitor: dict[str, Any] = self.cluster.json("get", "servicemonitor", MONITOR, "-n", NS)
         configs = []
+        secrets = self.secret_files(monitor)
         for i in range(len(monitor["spec"]["endpoints"])):
-            c = scrape_config(monitor, i, {SA_TOKEN_PATH: str(self.token)})
+            c = scrape_config(monitor, i, {SA_TOKEN_PATH: str(self.token)}, secrets)
             # The one substitution: Debian's Prometheus discovers through the stand-in.
             (k8s,) = c.pop("kubernetes_sd_configs")
             assert k8s["role"] == "endpointslice" and k8s["namespaces"]["names"] == [NS]
@@ -566,9 +598,9 @@ def _reconcile_series(stack: Stack) -> set[str] | None:
     return {r["metric"]["pod"] for r in result} or None
 
 
-def _secure_everywhere(cluster: Cluster) -> bool | None:
+def _plain_everywhere(cluster: Cluster) -> bool | None:
     procs = cluster.controller_processes()
-    return (len(procs) == 2 and all("--metrics-secure" in cmd for _, _, cmd in procs)) or None
+    return (len(procs) == 2 and all("--metrics-secure=false" in c for _, _, c in procs)) or None
 
 
 def _refused(stack: Stack) -> list[dict[str, Any]] | None:
@@ -576,19 +608,35 @@ def _refused(stack: Stack) -> list[dict[str, Any]] | None:
     return targets if len(targets) == 2 and all("403" in t["lastError"] for t in targets) else None
 
 
-def test_prometheus_scrapes_both_pods_with_the_servicemonitor_settings(stack: Stack) -> None:
+def test_prometheus_scrapes_both_pods_over_https_with_the_servicemonitor_token_and_ca(
+    stack: Stack,
+) -> None:
     monitor = stack.apply_monitor()
     (endpoint,) = monitor["spec"]["endpoints"]
-    assert endpoint["scheme"] == "http" and endpoint["port"] == "http-metrics"
+    assert endpoint["scheme"] == "https" and endpoint["port"] == "https-metrics"
+    assert endpoint["bearerTokenFile"] == SA_TOKEN_PATH
+    assert endpoint["tlsConfig"] == {
+        "ca": {"secret": {"name": "jobset-webhook-server-cert", "key": "ca.crt"}},
+        "serverName": f"jobset-controller-manager-metrics-service.{NS}.svc",
+    }
+    loaded = yaml.safe_load(stack.prometheus.api("status/config")["yaml"])["scrape_configs"][0]
+    assert loaded["tls_config"]["insecure_skip_verify"] is False  # Prometheus verifies
+    # Prometheus' token is authenticated (TokenReview) but not allowed to GET /metrics
+    # (SubjectAccessReview) until it is bound to the chart's reader role. That the error is
+    # 403, not a certificate error, says the TLS handshake with the CA and name passed.
+    eventually(lambda: _refused(stack), 60, "the scrapes to be refused (403)")
+    stack.cluster.kubectl("create", "clusterrolebinding", READER_BINDING,
+                          "--clusterrole=jobset-metrics-reader",
+                          f"--serviceaccount={PROMETHEUS_NS}:prometheus")  # fmt: skip
     with namespace(stack.cluster, "prometheus-jobs") as ns:
         stack.cluster.kubectl("apply", "-f", "-", input=jobset_manifest("scraped", ns))
         assert finished(stack.cluster, "scraped", ns)["status"]["terminalState"] == "Completed"
-    targets = eventually(lambda: _all_up(stack, "http"), 60, "both pods' targets up")
+    targets = eventually(lambda: _all_up(stack, "https"), 60, "both pods' HTTPS targets up")
     pods = _pods(stack.cluster)
     for t in targets:
         labels = t["labels"]
-        assert t["scrapeUrl"] == f"http://{pods[labels['pod']]}:8080/metrics", t
-        assert labels["namespace"] == NS and labels["endpoint"] == "http-metrics"
+        assert t["scrapeUrl"] == f"https://{pods[labels['pod']]}:8080/metrics", t
+        assert labels["namespace"] == NS and labels["endpoint"] == "https-metrics"
         assert labels["service"] == "jobset-controller-manager-metrics-service"
         assert labels["container"] == "manager"
         assert t["scrapePool"] == f"serviceMonitor/{NS}/{MONITOR}/0"
@@ -606,27 +654,48 @@ def test_prometheus_scrapes_both_pods_with_the_servicemonitor_settings(stack: St
         f'sum(controller_runtime_reconcile_total{{job="{JOB}",pod="{leader}"}})'
     )
     assert float(total[0]["value"][1]) > 0
+    # The certificate watcher's series of the internal certificate, from both pods.
+    reads = stack.prometheus.query(f'certwatcher_read_certificate_total{{job="{JOB}"}} > 0')
+    assert {r["metric"]["pod"] for r in reads} == set(pods)
 
 
-def test_secure_metrics_are_scraped_with_the_servicemonitor_token_and_tls(stack: Stack) -> None:
-    values = {**VALUES, "metrics": {**VALUES["metrics"], "secure": True}}
+def test_no_token_key_or_certificate_in_the_controller_logs_or_events(stack: Stack) -> None:
+    """After admission, reconciles, certificate issuance and scrapes with Prometheus'
+    token (refused, then allowed), at DEBUG: nothing secret in any pod's log or event."""
+    secrets: dict[str, bytes | str] = {"prometheus token": stack.token.read_text()}
+    data = stack.cluster.json("get", "secret", "jobset-webhook-server-cert", "-n", NS)["data"]
+    for key in ("ca.crt", "ca.key", "tls.crt", "tls.key"):
+        secrets[f"Secret {key}"] = base64.b64decode(data[key])
+    # A JobSet's events (the namespace, and its events with it, go at the end).
+    with namespace(stack.cluster, "prometheus-scan") as ns:
+        stack.cluster.kubectl("apply", "-f", "-", input=jobset_manifest("scanned", ns))
+        finished(stack.cluster, "scanned", ns)
+        events = stack.cluster.kubectl("get", "events", "-A", "-o", "json")
+    assert any(e["involvedObject"].get("kind") == "JobSet" for e in json.loads(events)["items"])
+    assert leaked(events, secrets) == []
+    logs = {
+        p["metadata"]["name"]: stack.cluster.kubectl("logs", p["metadata"]["name"], "-n", NS)
+        for p in stack.cluster.controller_pods()
+    }
+    assert len(logs) == 2
+    for name, log in logs.items():
+        assert '"level": "debug"' in log or '"level":"debug"' in log, (name, log[-2000:])
+        assert leaked(log, secrets) == [], (name, leaked(log, secrets))
+
+
+def test_plain_metrics_are_an_explicit_opt_in_scraped_over_http(stack: Stack) -> None:
+    values = {**VALUES, "metrics": {**VALUES["metrics"], "secure": False}}
     assert stack.cluster.upgrade(values)["revision"] == 2
     stack.cluster.rollout()
-    eventually(lambda: _secure_everywhere(stack.cluster), 90, "only --metrics-secure processes")
+    eventually(lambda: _plain_everywhere(stack.cluster), 90, "only plain-metrics processes")
     monitor = stack.apply_monitor()
     (endpoint,) = monitor["spec"]["endpoints"]
-    assert endpoint["scheme"] == "https" and endpoint["port"] == "https-metrics"
-    assert endpoint["bearerTokenFile"] == SA_TOKEN_PATH
-    # Prometheus' token is authenticated (TokenReview) but not allowed to GET /metrics
-    # (SubjectAccessReview) until it is bound to the chart's reader role.
-    eventually(lambda: _refused(stack), 60, "the scrapes to be refused (403)")
-    stack.cluster.kubectl("create", "clusterrolebinding", READER_BINDING,
-                          "--clusterrole=jobset-metrics-reader",
-                          f"--serviceaccount={PROMETHEUS_NS}:prometheus")  # fmt: skip
-    targets = eventually(lambda: _all_up(stack, "https"), 60, "both pods' HTTPS targets up")
+    assert endpoint["scheme"] == "http" and endpoint["port"] == "http-metrics"
+    assert "bearerTokenFile" not in endpoint and "tlsConfig" not in endpoint
+    targets = eventually(lambda: _all_up(stack, "http"), 60, "both pods' HTTP targets up")
     pods = _pods(stack.cluster)
     assert {t["scrapeUrl"] for t in targets} == {
-        f"https://{ip}:8080/metrics" for ip in pods.values()
+        f"http://{ip}:8080/metrics" for ip in pods.values()
     }
-    # The upgrade made new pods: series of theirs came over HTTPS.
-    eventually(lambda: set(pods) <= (_reconcile_series(stack) or set()) or None, 60, "HTTPS series")
+    # The upgrade made new pods: series of theirs came over plain HTTP.
+    eventually(lambda: set(pods) <= (_reconcile_series(stack) or set()) or None, 60, "HTTP series")

@@ -180,6 +180,7 @@ async def test_floods_and_slow_clients_leave_the_controller_working(
                 log,
                 "--metrics-port",
                 str(metrics_port),
+                "--metrics-secure=false",  # plain HTTP (the opt-in): the flood is on HTTP
                 "--webhook-port",
                 str(webhook_port),
                 health=True,

@@ -2,8 +2,8 @@
 callers the API server authenticates and authorizes, and nothing else exposed.
 
 `jobset sim` enforces RBAC. The controller runs as its ServiceAccount under exactly
-config/rbac plus config/metrics-secure (the review ClusterRole), serving a certificate from
-`--metrics-cert-dir`. Scrapers are other ServiceAccounts:
+config/rbac (which has the review ClusterRole: secure metrics are the default), serving a
+certificate from `--metrics-cert-dir`. Scrapers are other ServiceAccounts:
 
 - no token, a malformed header, an unknown token or one for another audience → 401; a
   ServiceAccount without RBAC for /metrics → 403; bound to `jobset-metrics-reader` → 200
@@ -19,7 +19,8 @@ config/rbac plus config/metrics-secure (the review ClusterRole), serving a certi
   port serves only its probes, GET only, and without authentication (kubelets send none);
 - without the review ClusterRole the controller cannot check callers: 401 for new tokens;
 - real Prometheus scrapes it with `bearer_token_file` and `tls_config.ca_file`: target up;
-- renewed certificate files are served without a restart;
+- renewed certificate files are served without a restart, and the reads count in
+  controller-runtime's `certwatcher_read_certificate_total` (no read errors);
 - `jobset dev --metrics-secure` serves a certificate made in memory (unverifiable, as
   controller-runtime's), with the same authentication.
 """
@@ -31,6 +32,7 @@ import datetime as dt
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -148,15 +150,10 @@ def write_certs(directory: Path) -> bytes:
     return ca
 
 
-def secure_overlay(tmp: Path) -> list[dict[str, Any]]:
-    """config/rbac plus the config/metrics-secure component, rendered by kubectl kustomize."""
-    overlay = tmp / "overlay"
-    overlay.mkdir()
-    rel = os.path.relpath(CONFIG, overlay)
-    (overlay / "kustomization.yaml").write_text(
-        f"resources: [{rel}/rbac]\ncomponents: [{rel}/metrics-secure]\n"
-    )
-    return kustomize(overlay)
+def secure_rbac() -> list[dict[str, Any]]:
+    """config/rbac, rendered by kubectl kustomize: it has the review ClusterRole (secure
+    metrics are the default)."""
+    return kustomize(CONFIG / "rbac")
 
 
 @pytest.fixture(scope="module")
@@ -169,14 +166,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             sim.kubectl("create", "namespace", ns)
         sim.kubectl("create", "-f", str(CRD_FILE))
         sim.kubectl("wait", "--for=condition=Established", "crd/jobsets.jobset.x-k8s.io")
-        rbac = secure_overlay(tmp)
+        rbac = secure_rbac()
         assert {o["metadata"]["name"] for o in rbac if o["kind"] == "ClusterRole"} >= {
             "jobset-metrics-auth-role",
             READER_ROLE,
         }
         apply(sim, rbac)
         port = free_port()
-        apply(sim, manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"))
+        # With the (empty) Secret, as config/webhook and the chart ship it: the controller
+        # may fill it, not create it.
+        apply(sim, [*manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"),
+                    manifests.secret(NAMESPACE)])  # fmt: skip
         token = sim.kubectl("create", "token", ACCOUNT, "-n", NAMESPACE).stdout.strip()
         config = yaml.safe_load(sim.kubeconfig.read_text())
         config["users"][0]["user"] = {"token": token}
@@ -454,7 +454,14 @@ def test_renewed_certificate_files_are_served_without_restart(stack: Stack) -> N
     )
     stack.ca = new_ca
     token = stack.scraper("after-renewal", reader=True)
-    assert fetch(f"{stack.url}/metrics", token, context=verified_context(new_ca))[0] == 200
+    status, body, _ = fetch(f"{stack.url}/metrics", token, context=verified_context(new_ca))
+    assert status == 200
+    # Every poll of the files is a certificate read, as controller-runtime's certwatcher
+    # counts them; none failed (the files were swapped in whole).
+    reads = re.search(r"^certwatcher_read_certificate_total (\S+)$", body, re.M)
+    errors = re.search(r"^certwatcher_read_certificate_errors_total (\S+)$", body, re.M)
+    assert reads and float(reads[1]) >= 2, body[:2000]
+    assert errors and float(errors[1]) == 0
     assert stack.controller.proc.poll() is None
 
 
@@ -479,12 +486,13 @@ def test_dev_serves_a_self_signed_certificate(tmp_path: Path) -> None:
         dev.stop()
 
 
-def _secure_install(tmp: Path) -> list[dict[str, Any]]:
-    overlay = tmp / "secure-default"
+def _plain_install(tmp: Path) -> list[dict[str, Any]]:
+    """config/default with the config/metrics-insecure component (the plain-HTTP opt-in)."""
+    overlay = tmp / "plain-default"
     overlay.mkdir()
     rel = os.path.relpath(CONFIG, overlay)
     (overlay / "kustomization.yaml").write_text(
-        f"resources: [{rel}/default]\ncomponents: [{rel}/metrics-secure]\n"
+        f"resources: [{rel}/default]\ncomponents: [{rel}/metrics-insecure]\n"
     )
     return kustomize(overlay)
 
@@ -510,19 +518,28 @@ def _comparable(objs: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
 
 
 def test_chart_and_kustomize_install_the_same_secure_metrics(tmp_path: Path) -> None:
-    values = {"metrics": {"secure": True, "serviceMonitor": {"enabled": True}}}
-    from_chart = _comparable(chart.objects(values))
-    from_kustomize = _comparable(_secure_install(tmp_path))
+    """Secure by default in both, the same objects; plain HTTP is the explicit opt-in in
+    both (metrics.secure=false, config/metrics-insecure), again the same."""
+    from_chart = _comparable(chart.objects({"metrics": {"serviceMonitor": {"enabled": True}}}))
+    from_kustomize = _comparable(kustomize(CONFIG / "default"))
     assert from_chart == from_kustomize
     assert ("ClusterRole", READER_ROLE) in from_chart
-    assert from_chart[("ServiceMonitor", "jobset-controller-manager")]["scheme"] == "https"
+    monitor = from_chart[("ServiceMonitor", "jobset-controller-manager")]
+    assert monitor["scheme"] == "https" and monitor["tlsConfig"]["ca"]["secret"]["key"] == "ca.crt"
     # The parsed flags are what the controller takes.
     args = from_chart[("Deployment", "jobset-controller-manager")]
     assert build_parser().parse_args(["controller", *args]).metrics_secure is True
-    # Off by default, in both: no review role, plain HTTP.
-    plain = _comparable(chart.objects({"metrics": {"serviceMonitor": {"enabled": True}}}))
+    plain_values = {"metrics": {"secure": False, "serviceMonitor": {"enabled": True}}}
+    plain = _comparable(chart.objects(plain_values))
+    plain_kustomize = _comparable(_plain_install(tmp_path))
+    # The component appends --metrics-secure=false to config/manager's args (a JSON patch
+    # cannot remove a list item by value); the chart renders only that: the same flags.
+    deployment = ("Deployment", "jobset-controller-manager")
+    parsed = [
+        vars(build_parser().parse_args(["controller", *objs.pop(deployment)]))
+        for objs in (plain, plain_kustomize)
+    ]
+    assert parsed[0] == parsed[1] and parsed[0]["metrics_secure"] is False
+    assert plain == plain_kustomize
     assert not [k for k in plain if k[0].startswith("ClusterRole")]
     assert plain[("ServiceMonitor", "jobset-controller-manager")]["scheme"] == "http"
-    assert not [
-        k for k in _comparable(kustomize(CONFIG / "default")) if k[0].startswith("ClusterRole")
-    ]

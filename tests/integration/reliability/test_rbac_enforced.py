@@ -8,9 +8,14 @@ the RBAC objects applied as kustomize renders config/rbac or as Helm's engine re
 charts/jobset (the module runs once for each), and the webhooks installed as in
 tests/integration/deploy/test_rbac.py. Then:
 
-- everything works: the certificate Secret is created and the caBundle injected (readyz), a
+- everything works: the certificate Secret (shipped empty) is filled and the caBundle injected (readyz), a
   JobSet is admitted and runs to completion, exclusive placement puts each Job's pods in a
   node pool of its own, and the controller never meets a 403;
+- no token (the controller's own, scrapers'), private key or certificate of the webhook
+  Secret appears in the controller's log - DEBUG level, JSON for the kustomize run and
+  console for the Helm run - or in any event, after admission, reconciles and scrapes of
+  the secure metrics endpoint (allowed, refused and unauthenticated), whose certificate the
+  internal management issued and the Secret's CA verifies for the metrics Service's name;
 - without one rule it needs (creating Jobs), the API server answers 403 with
   kube-apiserver's message, and a new JobSet is stuck without Jobs until the rule is back.
 
@@ -45,6 +50,8 @@ from tests.integration.deploy.helpers import (
     free_port,
     get_json,
     kustomize,
+    leaked,
+    scrape_secure,
 )
 
 pytestmark = [pytest.mark.timeout(400), pytest.mark.kubectl, pytest.mark.helm]
@@ -119,7 +126,10 @@ def cluster(
         sim.kubectl("wait", "--for=condition=Established", "crd/jobsets.jobset.x-k8s.io")
         apply(sim, rbac_objects(request.param))
         port = free_port()
-        apply(sim, manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"))
+        # With the (empty) Secret, as config/webhook and the chart ship it: the controller
+        # may fill it, not create it.
+        apply(sim, [*manifests.manifests(NAMESPACE, port, f"127.0.0.1:{port}"),
+                    manifests.secret(NAMESPACE)])  # fmt: skip
         token = request_token(sim)
         assert token and token not in Path(sim.kubeconfig).read_text()
         config = yaml.safe_load(Path(sim.kubeconfig).read_text())
@@ -134,9 +144,14 @@ def cluster(
             NAMESPACE,
             "--webhook-port",
             str(port),
+            # Every log line the controller has, in both formats (one per run).
+            "--log-level",
+            "DEBUG",
+            "--log-format",
+            "json" if request.param == "kustomize" else "console",
             log=tmp / "controller.log",
         )
-        controller.wait_ready(within=120)  # the Secret created, the caBundle injected
+        controller.wait_ready(within=120)  # the Secret filled, the caBundle injected
         yield sim, controller
     finally:
         if controller is not None:
@@ -195,6 +210,41 @@ def test_everything_works_under_exactly_the_installed_rbac(
     assert "forbidden" not in log.lower() and " 403" not in log, log[-4000:]
 
 
+def test_no_token_key_or_certificate_in_logs_or_events(
+    cluster: tuple[SimProcess, Controller],
+) -> None:
+    sim, controller = cluster
+    kubeconfig = yaml.safe_load((controller.log.parent / "controller.kubeconfig").read_text())
+    secrets: dict[str, bytes | str] = {"controller token": kubeconfig["users"][0]["user"]["token"]}
+    data = get_json(sim, "secret", manifests.SECRET, "-n", NAMESPACE)["data"]
+    for key in ("ca.crt", "ca.key", "tls.crt", "tls.key"):
+        secrets[f"Secret {key}"] = base64.b64decode(data[key])
+    ca, metrics_dns = secrets["Secret ca.crt"], f"{manifests.METRICS_SERVICE}.{NAMESPACE}.svc"
+    assert isinstance(ca, bytes)
+    for name, bound in (("reader", True), ("stranger", False)):
+        sim.kubectl("create", "serviceaccount", name, "-n", NS)
+        if bound:
+            sim.kubectl("create", "clusterrolebinding", f"test-{name}-metrics",
+                        "--clusterrole=jobset-metrics-reader",
+                        f"--serviceaccount={NS}:{name}")  # fmt: skip
+        token = sim.kubectl("create", "token", name, "-n", NS).stdout.strip()
+        secrets[f"{name} token"] = token
+        status, body = scrape_secure(controller.metrics_port, token, ca, metrics_dns)
+        assert status == (200 if bound else 403), body
+        if bound:  # the rotator's passes count as certificate reads (certwatcher's series)
+            assert "\ncertwatcher_read_certificate_total " in body
+            assert "\ncertwatcher_read_certificate_errors_total 0.0\n" in body
+    assert scrape_secure(controller.metrics_port, "not-a-token", ca, metrics_dns)[0] == 401
+    log = controller.output()
+    events = sim.kubectl("get", "events", "-A", "-o", "json").stdout
+    # The log is the full one (debug lines, the reconciles, the reviews' users), the events
+    # are those of the JobSets above.
+    assert "serving certificate loaded" in log and "authorization denied" in log, log[-2000:]
+    assert "jobset" in events.lower()
+    assert leaked(log, secrets) == [], log[-4000:]
+    assert leaked(events, secrets) == []
+
+
 def test_without_a_needed_rule_the_controller_is_refused_and_stuck(
     cluster: tuple[SimProcess, Controller],
 ) -> None:
@@ -212,7 +262,10 @@ def test_without_a_needed_rule_the_controller_is_refused_and_stuck(
             f'jobs.batch is forbidden: User "{USER}" cannot create resource "jobs" '
             f'in API group "batch" in the namespace "{NS}"'
         )
-        eventually(lambda: needle in controller.output(), within=60, interval=0.5)
+        # (The kustomize run logs JSON, where the message's quotes are escaped.)
+        eventually(
+            lambda: needle in controller.output().replace('\\"', '"'), within=60, interval=0.5
+        )
         jobs = get_json(sim, "jobs", "-n", NS, "-l", f"{c.JOBSET_NAME_KEY}=denied")["items"]
         assert jobs == [] and not completed(sim, "denied")
     finally:

@@ -14,7 +14,7 @@ from jobset.api import constants as c
 from jobset.api import validation
 from jobset.api.validation import Limits
 from jobset.cli import build_parser
-from jobset.runtime import Request
+from jobset.runtime import ManagerOptions, Request
 from jobset.runtime.cache import object_key
 from jobset.webhooks.jobset_webhook import JobSetWebhook
 from jobset.webhooks.review import AdmissionRequest
@@ -62,9 +62,11 @@ def test_components_get_the_limits_of_the_flags(monkeypatch: pytest.MonkeyPatch)
         def attach_placement(self, planner: Any) -> None:
             pass
 
-    def setup_webhooks(manager: Any, options: Any) -> str:
+    webhooks = argparse.Namespace(rotator=None)  # no internal certificates to share
+
+    def setup_webhooks(manager: Any, options: Any) -> argparse.Namespace:
         seen["webhooks"] = options.limits
-        return "webhooks"
+        return webhooks
 
     monkeypatch.setattr(controller_module, "JobSetController", Controller)
     monkeypatch.setattr(
@@ -74,7 +76,8 @@ def test_components_get_the_limits_of_the_flags(monkeypatch: pytest.MonkeyPatch)
     args = build_parser().parse_args(
         ["controller", "--max-jobs-per-jobset", "10", "--max-pods-per-job", "7"]
     )
-    assert wiring.add_jobset_components(object(), args, 0) == "webhooks"
+    manager = argparse.Namespace(options=ManagerOptions.from_args(args))  # only its options
+    assert wiring.add_jobset_components(manager, args, 0) is webhooks
     assert seen == {"controller": Limits(10, 7), "webhooks": Limits(10, 7)}
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobset.runtime.authn import TTLCache, bearer_token
+from jobset.runtime.authn import bearer_token
+from jobset.runtime.reviews import TTLCache
 from tests.clock import FakeClock
 
 

@@ -6,8 +6,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from jobset.runtime.certfiles import CertFiles
+from jobset.runtime.metrics import RuntimeMetrics
 from kubeutil import tls
 
 
@@ -48,3 +50,26 @@ async def test_a_bounded_wait_ends_with_the_last_error(tmp_path: Path) -> None:
     files = CertFiles(tmp_path, tls.ServingCert(), interval=0.05)
     with pytest.raises(FileNotFoundError):
         await asyncio.wait_for(files.start(wait=0.2), 5)
+
+
+async def test_reads_and_read_errors_are_counted_as_certwatcher_does(tmp_path: Path) -> None:
+    """controller-runtime's certwatcher_read_certificate_total / _errors_total: every load
+    counts, the ones that fail (here a certificate that is not the key's) count as errors,
+    and the certificate served before stays in service."""
+    metrics = RuntimeMetrics(CollectorRegistry())
+    cert = _write(tmp_path)
+    files = CertFiles(tmp_path, tls.ServingCert(), interval=0.05, metrics=metrics)
+    await files.start()
+    reads = metrics.certwatcher_read_certificate_total
+    errors = metrics.certwatcher_read_certificate_errors_total
+    try:
+        await asyncio.sleep(0.3)  # a few polls
+        assert reads._value.get() >= 3 and errors._value.get() == 0
+        _, other_cert, _ = tls.self_signed(["localhost"])
+        (tmp_path / "tls.crt").write_bytes(other_cert)  # not the key's certificate
+        before = errors._value.get()
+        await asyncio.sleep(0.3)
+        assert errors._value.get() > before
+        assert files.serving.cert_pem == cert
+    finally:
+        await files.stop()

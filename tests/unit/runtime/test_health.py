@@ -77,3 +77,39 @@ async def test_loop_lag_monitor_records_a_blocked_loop() -> None:
     samples = hist.collect()[0].samples
     below = {s.labels["le"]: s.value for s in samples if s.name == "lag_bucket"}
     assert below["+Inf"] > below["0.2"]  # at least one sample was later than 200 ms
+
+
+async def test_metrics_negotiate_openmetrics_or_text() -> None:
+    """`Accept: application/openmetrics-text` gets OpenMetrics (with its `# EOF` and unit-less
+    counter families), anything else the text format 0.0.4, as promhttp answers."""
+    metrics = RuntimeMetrics(CollectorRegistry())
+    metrics.reconcile_total.labels("c", "success").inc()
+    server = HttpServer(metrics_app(metrics.registry), "127.0.0.1", 0)
+    await server.start()
+    url = f"http://127.0.0.1:{server.port}/metrics"
+    prometheus_accept = (
+        "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+        "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+    )
+    try:
+        async with aiohttp.ClientSession() as http:
+            for accept in ("application/openmetrics-text; version=1.0.0", prometheus_accept):
+                async with http.get(url, headers={"Accept": accept}) as r:
+                    text = await r.text()
+                    assert r.headers["Content-Type"].startswith(
+                        "application/openmetrics-text; version=1.0.0"
+                    ), accept
+                    assert text.endswith("# EOF\n")
+                    assert "# TYPE controller_runtime_reconcile counter" in text
+                    assert (
+                        'controller_runtime_reconcile_total{controller="c",result="success"} 1.0'
+                        in text
+                    )
+            for headers in ({}, {"Accept": "text/plain"}, {"Accept": "*/*"}):
+                async with http.get(url, headers=headers) as r:
+                    text = await r.text()
+                    assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+                    assert "# EOF" not in text
+                    assert "# TYPE controller_runtime_reconcile_total counter" in text
+    finally:
+        await server.stop()

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from jobset.runtime.authn import User
 from jobset.runtime.client import ApiError
+from jobset.runtime.reviews import User
 from jobset.webhooks.access import AccessReviewer, Unreviewable
 from jobset.webhooks.review import ReviewError, decode_review
 from tests.clock import FakeClock

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobset.webhooks import certs
+from jobset.webhooks.certcontroller import CertOptions
 from jobset.webhooks.manifests import rendered_files
 from jobset.webhooks.review import AdmissionResponse, ReviewError, decode_review, encode_review
 
@@ -71,6 +72,18 @@ def test_a_fresh_bundle_is_good_and_names_the_service() -> None:
     b = certs.issue_bundle(["svc.ns.svc", "localhost"])
     assert b.problem("svc.ns.svc") is None
     assert "not valid for other.ns.svc" in (b.problem("other.ns.svc") or "")
+
+
+def test_a_bundle_must_name_every_service_it_serves() -> None:
+    """An upgrade that has the metrics server present the internal certificate too adds the
+    metrics Service's name: a certificate without it is replaced."""
+    webhook_only = certs.issue_bundle(["svc.ns.svc"])
+    both = ["svc.ns.svc", "metrics.ns.svc"]
+    assert "not valid for metrics.ns.svc" in (webhook_only.problem(both) or "")
+    assert certs.issue_bundle(both).problem(both) is None
+    opts = CertOptions(namespace="ns", metrics_service_name="metrics")
+    assert opts.dns_names == ["jobset-webhook-service.ns.svc", "metrics.ns.svc"]
+    assert CertOptions(namespace="ns").dns_names == ["jobset-webhook-service.ns.svc"]
 
 
 def test_bundles_near_expiry_or_mismatched_are_replaced() -> None:
