@@ -14,6 +14,7 @@ Prometheus scraping a real `jobset dev` and runs every query with them.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from dataclasses import dataclass, field
@@ -446,7 +447,11 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else OUT
+    parser = argparse.ArgumentParser(
+        prog="gen_dashboard.py", description="Write the Grafana dashboard JSON."
+    )
+    parser.add_argument("out", nargs="?", type=Path, default=OUT, help=f"default: {OUT}")
+    out: Path = parser.parse_args(argv[1:]).out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render())
     print(f"wrote {out}")
