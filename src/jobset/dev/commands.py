@@ -62,6 +62,11 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help="keep the cluster state here across restarts")
     p.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS")
     p.add_argument(
+        "--no-events",
+        action="store_true",
+        help="the simulated components record no Events (for benchmarks; see docs/sim.md)",
+    )
+    p.add_argument(
         "--run-image",
         action="append",
         default=[],
@@ -86,6 +91,7 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         data_dir=args.data_dir,
         tls=not args.insecure_http,
         run_images=_run_images(args),
+        events=not getattr(args, "no_events", False),
     )
 
 
