@@ -1,0 +1,188 @@
+"""Events from the simulated cluster's components, read with the real kubectl: the Job
+controller's, the scheduler's and the kubelet's reasons and messages, as on a cluster."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from kubesim.process import SimProcess
+from tests.eventually import eventually_sync
+
+pytestmark = [pytest.mark.kubectl]
+
+
+def _ns(sim: SimProcess) -> str:
+    name = f"ev-{uuid.uuid4().hex[:8]}"
+    sim.kubectl("create", "namespace", name)
+    return name
+
+
+def _events(sim: SimProcess, ns: str, name: str) -> list[dict[str, Any]]:
+    out = sim.kubectl(
+        "get", "events", "-n", ns, "--field-selector", f"involvedObject.name={name}", "-o", "json"
+    ).stdout
+    items: list[dict[str, Any]] = json.loads(out)["items"]
+    return items
+
+
+def _reasons(sim: SimProcess, ns: str, name: str) -> set[str]:
+    return {e["reason"] for e in _events(sim, ns, name)}
+
+
+def _job(name: str, ns: str, *, command: str, **spec: Any) -> str:
+    pod_spec = spec.pop("pod_spec", {})
+    labels = spec.pop("labels", {})
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "backoffLimit": spec.pop("backoffLimit", 0),
+            **spec,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": pod_spec.pop("restartPolicy", "Never"),
+                    "containers": [
+                        {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", command]}
+                    ],
+                    **pod_spec,
+                },
+            },
+        },
+    }
+    return json.dumps(job)
+
+
+def _pods(sim: SimProcess, ns: str, job: str) -> list[str]:
+    out = sim.kubectl("get", "pods", "-n", ns, "-l", f"job-name={job}", "-o", "name").stdout
+    return [line.split("/", 1)[1] for line in out.split()]
+
+
+def test_a_job_that_completes(sim: SimProcess) -> None:
+    ns = _ns(sim)
+    sim.kubectl("apply", "-f", "-", input=_job("ok", ns, command="sleep 2", completions=2,
+                                                parallelism=2))  # fmt: skip
+    sim.kubectl("wait", "-n", ns, "job/ok", "--for=condition=Complete", "--timeout=60s")
+    events = eventually_sync(
+        lambda: _events(sim, ns, "ok"),
+        lambda evs: {"SuccessfulCreate", "Completed"} <= {e["reason"] for e in evs},
+        what="the Job controller's events",
+    )
+    created = sorted(e["message"] for e in events if e["reason"] == "SuccessfulCreate")
+    pods = _pods(sim, ns, "ok")
+    assert created == sorted(f"Created pod: {p}" for p in pods)
+    completed = next(e for e in events if e["reason"] == "Completed")
+    assert (completed["type"], completed["message"]) == ("Normal", "Job completed")
+    assert completed["source"]["component"] == "job-controller"
+    assert completed["involvedObject"]["kind"] == "Job"
+
+    pod = pods[0]
+    reasons = eventually_sync(
+        lambda: _reasons(sim, ns, pod),
+        lambda r: {"Scheduled", "Pulled", "Created", "Started"} <= r,
+        what="the scheduler's and kubelet's events",
+    )
+    assert "Killing" not in reasons
+    by_reason = {e["reason"]: e for e in _events(sim, ns, pod)}
+    node = sim.kubectl("get", "pod", "-n", ns, pod, "-o", "jsonpath={.spec.nodeName}").stdout
+    assert by_reason["Scheduled"]["message"] == f"Successfully assigned {ns}/{pod} to {node}"
+    assert by_reason["Pulled"]["message"] == 'Container image "busybox:1.36" already present on machine'
+    assert by_reason["Created"]["message"] == "Created container: main"
+    assert by_reason["Started"]["involvedObject"]["fieldPath"] == "spec.containers{main}"
+    assert by_reason["Started"]["source"] == {"component": "kubelet", "host": node}
+
+    described = sim.kubectl("describe", "pod", "-n", ns, pod).stdout
+    events_part = described.split("Events:", 1)[1]
+    for text in (
+        "Scheduled", "default-scheduler", f"Successfully assigned {ns}/{pod} to {node}",
+        "kubelet", "Started container main",
+    ):  # fmt: skip
+        assert text in events_part
+    described_job = sim.kubectl("describe", "job", "-n", ns, "ok").stdout
+    assert "SuccessfulCreate" in described_job and "Job completed" in described_job
+
+
+def test_an_unschedulable_pod_says_why(sim: SimProcess) -> None:
+    ns = _ns(sim)
+    job = _job("nowhere", ns, command="sleep 1", pod_spec={"nodeSelector": {"pool": "none"}})
+    sim.kubectl("apply", "-f", "-", input=job)
+    pod = eventually_sync(lambda: _pods(sim, ns, "nowhere"), what="the pod")[0]
+    events = eventually_sync(
+        lambda: [e for e in _events(sim, ns, pod) if e["reason"] == "FailedScheduling"],
+        what="FailedScheduling",
+    )
+    assert events[0]["type"] == "Warning"
+    assert events[0]["message"].startswith(
+        "0/8 nodes are available: 8 node(s) didn't match Pod's node affinity/selector."
+    )
+    described = sim.kubectl("describe", "pod", "-n", ns, pod).stdout
+    assert "FailedScheduling" in described and "default-scheduler" in described
+    selected = sim.kubectl(
+        "get", "events", "-n", ns, "--field-selector", "reason=FailedScheduling", "-o", "name"
+    ).stdout.split()
+    assert len(selected) == 1
+
+
+def test_a_crash_loop_is_one_backoff_event_with_a_count(sim: SimProcess) -> None:
+    ns = _ns(sim)
+    job = _job("crash", ns, command="exit 1", backoffLimit=3,
+               pod_spec={"restartPolicy": "OnFailure"})  # fmt: skip
+    sim.kubectl("apply", "-f", "-", input=job)
+    pod = eventually_sync(lambda: _pods(sim, ns, "crash"), what="the pod")[0]
+
+    def backoffs() -> list[dict[str, Any]]:
+        return [e for e in _events(sim, ns, pod) if e["reason"] == "BackOff"]
+
+    events = eventually_sync(backoffs, lambda evs: evs and evs[0]["count"] >= 2, within=60,
+                             what="a repeated BackOff")  # fmt: skip
+    assert len(events) == 1  # repeats patch one Event
+    uid = sim.kubectl("get", "pod", "-n", ns, pod, "-o", "jsonpath={.metadata.uid}").stdout
+    assert events[0]["message"] == (
+        f"Back-off restarting failed container main in pod {pod}_{ns}({uid})"
+    )
+    assert events[0]["type"] == "Warning"
+    assert events[0]["lastTimestamp"] >= events[0]["firstTimestamp"]
+    started = next(e for e in _events(sim, ns, pod) if e["reason"] == "Started")
+    assert started["count"] >= 2  # each restart starts the container again
+    job_reasons = eventually_sync(
+        lambda: _reasons(sim, ns, "crash"),
+        lambda r: "BackoffLimitExceeded" in r,
+        within=60,
+        what="the Job's failure event",
+    )
+    assert "SuccessfulCreate" in job_reasons
+
+
+def test_pod_creation_refused_by_a_webhook_is_a_failed_create_event(sim: SimProcess) -> None:
+    ns = _ns(sim)
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hooks", "namespace": ns},
+           "spec": {"selector": {"app": "nobody"}, "ports": [{"port": 443}]}}  # fmt: skip
+    sim.kubectl("apply", "-f", "-", input=json.dumps(svc))
+    hook = f"deny.{ns}.example.com"
+    config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+              "metadata": {"name": ns},
+              "webhooks": [{"name": hook, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                            "failurePolicy": "Fail",
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                            "objectSelector": {"matchLabels": {"hooked": "yes"}},
+                            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                       "resources": ["pods"]}],
+                            "clientConfig": {"service": {"name": "hooks", "namespace": ns}}}]}  # fmt: skip
+    sim.kubectl("apply", "-f", "-", input=json.dumps(config))
+    try:
+        sim.kubectl("apply", "-f", "-",
+                    input=_job("refused", ns, command="sleep 1", labels={"hooked": "yes"}))  # fmt: skip
+        events = eventually_sync(
+            lambda: [e for e in _events(sim, ns, "refused") if e["reason"] == "FailedCreate"],
+            what="FailedCreate",
+        )
+        assert events[0]["type"] == "Warning"
+        assert events[0]["message"].startswith("Error creating: ")
+        assert f'failed calling webhook "{hook}"' in events[0]["message"]
+    finally:
+        sim.kubectl("delete", "validatingwebhookconfiguration", ns, "--wait=false")
