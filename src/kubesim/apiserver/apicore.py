@@ -428,6 +428,29 @@ class ApiCore:
             return obj
         return self._commit(rt, obj, None)
 
+    def write_trusted(
+        self, rt: ResourceType, obj: dict[str, Any], now: str | None = None
+    ) -> dict[str, Any]:
+        """Create or replace an object the simulator's own components built (their Events),
+        without admission, validation or managedFields: what they write is valid by
+        construction, and at tens of thousands of pods those steps would cost more than
+        the write. Namespace rules hold as for any create; `now` is the creation time
+        (RFC 3339) if the caller has it formatted already. Returns the stored object."""
+        meta = obj["metadata"]
+        namespace = str(meta.get("namespace") or "") if rt.namespaced else ""
+        old = self.store.get(rt.key, (namespace, meta["name"]))
+        if old is None:
+            self._check_namespace(rt, namespace, creating=True)
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = now or now_rfc3339()
+        else:
+            old_meta = old["metadata"]
+            meta["uid"] = old_meta["uid"]
+            meta["creationTimestamp"] = old_meta.get("creationTimestamp")
+        obj["apiVersion"] = rt.group_version
+        obj["kind"] = rt.kind
+        return self._commit(rt, obj, old)
+
     def _check_kind(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")

@@ -91,7 +91,10 @@ def test_a_job_that_completes(sim: SimProcess) -> None:
     by_reason = {e["reason"]: e for e in _events(sim, ns, pod)}
     node = sim.kubectl("get", "pod", "-n", ns, pod, "-o", "jsonpath={.spec.nodeName}").stdout
     assert by_reason["Scheduled"]["message"] == f"Successfully assigned {ns}/{pod} to {node}"
-    assert by_reason["Pulled"]["message"] == 'Container image "busybox:1.36" already present on machine'
+    assert (
+        by_reason["Pulled"]["message"]
+        == 'Container image "busybox:1.36" already present on machine'
+    )
     assert by_reason["Created"]["message"] == "Created container: main"
     assert by_reason["Started"]["involvedObject"]["fieldPath"] == "spec.containers{main}"
     assert by_reason["Started"]["source"] == {"component": "kubelet", "host": node}
