@@ -11,6 +11,7 @@ import pytest
 
 from kubesim.process import SimProcess
 from tests.eventually import eventually_sync
+from tests.sims import refuse_pods
 
 pytestmark = [pytest.mark.kubectl]
 
@@ -163,20 +164,8 @@ def test_a_crash_loop_is_one_backoff_event_with_a_count(sim: SimProcess) -> None
 
 def test_pod_creation_refused_by_a_webhook_is_a_failed_create_event(sim: SimProcess) -> None:
     ns = _ns(sim)
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hooks", "namespace": ns},
-           "spec": {"selector": {"app": "nobody"}, "ports": [{"port": 443}]}}  # fmt: skip
-    sim.kubectl("apply", "-f", "-", input=json.dumps(svc))
     hook = f"deny.{ns}.example.com"
-    config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-              "metadata": {"name": ns},
-              "webhooks": [{"name": hook, "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                            "failurePolicy": "Fail",
-                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-                            "objectSelector": {"matchLabels": {"hooked": "yes"}},
-                            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                                       "resources": ["pods"]}],
-                            "clientConfig": {"service": {"name": "hooks", "namespace": ns}}}]}  # fmt: skip
-    sim.kubectl("apply", "-f", "-", input=json.dumps(config))
+    refuse_pods(sim, ns, hook)
     try:
         sim.kubectl("apply", "-f", "-",
                     input=_job("refused", ns, command="sleep 1", labels={"hooked": "yes"}))  # fmt: skip
