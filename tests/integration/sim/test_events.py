@@ -121,8 +121,9 @@ def test_an_unschedulable_pod_says_why(sim: SimProcess) -> None:
         what="FailedScheduling",
     )
     assert events[0]["type"] == "Warning"
-    assert events[0]["message"].startswith(
-        "0/8 nodes are available: 8 node(s) didn't match Pod's node affinity/selector."
+    assert events[0]["message"] == (
+        "0/8 nodes are available: 8 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling."
     )
     described = sim.kubectl("describe", "pod", "-n", ns, pod).stdout
     assert "FailedScheduling" in described and "default-scheduler" in described

@@ -64,6 +64,7 @@ _SIGNATURE_FIELDS: Final = (
     "tolerations",
     "overhead",
     "priority",
+    "preemptionPolicy",
     "schedulerName",
 )
 
