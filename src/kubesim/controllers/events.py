@@ -69,6 +69,7 @@ SPAM_BURST: Final = 25  # defaultSpamBurst
 SPAM_QPS: Final = 1.0 / 300.0  # defaultSpamQPS
 COMBINED_PREFIX: Final = "(combined from similar events): "
 MAX_MESSAGE: Final = 1024  # what the scheduler truncates to; the API limit is larger
+EVENT_TTL: Final = 3600.0  # kube-apiserver's --event-ttl default
 
 INVOLVED_FIELDS: Final = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion")
 
@@ -327,6 +328,8 @@ class EventSink:
         queue_limit: int = 20_000,
         batch: int = 64,
         correlator: EventCorrelator | None = None,
+        ttl: float = EVENT_TTL,
+        sweep_every: float = 60.0,
     ) -> None:
         self.core = core
         rt = core.registry.get("", "v1", "events")
@@ -335,6 +338,9 @@ class EventSink:
         self.correlator = correlator if correlator is not None else EventCorrelator()
         self.queue_limit = queue_limit
         self.batch = batch
+        self.ttl = ttl
+        self.sweep_every = sweep_every
+        self._sweeper: asyncio.Task[None] | None = None
         self._queue: deque[EventWrite] = deque()
         self._wakeup: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
@@ -352,14 +358,48 @@ class EventSink:
             self._idle = asyncio.Event()
             self._idle.set()
             self._task = asyncio.create_task(self._run(), name="sim-event-sink")
+            self._sweeper = asyncio.create_task(self._sweep_every(), name="sim-event-ttl")
 
     async def stop(self, flush_timeout: float = 2.0) -> None:
         if self._task is None:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.flush(), flush_timeout)
-        task, self._task = self._task, None
-        await cancel_and_wait([task])
+        tasks = [t for t in (self._task, self._sweeper) if t is not None]
+        self._task = self._sweeper = None
+        await cancel_and_wait(tasks)
+
+    # ------------------------------------------------------------------ TTL
+
+    def sweep(self, now: float | None = None) -> int:
+        """Remove the core/v1 Events (anyone's) last written more than `ttl` seconds before
+        `now` (wall seconds), as kube-apiserver's `--event-ttl` (1 h) does; returns how many
+        went."""
+        cutoff = now_rfc3339((time.time() if now is None else now) - self.ttl)
+        rs = self.core.store.resources.get(self._rt.key)
+        if rs is None:
+            return 0
+        old = []
+        for ev in rs.objects.values():
+            # The API server's lease starts at each write: creation, or the latest repeat
+            # (`lastTimestamp`; a client may set an old one on a new Event, hence the max).
+            # RFC 3339 UTC stamps of one format compare as strings: no parsing per Event.
+            created = ev["metadata"].get("creationTimestamp") or ""
+            last = ev.get("lastTimestamp") or ""
+            stamp = max(str(created), str(last))
+            if stamp < cutoff:
+                old.append(ev)
+        for ev in old:
+            self.core.force_remove(self._rt, ev)
+        return len(old)
+
+    async def _sweep_every(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_every)
+            try:
+                self.sweep()
+            except Exception:
+                log.exception("event TTL sweep failed")
 
     async def flush(self) -> None:
         """Wait until everything queued so far is written."""

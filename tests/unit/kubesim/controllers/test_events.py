@@ -3,11 +3,16 @@ client-go's aggregation of repeats and similar events, and its per-object spam f
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from kubesim.apiserver.apicore import ApiCore
+from kubesim.apiserver.resources import Registry
+from kubesim.apiserver.store import Store
 from kubesim.controllers.events import (
     COMBINED_PREFIX,
     EventCorrelator,
+    EventSink,
     EventWrite,
     SpamFilter,
     involved_object,
@@ -197,3 +202,35 @@ def test_job_condition_events() -> None:
     resumed = _status(("Suspended", "False", "JobResumed"))
     assert condition_events(suspended, resumed) == [("Normal", "Resumed", "Job resumed")]
     assert condition_events(None, running) == []
+
+
+async def test_sink_writes_counts_and_expires_events_in_the_store() -> None:
+    # The sink against the in-memory API core and store (no HTTP server is needed to check
+    # what lands in the store).
+    core = ApiCore(Registry(), Store())
+    ns_rt = core.registry.get("", "v1", "namespaces")
+    assert ns_rt is not None
+    await core.create(ns_rt, "", {"metadata": {"name": "ns"}})
+    sink = EventSink(core, sweep_every=3600)
+    sink.start()
+    try:
+        rec = sink.recorder("kubelet")
+        for _ in range(3):
+            rec.event(POD, "Warning", "BackOff", "Back-off", field_path="spec.containers{m}")
+        rec.event({**POD, "metadata": {**POD["metadata"], "namespace": "gone"}}, "Normal", "X", "y")
+        await sink.flush()
+        events = list(core.store.resource(("", "events")).objects.values())
+        assert len(events) == 1  # the one in a namespace that does not exist failed
+        ev = events[0]
+        assert (ev["reason"], ev["count"], ev["involvedObject"]["fieldPath"]) == (
+            "BackOff",
+            3,
+            "spec.containers{m}",
+        )
+        assert ev["metadata"]["uid"] and ev["metadata"]["creationTimestamp"]
+        assert (sink.stats.written, sink.stats.failed) == (3, 1)
+        assert sink.sweep(time.time()) == 0
+        assert sink.sweep(time.time() + 3601) == 1
+        assert not core.store.resource(("", "events")).objects
+    finally:
+        await sink.stop()
