@@ -4,6 +4,9 @@ controller's, the scheduler's and the kubelet's reasons and messages, as on a cl
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
 import uuid
 from typing import Any
 
@@ -179,3 +182,74 @@ def test_pod_creation_refused_by_a_webhook_is_a_failed_create_event(sim: SimProc
         assert f'failed calling webhook "{hook}"' in events[0]["message"]
     finally:
         sim.kubectl("delete", "validatingwebhookconfiguration", ns, "--wait=false")
+
+
+def test_events_k8s_io_is_a_view_of_the_same_events(sim: SimProcess) -> None:
+    ns = _ns(sim)
+    sim.kubectl("apply", "-f", "-", input=_job("seen", ns, command="sleep 1"))
+    pod = eventually_sync(lambda: _pods(sim, ns, "seen"), what="the pod")[0]
+    eventually_sync(lambda: "Started" in _reasons(sim, ns, pod), what="the kubelet's events")
+
+    # the components' core/v1 Events, read through events.k8s.io/v1
+    def as_v1() -> list[dict[str, Any]]:
+        out = sim.kubectl("get", "events.v1.events.k8s.io", "-n", ns, "--field-selector",
+                          f"regarding.name={pod}", "-o", "json").stdout  # fmt: skip
+        items: list[dict[str, Any]] = json.loads(out)["items"]
+        return items
+
+    started = next(e for e in as_v1() if e["reason"] == "Started")
+    assert started["apiVersion"] == "events.k8s.io/v1"
+    assert started["note"] == "Started container main"
+    assert started["regarding"]["name"] == pod and started["reportingController"] == "kubelet"
+    assert "message" not in started and "involvedObject" not in started
+
+    # an Event written through events.k8s.io/v1 (as upstream's controller records) shows in
+    # kubectl get events and kubectl describe (which selects by the object's uid too)
+    uid = sim.kubectl("get", "pod", "-n", ns, pod, "-o", "jsonpath={.metadata.uid}").stdout
+    body = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": f"{pod}.upstream", "namespace": ns},
+            "regarding": {"apiVersion": "v1", "kind": "Pod", "name": pod, "namespace": ns, "uid": uid},
+            "reason": "Reconciling", "note": "written through events.k8s.io", "type": "Normal",
+            "action": "Reconciling", "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "jobset", "reportingInstance": "jobset-0"}  # fmt: skip
+    sim.kubectl("create", "-f", "-", input=json.dumps(body))
+    core = next(e for e in _events(sim, ns, pod) if e["reason"] == "Reconciling")
+    assert (core["apiVersion"], core["message"], core["involvedObject"]["name"]) == (
+        "v1", "written through events.k8s.io", pod)  # fmt: skip
+    assert core["reportingComponent"] == "jobset"
+    assert "written through events.k8s.io" in sim.kubectl("describe", "pod", "-n", ns, pod).stdout
+
+    # a patch through either API changes the one object
+    sim.kubectl("patch", "events.v1.events.k8s.io", f"{pod}.upstream", "-n", ns,
+                "--type=merge", "-p", '{"note": "patched"}')  # fmt: skip
+    core = next(e for e in _events(sim, ns, pod) if e["reason"] == "Reconciling")
+    assert core["message"] == "patched"
+    names = sim.kubectl("get", "events.events.k8s.io", "-n", ns, "-o", "name").stdout.split()
+    assert len(names) == len(sim.kubectl("get", "events", "-n", ns, "-o", "name").stdout.split())
+
+
+def test_a_watch_through_events_k8s_io_sees_core_writes(sim: SimProcess) -> None:
+    ns = _ns(sim)
+    env = {**os.environ, "KUBECONFIG": str(sim.kubeconfig)}
+    watch = subprocess.Popen(
+        ["kubectl", "get", "events.v1.events.k8s.io", "-n", ns, "--watch-only", "-o", "json",
+         "--request-timeout", "5s"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        # Written for a while, so some land after the watch has started however slowly
+        # kubectl starts (those before it are in the list it does not print).
+        for i in range(8):
+            core = {"apiVersion": "v1", "kind": "Event",
+                    "metadata": {"name": f"x.{i}", "namespace": ns},
+                    "involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": ns},
+                    "reason": "Tested", "message": "from core/v1", "type": "Normal"}  # fmt: skip
+            sim.kubectl("create", "-f", "-", input=json.dumps(core))
+            time.sleep(0.25)
+        out, _ = watch.communicate(timeout=30)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.communicate()
+    assert '"note": "from core/v1"' in out
+    assert '"apiVersion": "events.k8s.io/v1"' in out and '"message"' not in out
