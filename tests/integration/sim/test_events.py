@@ -224,6 +224,8 @@ def test_events_k8s_io_is_a_view_of_the_same_events(sim: SimProcess) -> None:
                 "--type=merge", "-p", '{"note": "patched"}')  # fmt: skip
     core = next(e for e in _events(sim, ns, pod) if e["reason"] == "Reconciling")
     assert core["message"] == "patched"
+    applied = sim.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(body), check=False)
+    assert applied.returncode != 0 and "server-side apply of events.events.k8s.io" in applied.stderr
     names = sim.kubectl("get", "events.events.k8s.io", "-n", ns, "-o", "name").stdout.split()
     assert len(names) == len(sim.kubectl("get", "events", "-n", ns, "-o", "name").stdout.split())
 
