@@ -151,9 +151,14 @@ class _LiveView:
 
 
 async def _explain(sdk: JobSetClient, view: _View, latest: list[JobSet], every: float) -> None:
-    """Every `every` seconds, what the JobSet waits on (`jobset.commands.blockers`)."""
+    """Every `every` seconds, what the JobSet waits on (`jobset.commands.blockers`). The
+    look-up lists the JobSet's Jobs, pods and events: for a JobSet so large that it takes a
+    while, the pause grows to ten times its duration, so watching never loads the API server
+    much."""
+    loop = asyncio.get_running_loop()
     while True:
         js = latest[0]
+        started = loop.time()
         if not js.is_finished:
             try:
                 snap = await collect(sdk, js, max_events=0)
@@ -163,7 +168,7 @@ async def _explain(sdk: JobSetClient, view: _View, latest: list[JobSet], every: 
                 pass
             else:
                 view.explain([b.text() for b in snap.blockers])
-        await asyncio.sleep(every)
+        await asyncio.sleep(max(every, 10 * (loop.time() - started)))
 
 
 async def follow(
