@@ -143,6 +143,7 @@ class Kubelet:
         self._node_ids: dict[str, int] = {}
         self._ip_counter: dict[str, int] = {}
         self._missing_since: dict[PodKey, float] = {}
+        self._stopping: set[str] = set()  # uids of pods whose Killing events are recorded
         self.status_writes = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -231,6 +232,7 @@ class Kubelet:
         if run is not None and run.uid == meta.get("uid"):
             del self._runs[key]
         self._logs.pop(str(meta.get("uid") or ""), None)
+        self._stopping.discard(str(meta.get("uid") or ""))
         self._missing_since.pop(key, None)
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
@@ -649,6 +651,12 @@ class Kubelet:
     async def _terminate_gracefully(
         self, key: PodKey, pod: Mapping[str, Any], run: PodRun, now: float
     ) -> None:
+        if run.uid not in self._stopping:  # the first pass over a pod being deleted
+            self._stopping.add(run.uid)
+            for c in run.containers:
+                if c.state == "running":
+                    msg = f"Stopping container {c.name}"
+                    self._container_event(pod, c, run, "Normal", "Killing", msg)
         if self.runtime is not None and any(c.real for c in run.containers):
             grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0
             if not self.runtime.terminate(run, float(grace)):
@@ -656,10 +664,6 @@ class Kubelet:
         if run.terminate_at is None:
             grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0
             run.terminate_at = now + min(float(grace) * self.time_scale, MAX_TERMINATION_DELAY)
-            for c in run.containers:
-                if c.state == "running":
-                    msg = f"Stopping container {c.name}"
-                    self._container_event(pod, c, run, "Normal", "Killing", msg)
         if now < run.terminate_at:
             self._wake(key, run.terminate_at, now)
             return

@@ -255,3 +255,16 @@ def test_a_watch_through_events_k8s_io_sees_core_writes(sim: SimProcess) -> None
             watch.communicate()
     assert '"note": "from core/v1"' in out
     assert '"apiVersion": "events.k8s.io/v1"' in out and '"message"' not in out
+
+
+def test_deleting_a_running_pod_records_killing(sim: SimProcess) -> None:
+    ns = _ns(sim)
+    sim.kubectl("apply", "-f", "-", input=_job("long", ns, command="sleep 600"))
+    pod = eventually_sync(lambda: _pods(sim, ns, "long"), what="the pod")[0]
+    eventually_sync(lambda: "Started" in _reasons(sim, ns, pod), what="the container started")
+    sim.kubectl("delete", "pod", "-n", ns, pod, "--wait=false")
+    killing = eventually_sync(
+        lambda: [e for e in _events(sim, ns, pod) if e["reason"] == "Killing"], what="Killing"
+    )
+    assert len(killing) == 1 and killing[0]["message"] == "Stopping container main"
+    assert killing[0]["involvedObject"]["fieldPath"] == "spec.containers{main}"
