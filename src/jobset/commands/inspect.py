@@ -153,5 +153,5 @@ async def collect(
     raw_events: list[Mapping[str, Any]] = []
     if with_events:
         raw_events = list(await sdk.events(js))
-        events = [_event_view(e) for e in raw_events[-max_events:]]
+        events = [_event_view(e) for e in raw_events[-max_events:]] if max_events > 0 else []
     return Snapshot(js, views, events, blockers(js, jobs, pods, raw_events))
