@@ -81,11 +81,11 @@ def test_describe_and_watch_say_what_the_jobset_waits_on(sim_pods: SimProcess) -
         kinds = {b["kind"] for b in as_json["blockers"]}
         assert {"Unschedulable", "FailedCreate"} <= kinds
 
-        watched = cli.run("watch", "stuck", "--timeout", "4", "--explain-every", "0.5")
+        watched = cli.run("watch", "stuck", "--timeout", "3", "--explain-every", "0.5")
         assert watched.returncode == 4, watched.stderr
         assert f"waiting on: {unschedulable}" in watched.stdout
         assert "waiting on: Job stuck-hooked-0 cannot create pods" in watched.stdout
-        quiet = cli.run("watch", "stuck", "--timeout", "2", "--explain-every", "0")
+        quiet = cli.run("watch", "stuck", "--timeout", "1", "--explain-every", "0")
         assert quiet.returncode == 4 and "waiting on" not in quiet.stdout
     finally:
         sim_pods.kubectl("delete", "validatingwebhookconfiguration", ns, "--wait=false")
