@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from kubesim.process import SimProcess, start_sim
 
-__all__ = ["start_sim_none"]
+__all__ = ["install_jobset_crd", "refuse_pods", "start_sim_none"]
 
 
 def start_sim_none(directory: Path, *flags: str, jobset_crd: bool = False) -> SimProcess:
@@ -32,3 +33,42 @@ async def _install_crds(s: SimProcess) -> None:
         await apply_crds(client)
     finally:
         await client.close()
+
+
+def install_jobset_crd(s: SimProcess) -> None:
+    """Install the JobSet CRD into a running simulated cluster (any level)."""
+    asyncio.run(_install_crds(s))
+
+
+def refuse_pods(s: SimProcess, namespace: str, hook: str) -> None:
+    """A ValidatingWebhookConfiguration (named after `namespace`) that refuses to create pods
+    labelled `hooked: yes` in `namespace`: its Service has no endpoints and it fails closed,
+    so pod creation fails with `failed calling webhook "HOOK": ...`, as a webhook that is
+    down does on a cluster. Delete the configuration (named `namespace`) when done."""
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "hooks", "namespace": namespace},
+        "spec": {"selector": {"app": "nobody"}, "ports": [{"port": 443}]},
+    }
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+            "resources": ["pods"]}  # fmt: skip
+    config = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": namespace},
+        "webhooks": [
+            {
+                "name": hook,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "objectSelector": {"matchLabels": {"hooked": "yes"}},
+                "rules": [rule],
+                "clientConfig": {"service": {"name": "hooks", "namespace": namespace}},
+            }
+        ],
+    }
+    s.kubectl("apply", "-f", "-", input=json.dumps(svc))
+    s.kubectl("apply", "-f", "-", input=json.dumps(config))

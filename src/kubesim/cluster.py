@@ -24,6 +24,7 @@ from kubesim.apiserver.crds import CrdHooks
 from kubesim.apiserver.resources import Registry
 from kubesim.apiserver.server import ApiHttpServer
 from kubesim.apiserver.store import Store
+from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
 from kubesim.machinery.errors import ApiError
 
@@ -51,6 +52,8 @@ class SimOptions:
     # `--kube-feature-gates`: Kubernetes feature gates of the API server (strategies.py
     # KUBE_FEATURE_GATES lists the ones modelled), all off by default as in Kubernetes.
     kube_feature_gates: dict[str, bool] = field(default_factory=dict)
+    # Events from the simulated components (kubectl describe); `--no-events` turns them off
+    events: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,6 +76,7 @@ class SimCluster:
         self.token = self.options.token or certs.new_token()
         self.http = ApiHttpServer(self.core, self.token, self.options.bookmark_interval)
         self.gc = GarbageCollector(self.core)
+        self.events: EventSink | None = EventSink(self.core) if self.options.events else None
         self.components: list[Any] = []
         self.runtime: Any = None  # kubelet.processes.ProcessRuntime with --run-image
         self._runner: web.AppRunner | None = None
@@ -229,6 +233,9 @@ class SimCluster:
         from kubesim.controllers.disruption import DisruptionController
         from kubesim.controllers.endpoints import EndpointsController
 
+        if self.events is not None:
+            self.events.start()
+
         # API machinery of kube-controller-manager that runs at every level, as the GC does.
         self.components += [EndpointsController(self.core), DisruptionController(self.core)]
         level = self.options.sim_level
@@ -239,7 +246,11 @@ class SimCluster:
         from kubesim.controllers.job import JobController
 
         jobs = JobController(
-            self.core, level=level, time_scale=self.options.time_scale, rng=self.rng
+            self.core,
+            level=level,
+            time_scale=self.options.time_scale,
+            rng=self.rng,
+            events=self.events,
         )
         self.components.append(jobs)
         if level == "pods":
@@ -248,10 +259,14 @@ class SimCluster:
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
-            self.components.append(Scheduler(self.core, self.rng))
+            self.components.append(Scheduler(self.core, self.rng, events=self.events))
             self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
             kubelet = Kubelet(
-                self.core, time_scale=self.options.time_scale, rng=self.rng, runtime=self.runtime
+                self.core,
+                time_scale=self.options.time_scale,
+                rng=self.rng,
+                runtime=self.runtime,
+                events=self.events,
             )
             self.components.append(kubelet)
             self.http.log_source = kubelet.logs
@@ -309,6 +324,8 @@ class SimCluster:
     async def stop(self) -> None:
         for component in reversed(self.components):
             await component.stop()
+        if self.events is not None:
+            await self.events.stop()
         if self.runtime is not None:
             await self.runtime.close()
         await self.gc.stop()

@@ -1,4 +1,5 @@
-"""`jobset describe NAME`: spec summary, conditions as a timeline, Jobs, pods, events."""
+"""`jobset describe NAME`: spec summary, conditions as a timeline, Jobs, pods, what it is
+waiting on (unschedulable pods, pod creation refused, a restart in progress), events."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "describe",
         help="show a JobSet in detail",
         description="Show a JobSet: spec summary, status per ReplicatedJob, conditions as a "
-        "timeline, child Jobs and their pods (node, topology domain), recent events.",
+        "timeline, child Jobs and their pods (node, topology domain), why it is not "
+        "progressing (pods the scheduler cannot place, pods that cannot be created or "
+        "started, a restart in progress), recent events.",
     )
     p.add_argument("name")
     add_connection_flags(p)
@@ -96,6 +99,10 @@ def render(out: Out, snap: Snapshot) -> None:
     _section(out, "Conditions", _CONDITION_COLUMNS, _condition_rows(snap))
     _section(out, "Jobs", _JOB_COLUMNS, _job_rows(snap))
     _section(out, "Pods", _POD_COLUMNS, _pod_rows(snap))
+    if snap.blockers:
+        out.line("Waiting on:")
+        for b in snap.blockers:
+            out.line(f"  {b.text()}")
     _section(out, "Events", _EVENT_COLUMNS, _event_rows(snap))
 
 

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jobset.api import constants as c
+from jobset.commands.blockers import Blocker, blockers
 from jobset.commands.summary import exclusive_topology_key, job_state, pod_domain
 from jobset.sdk.client import JobSetClient
 from jobset.sdk.models import JobSet
@@ -57,12 +58,15 @@ class Snapshot:
     jobset: JobSet
     jobs: list[JobView]
     events: list[EventView]
+    # Why it is not progressing (`jobset.commands.blockers`); empty when finished.
+    blockers: list[Blocker] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "jobset": self.jobset.to_dict(),
             "jobs": [asdict(j) for j in self.jobs],
             "events": [asdict(e) for e in self.events],
+            "blockers": [asdict(b) for b in self.blockers],
         }
 
 
@@ -115,7 +119,8 @@ def _event_view(event: Mapping[str, Any]) -> EventView:
 async def collect(
     sdk: JobSetClient, js: JobSet, *, with_events: bool = True, max_events: int = 20
 ) -> Snapshot:
-    """The JobSet's Jobs and pods (and recent events), read with a handful of LISTs."""
+    """The JobSet's Jobs and pods (and recent events), read with a handful of LISTs, and
+    what holds it up (`blockers`, from the events too when `with_events`)."""
     restarts = (js.status.restarts if js.status else None) or 0
     jobs = await sdk.jobs(js)
     pods = await sdk.pods(js)
@@ -145,6 +150,8 @@ async def collect(
             )
         )
     events: list[EventView] = []
+    raw_events: list[Mapping[str, Any]] = []
     if with_events:
-        events = [_event_view(e) for e in (await sdk.events(js))[-max_events:]]
-    return Snapshot(js, views, events)
+        raw_events = list(await sdk.events(js))
+        events = [_event_view(e) for e in raw_events[-max_events:]] if max_events > 0 else []
+    return Snapshot(js, views, events, blockers(js, jobs, pods, raw_events))

@@ -9,7 +9,10 @@ Exit codes, for scripts (`jobset watch train && deploy-model`):
   5  the JobSet was deleted while being watched
 
 On a terminal, one progress bar per ReplicatedJob (succeeded Jobs of replicas, with ready
-and failed counts); otherwise one plain line per change, for logs.
+and failed counts); otherwise one plain line per change, for logs. Every --explain-every
+seconds (5 by default, 0: never) it also says what the JobSet is waiting on, when anything
+holds it up: pods the scheduler cannot place (with its "0/16 nodes are available: ..."),
+pods that cannot be created (a webhook's refusal) or started, a restart in progress.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import time
-from typing import Protocol
+from typing import Final, Protocol
 
 from rich.console import Group
 from rich.live import Live
@@ -36,11 +39,14 @@ from jobset.commands.common import (
     add_connection_flags,
     connect,
 )
+from jobset.commands.inspect import collect
 from jobset.commands.summary import phase, progress, progress_text
 from jobset.sdk.client import JobSetClient
 from jobset.sdk.models import JobSet
 
 __all__ = ["follow", "register", "run", "status_line"]
+
+EXPLAIN_EVERY: Final = 5.0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,6 +59,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("name")
     add_connection_flags(p)
     p.add_argument("--timeout", type=float, default=None, help="give up after SECONDS (exit 4)")
+    p.add_argument(
+        "--explain-every",
+        type=float,
+        default=EXPLAIN_EVERY,
+        metavar="SECONDS",
+        help="say what the JobSet waits on this often, when something holds it up (0: never)",
+    )
     p.set_defaults(user_command=run)
 
 
@@ -71,6 +84,7 @@ def _final_line(js: JobSet) -> str:
 
 class _View(Protocol):
     def update(self, js: JobSet) -> None: ...
+    def explain(self, lines: list[str]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -81,12 +95,19 @@ class _PlainView:
         self.out = out
         self.t0 = time.monotonic()
         self.last = ""
+        self.last_explained: list[str] = []
 
     def update(self, js: JobSet) -> None:
         text = status_line(js)
         if text != self.last:
             self.last = text
             self.out.line(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
+
+    def explain(self, lines: list[str]) -> None:
+        if lines and lines != self.last_explained:
+            for line in lines:
+                self.out.line(f"[{time.monotonic() - self.t0:6.1f}s]   waiting on: {line}")
+        self.last_explained = lines
 
     def close(self) -> None:
         pass
@@ -108,7 +129,10 @@ class _LiveView:
             for p in progress(js)
         }
         self.header = Text("")
-        self.live = Live(Group(self.header, self.bars), console=out.console, refresh_per_second=8)
+        self.waiting = Text("")
+        self.live = Live(
+            Group(self.header, self.bars, self.waiting), console=out.console, refresh_per_second=8
+        )
         self.live.start()
 
     def update(self, js: JobSet) -> None:
@@ -119,8 +143,32 @@ class _LiveView:
             if task is not None:
                 self.bars.update(task, completed=p.succeeded, ready=p.ready, failed=p.failed)
 
+    def explain(self, lines: list[str]) -> None:
+        self.waiting.plain = "\n".join(f"waiting on: {line}" for line in lines)
+
     def close(self) -> None:
         self.live.stop()
+
+
+async def _explain(sdk: JobSetClient, view: _View, latest: list[JobSet], every: float) -> None:
+    """Every `every` seconds, what the JobSet waits on (`jobset.commands.blockers`). The
+    look-up lists the JobSet's Jobs, pods and events: for a JobSet so large that it takes a
+    while, the pause grows to ten times its duration, so watching never loads the API server
+    much."""
+    loop = asyncio.get_running_loop()
+    while True:
+        js = latest[0]
+        started = loop.time()
+        if not js.is_finished:
+            try:
+                snap = await collect(sdk, js, max_events=0)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a failed look-up costs one explanation, not the watch
+                pass
+            else:
+                view.explain([b.text() for b in snap.blockers])
+        await asyncio.sleep(max(every, 10 * (loop.time() - started)))
 
 
 async def follow(
@@ -128,10 +176,17 @@ async def follow(
     name: str,
     out: Out,
     timeout: float | None = None,  # noqa: ASYNC109
+    explain_every: float = EXPLAIN_EVERY,
 ) -> int:
     """Show `name` until it finishes; return the exit code (see the module docstring)."""
     js = await sdk.get(name)  # NotFound here is an error (exit 1), not a vanished JobSet
     view: _View = _LiveView(out, js) if out.tty else _PlainView(out)
+    latest = [js]
+    explainer = (
+        asyncio.create_task(_explain(sdk, view, latest, explain_every))
+        if explain_every > 0
+        else None
+    )
     try:
         async with asyncio.timeout(timeout):
             async with contextlib.aclosing(sdk.watch(name)) as events:
@@ -140,6 +195,7 @@ async def follow(
                         view.close()
                         out.line(f"JobSet {name} was deleted")
                         return EXIT_VANISHED
+                    latest[0] = event.jobset
                     view.update(event.jobset)
                     if event.jobset.is_finished:
                         view.close()
@@ -151,10 +207,14 @@ async def follow(
         out.line(f"timed out after {timeout:g}s; JobSet {name} is still running")
         return EXIT_TIMEOUT
     finally:
+        if explainer is not None:
+            explainer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await explainer
         view.close()
     return EXIT_VANISHED  # the watch never ends by itself
 
 
 async def run(args: argparse.Namespace) -> int:
     async with await connect(args) as sdk:
-        return await follow(sdk, args.name, Out(), args.timeout)
+        return await follow(sdk, args.name, Out(), args.timeout, args.explain_every)

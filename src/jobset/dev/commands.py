@@ -69,6 +69,11 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
         "(MutablePodResourcesForSuspendedJobs; all off by default)",
     )
     p.add_argument(
+        "--no-events",
+        action="store_true",
+        help="the simulated components record no Events (for benchmarks; see docs/sim.md)",
+    )
+    p.add_argument(
         "--run-image",
         action="append",
         default=[],
@@ -94,6 +99,7 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         tls=not args.insecure_http,
         run_images=_run_images(args),
         kube_feature_gates=_kube_feature_gates(args.kube_feature_gates),
+        events=not getattr(args, "no_events", False),
     )
 
 

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubesim.apiserver import deletion
+from kubesim.apiserver import deletion, eventsapi
 from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.store import ObjectKey, Store, Watcher, WatchEvent
 from kubesim.apiserver.strategies import Strategy, strategy_for
@@ -370,6 +370,9 @@ class ApiCore:
         req = req or Request()
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
+        if rt.storage is not None:
+            self._check_kind(rt, dict(body))
+            rt, body = self._stored(rt), eventsapi.to_core(body)
         obj = _copy_meta(body)
         self._check_kind(rt, obj)
         meta = obj["metadata"]
@@ -430,6 +433,37 @@ class ApiCore:
         if req.dry_run:
             return obj
         return self._commit(rt, obj, None)
+
+    def _stored(self, view: ResourceType) -> ResourceType:
+        """The type whose store a view type (`ResourceType.storage`) reads and writes."""
+        assert view.storage is not None
+        stored = self.registry.get(*view.storage)
+        if stored is None:
+            raise ApiError(500, "InternalError", f"no stored type for {view.qualified}")
+        return stored
+
+    def write_trusted(
+        self, rt: ResourceType, obj: dict[str, Any], now: str | None = None
+    ) -> dict[str, Any]:
+        """Create or replace an object the simulator's own components built (their Events),
+        without admission, validation or managedFields: what they write is valid by
+        construction, and at tens of thousands of pods those steps would cost more than
+        the write. Namespace rules hold as for any create; `now` is the creation time
+        (RFC 3339) if the caller has it formatted already. Returns the stored object."""
+        meta = obj["metadata"]
+        namespace = str(meta.get("namespace") or "") if rt.namespaced else ""
+        old = self.store.get(rt.key, (namespace, meta["name"]))
+        if old is None:
+            self._check_namespace(rt, namespace, creating=True)
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = now or now_rfc3339()
+        else:
+            old_meta = old["metadata"]
+            meta["uid"] = old_meta["uid"]
+            meta["creationTimestamp"] = old_meta.get("creationTimestamp")
+        obj["apiVersion"] = rt.group_version
+        obj["kind"] = rt.kind
+        return self._commit(rt, obj, old)
 
     def _check_kind(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
@@ -498,6 +532,9 @@ class ApiCore:
         req = req or Request()
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
+        if rt.storage is not None:
+            self._check_kind(rt, dict(body))
+            rt, body = self._stored(rt), eventsapi.to_core(body)
         namespace = namespace if rt.namespaced else ""
         body_name = (body.get("metadata") or {}).get("name")
         if body_name and body_name != name:
@@ -612,6 +649,16 @@ class ApiCore:
         req = req or Request()
         namespace = namespace if rt.namespaced else ""
         content_type = content_type.split(";")[0].strip()
+        view: ResourceType | None = None
+        if rt.storage is not None:
+            if content_type in (APPLY_PATCH, APPLY_PATCH_CBOR):
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"server-side apply of {rt.qualified} is not supported by the simulated "
+                    "API server: apply the core/v1 object instead",
+                )
+            view, rt = rt, self._stored(rt)
         for _attempt in range(8):
             old = self.store.get(rt.key, (namespace, name))
             if content_type in (APPLY_PATCH, APPLY_PATCH_CBOR):
@@ -655,7 +702,11 @@ class ApiCore:
             else:
                 if old is None:
                     raise not_found(rt.group, rt.plural, name)
-                patched = self._apply_patch(rt, old, content_type, body)
+                if view is not None:  # patch what the client sees, store what it becomes
+                    shown = eventsapi.to_events_v1(old)
+                    patched = eventsapi.to_core(self._apply_patch(view, shown, content_type, body))
+                else:
+                    patched = self._apply_patch(rt, old, content_type, body)
                 operation = "Update"
             want_rv = (patched.get("metadata") or {}).get("resourceVersion")
             if want_rv and want_rv != old["metadata"]["resourceVersion"]:

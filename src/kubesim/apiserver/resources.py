@@ -8,7 +8,7 @@ type (namespaced or not, which subresources, whether the main resource ignores
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 STANDARD_VERBS = (
@@ -39,6 +39,10 @@ class ResourceType:
     # For custom resources: the served versions, their schemas and printer columns.
     crd: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     singular_name: str = ""
+    # A view of another type's objects, stored as (group, version, plural) of that type and
+    # converted at the API boundary: events.k8s.io/v1 Events are core/v1 Events
+    # (`eventsapi.py`), as in kube-apiserver.
+    storage: tuple[str, str, str] | None = None
 
     @property
     def singular(self) -> str:
@@ -50,7 +54,10 @@ class ResourceType:
 
     @property
     def key(self) -> tuple[str, str]:
-        """Storage key: one store per group and plural, whatever the version."""
+        """Storage key: one store per group and plural, whatever the version (the stored
+        type's, for a view)."""
+        if self.storage is not None:
+            return (self.storage[0], self.storage[2])
         return (self.group, self.plural)
 
     @property
@@ -101,7 +108,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("batch", "v1", "Job", "jobs", True, (), ("status",), ALL),
     _rt("batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",), ALL),
     _rt("coordination.k8s.io", "v1", "Lease", "leases", True),
-    _rt("events.k8s.io", "v1", "Event", "events", True, ("ev",)),
+    replace(
+        _rt("events.k8s.io", "v1", "Event", "events", True, ("ev",)), storage=("", "v1", "events")
+    ),
     _rt("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)),
     _rt("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
     _rt("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),

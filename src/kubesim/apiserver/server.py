@@ -27,7 +27,16 @@ import yaml
 from aiohttp import web
 
 from kubesim import __version__
-from kubesim.apiserver import deletion, discovery, openapi, protobuf, rbac, reviews, tables
+from kubesim.apiserver import (
+    deletion,
+    discovery,
+    eventsapi,
+    openapi,
+    protobuf,
+    rbac,
+    reviews,
+    tables,
+)
 from kubesim.apiserver.apicore import ADMIN_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.watchstream import WatchOptions, WatchStream
@@ -494,6 +503,8 @@ class ApiHttpServer:
         opts = deletion.delete_options(await self._body(request), request.query)
         labels, fields = self._selectors(request, rt)
         items = await self.core.delete_collection(rt, t.namespace, labels, fields, opts, req)
+        if rt.storage is not None:
+            items = [eventsapi.to_events_v1(o) for o in items]
         return json_response(
             {
                 "kind": f"{rt.kind}List",
@@ -536,7 +547,9 @@ class ApiHttpServer:
                 status,
                 headers,
             )
-        if rt.version != obj.get("apiVersion", "").rpartition("/")[2]:
+        if rt.storage is not None:
+            obj = eventsapi.to_events_v1(obj)
+        elif rt.version != obj.get("apiVersion", "").rpartition("/")[2]:
             obj = {**obj, "apiVersion": rt.group_version}
         return json_response(obj, status, headers)
 
@@ -572,7 +585,9 @@ class ApiHttpServer:
             )
         rt = t.rt
         items = result.items
-        if any(o.get("apiVersion") != rt.group_version for o in items[:1]):
+        if rt.storage is not None:
+            items = [eventsapi.to_events_v1(o) for o in items]
+        elif any(o.get("apiVersion") != rt.group_version for o in items[:1]):
             items = [{**o, "apiVersion": rt.group_version} for o in items]
         body = (
             b'{"kind":"'

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kubesim.apiserver import tables
+from kubesim.apiserver import eventsapi, tables
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import Watcher, WatchEvent
 
@@ -91,6 +91,8 @@ class WatchStream:
         if self.opts.want_table:
             table = tables.to_table(rt, [ev.obj], self.opts.include, None, with_headers=False)
             return _line({"type": ev.type, "object": table})
+        if rt.storage is not None:
+            return _line({"type": ev.type, "object": eventsapi.to_events_v1(ev.obj)})
         if rt.version != ev.obj.get("apiVersion", "").rpartition("/")[2]:
             return _line({"type": ev.type, "object": {**ev.obj, "apiVersion": rt.group_version}})
         return ev.encoded()

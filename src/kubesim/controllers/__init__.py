@@ -7,6 +7,9 @@ back through it, as a real controller does through the API server:
   decision for one sync is pure, in `jobplan.py` (testable without a server); the facts it
   reads about Jobs and pods (indexes, failure and success policies, conditions) are
   `jobpolicy.py`; level `jobs` (Jobs advance by status alone, no pods) is `jobsim.py`.
+- `events.py` - the Events the Job controller, the scheduler and the kubelet record: client-go's
+  event correlator (repeats counted on one Event, similar ones combined, a spam filter per
+  object; pure) and the sink that writes them in batches.
 - `workqueue.py` - client-go style work queue and one-timer-for-many-keys, shared with the
   simulated kubelet.
 - `gc.py` - garbage collection by ownerReferences, and namespace teardown.

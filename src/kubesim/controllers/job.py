@@ -28,7 +28,13 @@ podFailurePolicy on exit codes, activeDeadlineSeconds, successPolicy, suspend). 
 writes per Job in the common case, so benchmarks with tens of thousands of Jobs exercise the
 JobSet controller without the pod machinery.
 
-Simplifications, on purpose: no adoption of orphan pods matching a Job's selector, no Events,
+Events as `job-controller` (through `events.py`, correlated as client-go does):
+SuccessfulCreate "Created pod: NAME" / FailedCreate "Error creating: ERROR" (a webhook's
+denial, a quota), SuccessfulDelete "Deleted pod: NAME" / FailedDelete, Completed "Job
+completed", the Failed condition's reason and message (BackoffLimitExceeded, DeadlineExceeded,
+...), Suspended / Resumed; at level `jobs` only the ones about the Job's conditions.
+
+Simplifications, on purpose: no adoption of orphan pods matching a Job's selector,
 and `uncountedTerminatedPods` stays empty (a crash of the whole simulator between a status
 write and a finalizer removal could count a pod twice).
 
@@ -53,11 +59,13 @@ from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.jobplan import JobPlanner, Memory, Outcome, StatusUpdate
 from kubesim.controllers.jobpolicy import (
     JOB_CONTROLLER_NAME,
     JOB_TRACKING_FINALIZER,
     Backoff,
+    condition_events,
     has_tracking_finalizer,
     is_job_finished,
     job_ref,
@@ -91,6 +99,7 @@ class JobController:
         level: str = "pods",
         time_scale: float = 1.0,
         rng: random.Random | None = None,
+        events: EventSink | None = None,
     ) -> None:
         if level not in ("pods", "jobs"):
             raise ValueError(f"JobController level must be 'pods' or 'jobs', not {level!r}")
@@ -98,6 +107,7 @@ class JobController:
         self.level = level
         self.time_scale = max(float(time_scale), 0.0)
         self.rng = rng or random.Random(0)
+        self.recorder = NO_EVENTS if events is None else events.recorder("job-controller")
         jobs_rt = core.registry.get("batch", "v1", "jobs")
         pods_rt = core.registry.get("", "v1", "pods")
         assert jobs_rt is not None and pods_rt is not None
@@ -266,7 +276,7 @@ class JobController:
     async def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         meta = job["metadata"]
         self.status_writes += 1
-        return await self.core.update(
+        written = await self.core.update(
             self._jobs_rt,
             meta.get("namespace", ""),
             meta["name"],
@@ -274,6 +284,9 @@ class JobController:
             self._req(),
             subresource="status",
         )
+        for type_, reason, message in condition_events(job.get("status"), status):
+            self.recorder.event(written, type_, reason, message)
+        return written
 
     async def _remove_finalizer(self, pod: Mapping[str, Any]) -> bool:
         """Drop the tracking finalizer from the current version of `pod`; True when it is
@@ -304,7 +317,9 @@ class JobController:
                     return False
         return False
 
-    async def _delete_pod(self, pod: Mapping[str, Any]) -> bool:
+    async def _delete_pod(
+        self, pod: Mapping[str, Any], job: Mapping[str, Any] | None = None
+    ) -> bool:
         meta = pod["metadata"]
         try:
             await self.core.delete(
@@ -314,6 +329,10 @@ class JobController:
                 {"propagationPolicy": "Background", "preconditions": {"uid": meta.get("uid")}},
                 self._req(),
             )
+            if job is not None:
+                self.recorder.event(
+                    job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}"
+                )
             return True
         except ApiError as err:
             if err.code == 404:
@@ -321,10 +340,16 @@ class JobController:
             if err.code == 409:  # a pod of the same name but another uid: ours is gone
                 return True
             log.warning("deleting pod failed", pod=meta["name"], error=str(err))
+            if job is not None:
+                self.recorder.event(job, WARNING, "FailedDelete", f"Error deleting: {err.message}")
             return False
 
     async def _delete_pods(
-        self, pods: Sequence[Mapping[str, Any]], *, keep_finalizer: bool
+        self,
+        pods: Sequence[Mapping[str, Any]],
+        *,
+        keep_finalizer: bool,
+        job: Mapping[str, Any] | None = None,
     ) -> tuple[int, int]:
         """Delete pods concurrently; returns (deleted, of which were ready). Without
         `keep_finalizer` the finalizer goes first, so the pods are never counted (what
@@ -333,7 +358,7 @@ class JobController:
         async def one(pod: Mapping[str, Any]) -> bool:
             if not keep_finalizer and not await self._remove_finalizer(pod):
                 return False
-            return await self._delete_pod(pod)
+            return await self._delete_pod(pod, job)
 
         results = await asyncio.gather(*(one(p) for p in pods))
         deleted = sum(1 for ok in results if ok)
@@ -458,7 +483,7 @@ class _JobSync:
         outcome = Outcome()
         if acts.delete:
             outcome.deleted, outcome.deleted_ready = await ctl._delete_pods(
-                acts.delete, keep_finalizer=acts.keep_finalizer
+                acts.delete, keep_finalizer=acts.keep_finalizer, job=self.job
             )
         if acts.create:
             outcome.created = await self._create_pods(acts.create)
@@ -518,13 +543,18 @@ class _JobSync:
 
     async def _create_one(self, index: int | None) -> bool | ApiError:
         try:
-            await self.ctl.core.create(
+            pod = await self.ctl.core.create(
                 self.ctl._pods_rt, self.ns, self._planner().pod_for(index), self.ctl._req()
             )
+            name = pod["metadata"]["name"]
+            self.ctl.recorder.event(self.job, "Normal", "SuccessfulCreate", f"Created pod: {name}")
             return True
         except ApiError as err:
             if err.code == 403 and "being terminated" in err.message:
                 return False  # the namespace is going away: nothing to do
+            self.ctl.recorder.event(
+                self.job, WARNING, "FailedCreate", f"Error creating: {err.message}"
+            )
             log.info(
                 "pod creation failed",
                 job=f"{self.ns}/{self.name}",

@@ -415,3 +415,40 @@ class Finish:
     @property
     def failed(self) -> bool:
         return self.final == "Failed"
+
+
+def _true_condition(status: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
+    for cond in (status or {}).get("conditions") or ():
+        if cond.get("type") == type_ and cond.get("status") == "True":
+            return cond  # type: ignore[no-any-return]
+    return None
+
+
+def condition_events(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any]
+) -> list[tuple[str, str, str]]:
+    """The events the Job controller records when a status write changes these conditions,
+    as (type, reason, message): `Completed` "Job completed" when `Complete` turns True, the
+    `Failed` condition's own reason and message (BackoffLimitExceeded "Job has reached the
+    specified backoff limit", DeadlineExceeded, PodFailurePolicy, ...) as a Warning when it
+    turns True, `Suspended` "Job suspended" / `Resumed` "Job resumed" when `Suspended` turns
+    True / stops being True."""
+    out: list[tuple[str, str, str]] = []
+    if _true_condition(new, "Complete") and not _true_condition(old, "Complete"):
+        out.append(("Normal", "Completed", "Job completed"))
+    failed = _true_condition(new, "Failed")
+    if failed is not None and not _true_condition(old, "Failed"):
+        out.append(
+            ("Warning", str(failed.get("reason") or "Failed"), str(failed.get("message") or ""))
+        )
+    was_suspended = _true_condition(old, "Suspended") is not None
+    is_suspended = _true_condition(new, "Suspended") is not None
+    if is_suspended and not was_suspended:
+        out.append(("Normal", "Suspended", "Job suspended"))
+    elif (
+        was_suspended
+        and not is_suspended
+        and any(c.get("type") == "Suspended" for c in new.get("conditions") or ())
+    ):
+        out.append(("Normal", "Resumed", "Job resumed"))
+    return out

@@ -26,6 +26,13 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
   (`DeletionByPodGC`) and are deleted, and unscheduled pods being deleted are marked Failed,
   as the pod garbage collector does.
 
+Events as `kubelet` (source host: the node; `controllers/events.py` correlates them), on a
+container's `spec.containers{NAME}`: Pulling / Pulled ("Container image "IMG" already present
+on machine" unless `imagePullPolicy: Always`), Created "Created container: NAME", Started
+"Started container NAME" each time a container starts, Failed "Error: ..." when a real one
+cannot be created, BackOff "Back-off restarting failed container NAME in pod POD_NS(UID)" on
+a crash, Killing "Stopping container NAME" on deletion; DeadlineExceeded on the pod.
+
 Containers of images mapped with `--run-image` run as real processes instead
 (`processes.py`): this machine still drives them, the runtime starts them, reports their exits
 and probe verdicts, and stops them on deletion.
@@ -54,6 +61,7 @@ from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339, parse_rfc3339
+from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.workqueue import WorkQueue
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
 from kubesim.kubelet.taints import no_execute_taints, node_ready, tolerations_for
@@ -116,9 +124,11 @@ class Kubelet:
         time_scale: float = 1.0,
         rng: random.Random | None = None,
         runtime: ProcessRuntime | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.core = core
         self.runtime = runtime
+        self.recorder = NO_EVENTS if events is None else events.recorder("kubelet")
         self.time_scale = max(float(time_scale), 0.0)
         self.rng = rng or random.Random(0)
         pods_rt = core.registry.get("", "v1", "pods")
@@ -133,6 +143,7 @@ class Kubelet:
         self._node_ids: dict[str, int] = {}
         self._ip_counter: dict[str, int] = {}
         self._missing_since: dict[PodKey, float] = {}
+        self._stopping: set[str] = set()  # uids of pods whose Killing events are recorded
         self.status_writes = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -221,6 +232,7 @@ class Kubelet:
         if run is not None and run.uid == meta.get("uid"):
             del self._runs[key]
         self._logs.pop(str(meta.get("uid") or ""), None)
+        self._stopping.discard(str(meta.get("uid") or ""))
         self._missing_since.pop(key, None)
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
@@ -479,9 +491,33 @@ class Kubelet:
                 c.state = "waiting"
                 c.waiting_reason, c.waiting_message = _not_yet(exc)
                 c.retry_at = now + CONFIG_RETRY
+                self._container_event(pod, c, run, WARNING, "Failed", f"Error: {c.waiting_message}")
+                return
+            self._started_events(pod, c, source, run)
             return
         c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
         self._logs.setdefault(run.uid, {})[c.name] = c.program.log
+        self._started_events(pod, c, source, run)
+
+    def _container_event(
+        self, pod: Mapping[str, Any], c: Container, run: PodRun, type_: str, reason: str, msg: str
+    ) -> None:
+        path = f"spec.{'initContainers' if c.init else 'containers'}{{{c.name}}}"
+        self.recorder.event(pod, type_, reason, msg, field_path=path, host=run.node)
+
+    def _started_events(
+        self, pod: Mapping[str, Any], c: Container, source: Mapping[str, Any], run: PodRun
+    ) -> None:
+        """What the kubelet says as a container starts: its image, then created, started."""
+        image = c.image
+        if source.get("imagePullPolicy") == "Always":
+            self._container_event(pod, c, run, "Normal", "Pulling", f'Pulling image "{image}"')
+            pulled = f'Successfully pulled image "{image}" in 0s (0s including waiting)'
+        else:
+            pulled = f'Container image "{image}" already present on machine'
+        self._container_event(pod, c, run, "Normal", "Pulled", pulled)
+        self._container_event(pod, c, run, "Normal", "Created", f"Created container: {c.name}")
+        self._container_event(pod, c, run, "Normal", "Started", f"Started container {c.name}")
 
     def _exit(self, c: Container, code: int, reason: str, message: str = "") -> None:
         if c.exit_reason:  # a real container said why it ended (StartError)
@@ -508,6 +544,11 @@ class Kubelet:
             f"pod={meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})"
         )
         c.retry_at = now + wait * self.time_scale
+        run = self._runs.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        if run is not None:
+            who = f"{meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})"
+            msg = f"Back-off restarting failed container {c.name} in pod {who}"
+            self._container_event(pod, c, run, WARNING, "BackOff", msg)
 
     def _advance(self, run: PodRun, pod: Mapping[str, Any], now: float) -> bool:
         """Move the pod's containers forward to `now`; True when the status changed."""
@@ -529,6 +570,7 @@ class Kubelet:
             run.done = True
             run.reason = "DeadlineExceeded"
             run.message = "Pod was active on the node longer than the specified deadline"
+            self.recorder.event(pod, "Normal", run.reason, run.message, host=run.node)
             return True
         policy = run.restart_policy
         if not run.initialized:
@@ -609,6 +651,12 @@ class Kubelet:
     async def _terminate_gracefully(
         self, key: PodKey, pod: Mapping[str, Any], run: PodRun, now: float
     ) -> None:
+        if run.uid not in self._stopping:  # the first pass over a pod being deleted
+            self._stopping.add(run.uid)
+            for c in run.containers:
+                if c.state == "running":
+                    msg = f"Stopping container {c.name}"
+                    self._container_event(pod, c, run, "Normal", "Killing", msg)
         if self.runtime is not None and any(c.real for c in run.containers):
             grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0
             if not self.runtime.terminate(run, float(grace)):

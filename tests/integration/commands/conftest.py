@@ -1,5 +1,6 @@
 """A `jobset sim --sim-level none` with the JobSet CRD (no controller: tests write JobSet
-status through `/status` themselves), and the user commands run as a real process."""
+status through `/status` themselves), a pods-level one (`sim_pods`), and the user commands run
+as a real process."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from jobset.sdk import JobSetClient
-from kubesim.process import SimProcess
-from tests.sims import start_sim_none
+from kubesim.process import SimProcess, start_sim
+from tests.sims import install_jobset_crd, start_sim_none
 
 _ns = itertools.count()
 
@@ -55,6 +56,21 @@ class Cli:
 @pytest.fixture(scope="module")
 def sim_none(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
     s = start_sim_none(tmp_path_factory.mktemp("sim"), jobset_crd=True)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def sim_pods(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
+    """A pods-level cluster (Job controller, scheduler, kubelet; 2 pools x 2 nodes) with the
+    JobSet CRD and no JobSet controller: tests create the child Jobs themselves."""
+    s = start_sim(tmp_path_factory.mktemp("sim"), "--sim-level", "pods", "--time-scale", "0.05",
+                  "--nodes", "pools=2x2")  # fmt: skip
+    try:
+        install_jobset_crd(s)
+    except BaseException:
+        s.stop()
+        raise
     yield s
     s.stop()
 

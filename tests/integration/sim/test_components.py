@@ -370,7 +370,10 @@ async def test_unschedulable_pod_waits_for_capacity(env: Env) -> None:
 
     cond = await eventually(unschedulable, what="PodScheduled=False")
     assert cond.reason == "Unschedulable"
-    assert cond.message == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    assert cond.message == (
+        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. "
+        "preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
+    )
     assert (await env.core.read_namespaced_pod("gpu", NS)).spec.node_name is None
 
     node = {

@@ -205,11 +205,14 @@ def test_spec_nodes_feed_the_scheduler() -> None:
         placed.append(snap.assume({**gpu_pod, "metadata": {"name": f"w{seed}"}}, name))
     assert schedule(gpu_pod, snap, random.Random(0)) == (
         None,
-        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. "
+        "preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod.",
     )
     intolerant = {**gpu_pod, "spec": {**gpu_pod["spec"], "tolerations": []}}
     assert schedule(intolerant, snap, random.Random(0)) == (
         None,
         "0/4 nodes are available: 2 Insufficient nvidia.com/gpu, "
-        "2 node(s) had untolerated taint {nvidia.com/gpu: }.",
+        "2 node(s) had untolerated taint {nvidia.com/gpu: }. "
+        "preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling.",
     )

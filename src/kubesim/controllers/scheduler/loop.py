@@ -14,6 +14,12 @@ pods with an identical scheduling signature (namespace, labels but the completio
 and the spec fields the filters read) share the verdict of the first that failed until
 something gets bound — thousands of pods of one Job cost one search, not thousands.
 
+Events as `default-scheduler` (kube-scheduler records through events.k8s.io; here the same
+fields in core/v1, see `controllers/events.py`): `Scheduled` "Successfully assigned NS/POD to
+NODE" (action Binding) and `FailedScheduling` with the message of the condition (action
+Scheduling), recorded when that message changes - kube-scheduler's event series count
+repeats in memory and writes them rarely, so one Event per distinct verdict is what a user sees.
+
 Pods with `schedulingGates` are left alone until the gates are removed; pods for another
 `schedulerName`, bound, finished or being deleted are not this scheduler's business.
 """
@@ -34,6 +40,7 @@ from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339
+from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.scheduler.scheduling import needs_scheduling, schedule
 from kubesim.controllers.scheduler.snapshot import ClusterSnapshot
 from kubesim.machinery.errors import ApiError
@@ -57,6 +64,7 @@ _SIGNATURE_FIELDS: Final = (
     "tolerations",
     "overhead",
     "priority",
+    "preemptionPolicy",
     "schedulerName",
 )
 
@@ -99,9 +107,12 @@ def _signature(pod: Mapping[str, Any]) -> bytes:
 class Scheduler:
     """Binds pending pods to nodes; one task, decisions in batches."""
 
-    def __init__(self, core: ApiCore, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, core: ApiCore, rng: random.Random | None = None, events: EventSink | None = None
+    ) -> None:
         self.core = core
         self.rng = rng or random.Random(0)
+        self.recorder = NO_EVENTS if events is None else events.recorder("default-scheduler")
         pods_rt = core.registry.get("", "v1", "pods")
         assert pods_rt is not None
         self._pods_rt: ResourceType = pods_rt
@@ -323,6 +334,13 @@ class Scheduler:
                 log.warning("binding failed", pod=f"{ns}/{name}", node=node, error=str(err))
             return False
         await self._set_scheduled(ns, name, uid, "True", "", "")
+        self.recorder.event(
+            current,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {ns}/{name} to {node}",
+            action="Binding",
+        )
         return True
 
     async def _mark_unschedulable(self, pod: dict[str, Any], message: str) -> None:
@@ -372,7 +390,7 @@ class Scheduler:
             else:
                 conds = [cond if c is old else c for c in conds]
             try:
-                await self.core.update(
+                written = await self.core.update(
                     self._pods_rt,
                     ns,
                     name,
@@ -380,6 +398,10 @@ class Scheduler:
                     self._req(),
                     subresource="status",
                 )
+                if status == "False" and reason == "Unschedulable":
+                    self.recorder.event(
+                        written, WARNING, "FailedScheduling", message, action="Scheduling"
+                    )
                 return
             except ApiError as err:
                 if err.code == 409:

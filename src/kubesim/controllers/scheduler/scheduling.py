@@ -6,8 +6,15 @@ nodes of a `ClusterSnapshot`, and words the "0/N nodes are available: ..." messa
 kube-scheduler does, because users and tests read it from `PodScheduled=False` exactly as on a
 real cluster.
 
+The message ends as kube-scheduler's with its DefaultPreemption plugin: `preemption: 0/N nodes
+are available: ...`, each node counted as "Preemption is not helpful for scheduling" when it
+failed a filter preemption cannot fix (node affinity, taints, cordon, required pod affinity)
+and "No preemption victims found for incoming pod" otherwise, or `preemption: not eligible
+due to preemptionPolicy=Never.`.
+
 Deliberate simplifications (documented so nobody mistakes them for kube-scheduler behaviour):
-no preemption (so no "preemption: ..." suffix in messages), no preferred affinity / topology
+no preemption (pods are never evicted for a higher-priority one, so every node that
+preemption could help is worded as having no victims), no preferred affinity / topology
 spread / image locality scoring, no host ports or volumes, and `namespaceSelector` only sees the
 `kubernetes.io/metadata.name` label every namespace carries.
 """
@@ -66,6 +73,17 @@ _MSG_EXISTING_ANTI_AFFINITY: Final = "node(s) didn't satisfy existing pods anti-
 _MSG_TOO_MANY_PODS: Final = "Too many pods"
 
 
+_MSG_TAINT: Final = "node(s) had untolerated taint"
+
+
+# The filters whose failure preemption cannot fix (kube-scheduler's
+# UnschedulableAndUnresolvable status), by their message.
+_UNRESOLVABLE: Final = frozenset({_MSG_UNSCHEDULABLE, _MSG_NODE_AFFINITY, _MSG_POD_AFFINITY})
+_MSG_NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
+_MSG_NO_VICTIMS: Final = "No preemption victims found for incoming pod"
+_MSG_NOT_ELIGIBLE: Final = "not eligible due to preemptionPolicy=Never."
+
+
 def needs_scheduling(pod: Mapping[str, Any]) -> bool:
     """Whether the default scheduler should try to place this pod at all.
 
@@ -122,6 +140,7 @@ class _PodContext:
         self.nonzero_cpu = req.get("cpu") or _NONZERO_CPU_MILLI
         self.nonzero_memory = req.get("memory") or _NONZERO_MEMORY
         self.scored_extended = [n for n, _ in self.requests if n not in ("pods", "cpu", "memory")]
+        self.preemption_policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
 
         self.node_selector = list(_str_map(spec.get("nodeSelector")).items())
         affinity = spec.get("affinity") or {}
@@ -185,7 +204,7 @@ class _PodContext:
             return [_MSG_UNSCHEDULABLE]
         for key, value, effect in info.hard_taints:
             if not self._tolerates(key, value, effect):
-                return [f"node(s) had untolerated taint {{{key}: {value}}}"]
+                return [f"{_MSG_TAINT} {{{key}: {value}}}"]
         labels = info.labels
         for k, v in self.node_selector:
             if labels.get(k) != v:
@@ -320,12 +339,26 @@ def schedule(
 
 def _diagnose(ctx: _PodContext, snap: ClusterSnapshot) -> str:
     """The FitError message: every node's reasons counted, sorted as strings (like
-    `sort.Strings` in kube-scheduler), e.g. "0/16 nodes are available: 12 Insufficient
-    nvidia.com/gpu, 4 node(s) didn't match Pod's node affinity/selector."."""
+    `sort.Strings` in kube-scheduler), then what preemption found, e.g. "0/16 nodes are
+    available: 12 Insufficient nvidia.com/gpu, 4 node(s) didn't match Pod's node
+    affinity/selector. preemption: 0/16 nodes are available: 12 No preemption victims found
+    for incoming pod, 4 Preemption is not helpful for scheduling."."""
     histogram: dict[str, int] = {}
+    helpless = 0
     for info in snap.nodes.values():
-        for reason in ctx.reasons(info) or ():
+        reasons = ctx.reasons(info) or ()
+        for reason in reasons:
             histogram[reason] = histogram.get(reason, 0) + 1
-    parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
-    message = f"0/{len(snap.nodes)} nodes are available"
+        if reasons and (reasons[0] in _UNRESOLVABLE or reasons[0].startswith(_MSG_TAINT)):
+            helpless += 1
+    fit = _available(len(snap.nodes), histogram)
+    if ctx.preemption_policy == "Never":
+        return f"{fit} preemption: {_MSG_NOT_ELIGIBLE}"
+    verdicts = {_MSG_NOT_HELPFUL: helpless, _MSG_NO_VICTIMS: len(snap.nodes) - helpless}
+    return f"{fit} preemption: {_available(len(snap.nodes), verdicts)}"
+
+
+def _available(nodes: int, histogram: Mapping[str, int]) -> str:
+    parts = sorted(f"{count} {reason}" for reason, count in histogram.items() if count)
+    message = f"0/{nodes} nodes are available"
     return f"{message}: {', '.join(parts)}." if parts else f"{message}."

@@ -239,7 +239,10 @@ def test_node_selector() -> None:
         assert schedule(p, snap, random.Random(seed)) == ("a", "")
     name, msg = schedule(pod("p", nodeSelector={"disk": "nvme"}), snap, random.Random(0))
     assert name is None
-    assert msg == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    assert msg == (
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
 
 
 @pytest.mark.parametrize(
@@ -297,7 +300,8 @@ def test_taints_and_tolerations() -> None:
     name, msg = schedule(pod("p"), snap, random.Random(0))
     assert name is None
     assert msg == (
-        "0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}."
+        "0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     tolerating = [
         [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present"}],
@@ -334,7 +338,8 @@ def test_unschedulable_and_not_ready_nodes_are_skipped() -> None:
     assert msg == (
         "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
         ", 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }"
-        ", 1 node(s) were unschedulable."
+        ", 1 node(s) were unschedulable. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     # The NoExecute tolerations every pod gets by default do not make a NotReady node usable.
     defaults = [
@@ -363,7 +368,10 @@ def test_extended_resource_exhaustion_reason() -> None:
     assert sorted(p or "" for p in placed) == ["p0-n0", "p1-n0", "p2-n0", "p3-n0"]
     name, msg = schedule(pod("w4", requests={"nvidia.com/gpu": "1"}), snap, random.Random(0))
     assert name is None
-    assert msg == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    assert msg == (
+        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. "
+        "preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
+    )
 
 
 def test_mixed_reasons_are_counted_and_sorted_like_kube_scheduler() -> None:
@@ -386,7 +394,9 @@ def test_mixed_reasons_are_counted_and_sorted_like_kube_scheduler() -> None:
     assert schedule(p, snap, random.Random(0)) == (
         None,
         "0/16 nodes are available: 12 Insufficient nvidia.com/gpu, "
-        "4 node(s) didn't match Pod's node affinity/selector.",
+        "4 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/16 nodes are available: 12 No preemption victims found for incoming "
+        "pod, 4 Preemption is not helpful for scheduling.",
     )
 
 
@@ -400,11 +410,15 @@ def test_cpu_memory_and_pod_count_limits() -> None:
     assert place(snap, pod("a", requests={"cpu": "1500m"})) == "n"
     name, msg = schedule(pod("b", requests={"cpu": "1", "memory": "2Gi"}), snap, random.Random(0))
     assert name is None
-    assert msg == "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory."
+    assert msg == (
+        "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
     assert place(snap, pod("c", requests={"cpu": "500m"})) == "n"
     assert schedule(pod("d"), snap, random.Random(0)) == (
         None,
-        "0/1 nodes are available: 1 Too many pods.",
+        "0/1 nodes are available: 1 Too many pods. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
     )
 
 
@@ -481,7 +495,10 @@ def test_anti_affinity_gives_one_pod_per_domain_until_domains_run_out() -> None:
     assert sorted(used) == ["pool-0", "pool-1", "pool-2", "pool-3"]
     name, msg = schedule(pod("x4", {"app": "x"}, affinity=anti), snap, random.Random(0))
     assert name is None
-    assert msg == "0/8 nodes are available: 8 node(s) didn't match pod anti-affinity rules."
+    assert msg == (
+        "0/8 nodes are available: 8 node(s) didn't match pod anti-affinity rules. "
+        "preemption: 0/8 nodes are available: 8 No preemption victims found for incoming pod."
+    )
     # Pods in another namespace are not selected by default.
     assert place(snap, pod("y", {"app": "x"}, namespace="other", affinity=anti)) is not None
 
@@ -498,7 +515,8 @@ def test_existing_pods_anti_affinity_is_symmetric() -> None:
     place(snap2, guard)
     assert schedule(pod("web", {"app": "web"}), snap2, random.Random(0)) == (
         None,
-        "0/2 nodes are available: 2 node(s) didn't satisfy existing pods anti-affinity rules.",
+        "0/2 nodes are available: 2 node(s) didn't satisfy existing pods anti-affinity rules. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.",
     )
     # a pod the term does not select is fine
     assert schedule(pod("other", {"app": "cache"}), snap2, random.Random(0))[0] is not None
@@ -517,7 +535,8 @@ def test_pod_affinity_colocates_and_first_pod_may_go_anywhere() -> None:
     lonely = pod("l", {"group": "other"}, affinity=affinity(aff=[term(POOL, {"group": "g9"})]))
     assert schedule(lonely, snap, random.Random(0)) == (
         None,
-        "0/16 nodes are available: 16 node(s) didn't match pod affinity rules.",
+        "0/16 nodes are available: 16 node(s) didn't match pod affinity rules. "
+        "preemption: 0/16 nodes are available: 16 Preemption is not helpful for scheduling.",
     )
 
 
@@ -569,7 +588,10 @@ def test_jobset_exclusive_placement_one_job_per_pool() -> None:
     assert len(set(seen.values())) == 3
     name, msg = schedule(exclusive("job3", 0), snap, random.Random(0))
     assert name is None
-    assert msg == ("0/12 nodes are available: 12 node(s) didn't match pod anti-affinity rules.")
+    assert msg == (
+        "0/12 nodes are available: 12 node(s) didn't match pod anti-affinity rules. "
+        "preemption: 0/12 nodes are available: 12 No preemption victims found for incoming pod."
+    )
     # a finished job frees its pool
     for i in range(4):
         snap.remove_pod(exclusive("job1", i))
