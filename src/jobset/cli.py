@@ -9,7 +9,8 @@ only builds the parser and hands the parsed arguments to where each command live
 * `jobset get/describe/watch/tree/submit/delete`: the user commands, `jobset.commands`
   (also the kubectl plugin `kubectl-jobset`, `jobset.commands.plugin`);
 * `jobset completion bash|zsh|fish`: a completion script of this parser,
-  `jobset.commands.completion`.
+  `jobset.commands.completion`;
+* `jobset in-place-restart-agent`: the InPlaceRestart agent in a worker pod, `jobset.agent`.
 
 Ctrl-C that arrives before a long-running command has installed its own signal handling
 (`jobset sim` still starting, say) exits 130, as every user command does.
@@ -84,6 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "--webhook-port", type=int, default=0, help="admission webhook port (0: a free port)"
     )
+    agent = sub.add_parser(
+        "in-place-restart-agent",
+        help="the InPlaceRestart agent, run in every worker pod",
+        description="The in-pod agent of the InPlaceRestart strategy (upstream's "
+        "in-place-restart-agent): writes its pod's in-place restart attempt, watches its "
+        "JobSet, holds the worker behind a barrier and exits to restart the pod in place. "
+        "Configured by upstream's environment: JOBSET_NAME, POD_NAME (required), "
+        "WORKER_COMMAND (main-container mode), STARTUP_PROBE_PATH / STARTUP_PROBE_PORT "
+        "(sidecar mode; /barrier-is-down, 8081), IN_PLACE_RESTART_EXIT_CODE (1). Uses the "
+        "pod's ServiceAccount (in-cluster config) unless --kubeconfig or $KUBECONFIG.",
+    )
+    agent.add_argument("--kubeconfig", default=None, help="outside a cluster: this kubeconfig")
+    agent.add_argument("--log-format", choices=("json", "console"), default="json")
+    agent.add_argument("--log-level", default="INFO")
     add_user_commands(sub)
     add_completion_command(sub, build_parser)
     return parser
@@ -120,6 +135,10 @@ def _main(argv: Sequence[str] | None) -> int:
         except ValueError as exc:
             print(f"jobset {args.command}: {exc}", file=sys.stderr)
             return 2
+    if args.command == "in-place-restart-agent":
+        from jobset.agent.run import main as agent_main
+
+        return agent_main(args)
     if args.command in USER_COMMANDS or args.command == "completion":
         return run_user_command(args)
     parser.error(f"unknown command {args.command}")
