@@ -590,20 +590,35 @@ class ApiHttpServer:
     async def _log(self, request: web.Request, t: Target) -> web.StreamResponse:
         pod = self.core.get(t.rt, t.namespace or "", t.name)
         container = request.query.get("container") or ""
-        names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+        spec = pod.get("spec") or {}
+        names = [c["name"] for c in spec.get("containers") or []]
+        inits = [c["name"] for c in spec.get("initContainers") or []]
         if not container:
             if len(names) > 1:
                 raise bad_request(
                     f"a container name must be specified for pod {t.name}, choose one of: {names}"
                 )
             container = names[0] if names else ""
-        elif container not in names:
+        elif container not in names and container not in inits:
             raise bad_request(f"container {container} is not valid for pod {t.name}")
-        phase = (pod.get("status") or {}).get("phase")
-        if phase == "Pending":
-            raise bad_request(
-                f'container "{container}" in pod "{t.name}" is waiting to start: ContainerCreating'
-            )
+        status = pod.get("status") or {}
+        if status.get("phase") == "Pending":
+            # a container that has run (a sidecar, an init container, one restarting in
+            # place) has logs; one that never started has none yet
+            known = {
+                cs.get("name"): cs
+                for cs in [
+                    *(status.get("initContainerStatuses") or ()),
+                    *(status.get("containerStatuses") or ()),
+                ]
+            }
+            cs = known.get(container) or {}
+            waiting = (cs.get("state") or {}).get("waiting")
+            if not cs or (waiting is not None and not cs.get("lastState")):
+                reason = (waiting or {}).get("reason") or "ContainerCreating"
+                raise bad_request(
+                    f'container "{container}" in pod "{t.name}" is waiting to start: {reason}'
+                )
         if self.log_stream is not None:
             streamed = await self.log_stream(request, pod, container)
             if streamed is not None:

@@ -135,6 +135,11 @@ async def test_sidecar_startup_probe_gates_main_containers(env: Env) -> None:
     assert st["agent"].started is False
     assert st["worker"].state.waiting is not None
     assert pod.status.phase == "Pending"
+    # the running sidecar has logs already; the waiting worker has none yet
+    await env.core.read_namespaced_pod_log("gated", NS, container="agent")
+    with pytest.raises(client.ApiException) as err:
+        await env.core.read_namespaced_pod_log("gated", NS, container="worker")
+    assert err.value.status == 400 and "is waiting to start: PodInitializing" in str(err.value.body)
 
     async def worker_running() -> client.V1Pod | None:
         pod = await env.core.read_namespaced_pod("gated", NS)
