@@ -85,20 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "--webhook-port", type=int, default=0, help="admission webhook port (0: a free port)"
     )
-    agent = sub.add_parser(
-        "in-place-restart-agent",
-        help="the InPlaceRestart agent, run in every worker pod",
-        description="The in-pod agent of the InPlaceRestart strategy (upstream's "
-        "in-place-restart-agent): writes its pod's in-place restart attempt, watches its "
-        "JobSet, holds the worker behind a barrier and exits to restart the pod in place. "
-        "Configured by upstream's environment: JOBSET_NAME, POD_NAME (required), "
-        "WORKER_COMMAND (main-container mode), STARTUP_PROBE_PATH / STARTUP_PROBE_PORT "
-        "(sidecar mode; /barrier-is-down, 8081), IN_PLACE_RESTART_EXIT_CODE (1). Uses the "
-        "pod's ServiceAccount (in-cluster config) unless --kubeconfig or $KUBECONFIG.",
+    from jobset.agent.flags import add_agent_flags
+
+    add_agent_flags(
+        sub.add_parser(
+            "in-place-restart-agent", help="the InPlaceRestart agent, run in every worker pod"
+        )
     )
-    agent.add_argument("--kubeconfig", default=None, help="outside a cluster: this kubeconfig")
-    agent.add_argument("--log-format", choices=("json", "console"), default="json")
-    agent.add_argument("--log-level", default="INFO")
     add_user_commands(sub)
     add_completion_command(sub, build_parser)
     return parser
@@ -115,12 +108,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["in-place-restart-agent"]:
+        # The agent starts on every in-place restart: it skips the full parser's imports.
+        from jobset.agent.run import main as agent_main
+
+        return agent_main(args_list[1:])
     from jobset.commands import USER_COMMANDS, run_user_command
     from jobset.dev.commands import missing_sim_extra, run_dev, run_sim
     from jobset.wiring import run_controller
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_list)
     if args.command in ("sim", "dev") and (missing := missing_sim_extra(args.command)):
         print(missing, file=sys.stderr)
         return 2
@@ -135,10 +134,6 @@ def _main(argv: Sequence[str] | None) -> int:
         except ValueError as exc:
             print(f"jobset {args.command}: {exc}", file=sys.stderr)
             return 2
-    if args.command == "in-place-restart-agent":
-        from jobset.agent.run import main as agent_main
-
-        return agent_main(args)
     if args.command in USER_COMMANDS or args.command == "completion":
         return run_user_command(args)
     parser.error(f"unknown command {args.command}")

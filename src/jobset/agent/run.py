@@ -1,7 +1,7 @@
 """The agent process: `jobset in-place-restart-agent` (see the package docstring).
 
 It watches only its own JobSet (a field selector on `metadata.name`, so the API server
-sends nothing else), and acts on every change as `decide.py` says:
+sends nothing else; `apiclient.py`), and acts on every change as `decide.py` says:
 
 - the attempt is written on its pod with server-side apply (field manager
   `in-place-restart-agent`, forced), the one write the agent makes: its ServiceAccount needs
@@ -30,17 +30,13 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from jobset.agent.apiclient import AgentApi, AgentApiError, InClusterApi, KubeconfigApi
 from jobset.agent.decide import AgentState, decide
 from jobset.agent.environment import AgentEnv
-from jobset.api import constants as c
-from jobset.resources import JOBSETS
-from jobset.runtime.client import PODS, ApiError, Client
-from jobset.runtime.informer import FuncHandler, Informer
-from jobset.runtime.logging import get_logger
+from jobset.agent.logs import logger
 
-__all__ = ["FIELD_MANAGER", "Agent", "main", "run_agent"]
+__all__ = ["Agent", "main", "run_agent"]
 
-FIELD_MANAGER: Final = "in-place-restart-agent"
 RETRY: Final = 1.0  # seconds before a failed pod write is tried again
 
 
@@ -52,12 +48,11 @@ def _shell() -> str:
 class Agent:
     """One run of the agent in its pod."""
 
-    def __init__(self, client: Client, env: AgentEnv) -> None:
-        self.client = client
+    def __init__(self, api: AgentApi, env: AgentEnv) -> None:
+        self.api = api
         self.env = env
         self.state = AgentState()
-        self.log = get_logger(
-            "in-place-restart-agent",
+        self.log = logger(
             jobset=f"{env.namespace}/{env.jobset_name}",
             pod=env.pod_name,
             mode="sidecar" if env.sidecar_mode else "main-container",
@@ -74,14 +69,7 @@ class Agent:
         self._done = loop.create_future()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._signalled, sig)
-        informer = Informer(
-            self.client,
-            JOBSETS,
-            namespace=self.env.namespace,
-            field_selector=f"metadata.name={self.env.jobset_name}",
-        )
-        informer.add_event_handler(FuncHandler(add=self._seen, update=lambda _, js: self._seen(js)))
-        informer.start()
+        self._tasks.append(asyncio.create_task(self._follow(), name="agent-watch"))
         self._tasks.append(asyncio.create_task(self._loop(), name="agent-loop"))
         self.log.info("in-place restart agent started", exit_code=self.env.exit_code)
         try:
@@ -92,12 +80,15 @@ class Agent:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
-            await informer.stop()
             await self._stop_worker()
             if self._runner is not None:
                 await self._runner.cleanup()
 
     # ------------------------------------------------------------------ events
+
+    async def _follow(self) -> None:
+        async for js in self.api.jobset_views():
+            self._seen(js)
 
     def _seen(self, js: Mapping[str, Any]) -> None:
         self._latest = js
@@ -143,26 +134,9 @@ class Agent:
     # ------------------------------------------------------------------ actions
 
     async def _write_attempt(self, attempt: int) -> bool:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": self.env.pod_name,
-                "namespace": self.env.namespace,
-                "annotations": {c.IN_PLACE_RESTART_ATTEMPT_KEY: str(attempt)},
-            },
-        }
         try:
-            await self.client.patch(
-                PODS,
-                self.env.pod_name,
-                body,
-                self.env.namespace,
-                patch_type="apply",
-                field_manager=FIELD_MANAGER,
-                force=True,
-            )
-        except ApiError as err:
+            await self.api.patch_attempt(attempt)
+        except AgentApiError as err:
             self.log.warning("cannot write the pod's in-place restart attempt", error=str(err))
             return False
         self.state.attempt = attempt
@@ -223,24 +197,39 @@ class Agent:
 
 async def run_agent(env: AgentEnv, kubeconfig: str | None = None) -> int:
     """Run until the agent decides to exit; returns its exit code."""
-    client = await Client.connect(kubeconfig)
+    kubeconfig = kubeconfig or os.environ.get("KUBECONFIG") or None
+    api: AgentApi
+    if kubeconfig is None:
+        api = InClusterApi(env.namespace, env.jobset_name, env.pod_name)
+    else:
+        api = await KubeconfigApi.connect(kubeconfig, env.namespace, env.jobset_name, env.pod_name)
     try:
-        return await Agent(client, env).run()
+        return await Agent(api, env).run()
     finally:
-        await client.close()
+        await api.close()
 
 
-def main(args: Any) -> int:
-    """`jobset in-place-restart-agent`: parse the environment, configure logs, run."""
+def main(argv: list[str]) -> int:
+    """`jobset in-place-restart-agent ARGS`: parse, configure logs, check the environment,
+    run. Called by `jobset.cli` before it builds its full parser, which would import what
+    the agent does not need (start-up time matters here: `apiclient.py`)."""
+    import argparse
     import sys
 
     from jobset.agent.environment import AgentConfigError, parse_env
-    from jobset.runtime.logging import configure_logging
+    from jobset.agent.flags import add_agent_flags
+    from jobset.agent.logs import configure
 
-    configure_logging(args.log_format, args.log_level)
+    parser = argparse.ArgumentParser(prog="jobset in-place-restart-agent")
+    add_agent_flags(parser)
+    args = parser.parse_args(argv)
+    configure(args.log_format, args.log_level)
     try:
         env = parse_env(os.environ)
+        return asyncio.run(run_agent(env, args.kubeconfig))
     except AgentConfigError as exc:
         print(f"jobset in-place-restart-agent: {exc}", file=sys.stderr)
         return 1
-    return asyncio.run(run_agent(env, args.kubeconfig))
+    except AgentApiError as exc:
+        print(f"jobset in-place-restart-agent: {exc}", file=sys.stderr)
+        return 1

@@ -6,10 +6,14 @@ test_in_place_restart.py.)"""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from jobset.resources import JOBSETS
 from jobset.runtime.client import EVENTS, PODS
 from tests.eventually import eventually
 
@@ -133,3 +137,79 @@ async def test_attempts_over_max_restarts_fail_the_jobset(env: Env) -> None:
     assert [c["reason"] for c in js["status"]["conditions"] if c["type"] == "Failed"] == [
         "ReachedMaxRestarts"
     ]
+
+
+async def test_agents_with_a_kubeconfig_run_their_workers(env: Env) -> None:
+    """The agent itself, in this process, through `--kubeconfig` (`KubeconfigApi`), in
+    main-container mode: both agents write attempt 0, the controller lifts the barrier,
+    each runs its worker and exits with its code."""
+    from jobset.agent.apiclient import KubeconfigApi
+    from jobset.agent.environment import AgentEnv
+    from jobset.agent.run import Agent
+
+    await env.create(in_place("agents"))
+    jobs = await env.wait_jobs("agents", 2)
+    pods = [await make_pod(env, "agents", j["metadata"]["name"]) for j in jobs]
+
+    async def agent(pod: str, code: int) -> int:
+        api = await KubeconfigApi.connect(str(env.sim.kubeconfig), env.ns, "agents", pod)
+        agent_env = AgentEnv(env.ns, "agents", pod, f"exit {code}", "/barrier-is-down", 8081, 1)
+        try:
+            return await Agent(api, agent_env).run()
+        finally:
+            await api.close()
+
+    codes = await asyncio.wait_for(asyncio.gather(agent(pods[0], 0), agent(pods[1], 7)), 60)
+    assert list(codes) == [0, 7]
+    for pod in pods:
+        got = await env.client.get(PODS, pod, env.ns)
+        assert got["metadata"]["annotations"][ATTEMPT] == "0"
+    js = await env.get("agents")
+    assert attempts(js) == (None, 0)
+
+
+async def test_in_cluster_api_follows_the_jobset_and_patches_the_pod(
+    env: Env, tmp_path: Path
+) -> None:
+    """The agent's own client (`InClusterApi`) against the API server, with the
+    credentials a pod would have at its ServiceAccount path (here the kubeconfig's)."""
+    import base64
+    from urllib.parse import urlsplit
+
+    from jobset.agent.apiclient import InClusterApi
+
+    kubeconfig = yaml.safe_load(await asyncio.to_thread(Path(env.sim.kubeconfig).read_text))
+    cluster = kubeconfig["clusters"][0]["cluster"]
+    (tmp_path / "ca.crt").write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    (tmp_path / "token").write_text(kubeconfig["users"][0]["user"]["token"])
+    server = urlsplit(cluster["server"])
+    environ = {
+        "KUBERNETES_SERVICE_HOST": str(server.hostname),
+        "KUBERNETES_SERVICE_PORT": str(server.port),
+    }
+
+    await env.create(in_place("incluster"))
+    await env.create(in_place("other"))  # not seen: the field selector names one JobSet
+    jobs = await env.wait_jobs("incluster", 2)
+    pod = await make_pod(env, "incluster", jobs[0]["metadata"]["name"])
+    api = InClusterApi(env.ns, "incluster", pod, environ, sa_dir=tmp_path)
+    try:
+        views = api.jobset_views()
+        first = await asyncio.wait_for(anext(views), 30)
+        assert first["metadata"]["name"] == "incluster"
+        await api.patch_attempt(0)
+        got = await env.client.get(PODS, pod, env.ns)
+        assert got["metadata"]["annotations"][ATTEMPT] == "0"
+        managers = {m["manager"] for m in got["metadata"]["managedFields"]}
+        assert "in-place-restart-agent" in managers
+        await env.client.patch(
+            JOBSETS, "incluster", {"metadata": {"annotations": {"touched": "yes"}}}, env.ns
+        )
+        while True:  # the watch delivers the change (status writes may come first)
+            view = await asyncio.wait_for(anext(views), 30)
+            assert view["metadata"]["name"] == "incluster"
+            if (view["metadata"].get("annotations") or {}).get("touched") == "yes":
+                break
+        await views.aclose()
+    finally:
+        await api.close()
