@@ -39,7 +39,8 @@ from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_sele
 JSON = "application/json"
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-LogSource = Callable[[dict[str, Any], str], str]
+# (pod, container, previous) -> the log text; None when there is no previous run
+LogSource = Callable[[dict[str, Any], str, bool], "str | None"]
 LogStream = Callable[[web.Request, dict[str, Any], str], Awaitable[web.StreamResponse | None]]
 _USER: web.RequestKey[rbac.UserInfo | None] = web.RequestKey("user", rbac.UserInfo)
 
@@ -623,7 +624,13 @@ class ApiHttpServer:
             streamed = await self.log_stream(request, pod, container)
             if streamed is not None:
                 return streamed
-        text = self.log_source(pod, container) if self.log_source else ""
+        # strconv.ParseBool, as the API server parses it (clients send "true" or "True")
+        previous = request.query.get("previous", "").lower() in ("1", "t", "true")
+        text = self.log_source(pod, container, previous) if self.log_source else ""
+        if text is None:
+            raise bad_request(
+                f'previous terminated container "{container}" in pod "{t.name}" not found'
+            )
         tail = request.query.get("tailLines")
         if tail is not None:
             lines = text.splitlines(keepends=True)

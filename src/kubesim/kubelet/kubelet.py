@@ -152,6 +152,7 @@ class Kubelet:
         self._runs: dict[PodKey, PodRun] = {}
         self._by_node: dict[str, set[PodKey]] = {}
         self._logs: dict[str, dict[str, str]] = {}  # pod uid -> container -> log text
+        self._previous_logs: dict[str, dict[str, str]] = {}  # ... of the run before it
         self._taint_since: dict[tuple[str, str], float] = {}  # (node, taint key) -> loop time
         self._node_ids: dict[str, int] = {}
         self._ip_counter: dict[str, int] = {}
@@ -189,13 +190,16 @@ class Kubelet:
 
     # ------------------------------------------------------------------ logs
 
-    def logs(self, pod: dict[str, Any], container: str) -> str:
-        """What `kubectl logs` shows: the container program's output once it has started."""
+    def logs(self, pod: dict[str, Any], container: str, previous: bool = False) -> str | None:
+        """What `kubectl logs` shows: the container program's output once it has started;
+        with `previous`, the output of its run before a restart (None: there was none)."""
         if self.runtime is not None:
             real = self.runtime.logs(pod, container)
             if real is not None:
                 return real
         meta = pod.get("metadata") or {}
+        if previous:
+            return self._previous_logs.get(str(meta.get("uid") or ""), {}).get(container)
         known = self._logs.get(str(meta.get("uid") or ""), {})
         if container in known:
             return known[container]
@@ -244,6 +248,7 @@ class Kubelet:
         if run is not None and run.uid == meta.get("uid"):
             del self._runs[key]
         self._logs.pop(str(meta.get("uid") or ""), None)
+        self._previous_logs.pop(str(meta.get("uid") or ""), None)
         self._missing_since.pop(key, None)
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
@@ -516,7 +521,10 @@ class Kubelet:
                 c.retry_at = now + CONFIG_RETRY
             return
         c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
-        self._logs.setdefault(run.uid, {})[c.name] = c.program.log
+        logs = self._logs.setdefault(run.uid, {})
+        if c.name in logs:
+            self._previous_logs.setdefault(run.uid, {})[c.name] = logs[c.name]
+        logs[c.name] = c.program.log
 
     def _exit(self, c: Container, code: int, reason: str, message: str = "") -> None:
         if c.exit_reason:  # a real container said why it ended (StartError)

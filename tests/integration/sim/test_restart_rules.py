@@ -7,6 +7,7 @@ features, run by simulated programs (`time_scale=0.01`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -135,11 +136,18 @@ async def test_sidecar_startup_probe_gates_main_containers(env: Env) -> None:
     assert st["agent"].started is False
     assert st["worker"].state.waiting is not None
     assert pod.status.phase == "Pending"
-    # the running sidecar has logs already; the waiting worker has none yet
+    # the running sidecar has logs already, no previous run; the waiting worker has none yet
     await env.core.read_namespaced_pod_log("gated", NS, container="agent")
     with pytest.raises(client.ApiException) as err:
+        await env.core.read_namespaced_pod_log("gated", NS, container="agent", previous=True)
+    message = json.loads(err.value.body)["message"]
+    assert message == 'previous terminated container "agent" in pod "gated" not found'
+    with pytest.raises(client.ApiException) as err:
         await env.core.read_namespaced_pod_log("gated", NS, container="worker")
-    assert err.value.status == 400 and "is waiting to start: PodInitializing" in str(err.value.body)
+    assert err.value.status == 400
+    assert json.loads(err.value.body)["message"] == (
+        'container "worker" in pod "gated" is waiting to start: PodInitializing'
+    )
 
     async def worker_running() -> client.V1Pod | None:
         pod = await env.core.read_namespaced_pod("gated", NS)
@@ -165,7 +173,8 @@ async def test_container_restart_rule_overrides_pod_policy(env: Env) -> None:
                     "command": [
                         "sh",
                         "-c",
-                        "if [ -f /mnt/once ]; then exit 0; fi; echo x > /mnt/once; exit 3",
+                        "if [ -f /mnt/once ]; then echo second run; exit 0; fi; "
+                        "echo x > /mnt/once; echo first run; exit 3",
                     ],
                     "restartPolicy": "Never",
                     "restartPolicyRules": [
@@ -186,6 +195,9 @@ async def test_container_restart_rule_overrides_pod_policy(env: Env) -> None:
     main = statuses(pod)["main"]
     assert main.restart_count == 1
     assert main.last_state.terminated.exit_code == 3
+    log = await env.core.read_namespaced_pod_log("rule-restart", NS)
+    previous = await env.core.read_namespaced_pod_log("rule-restart", NS, previous=True)
+    assert (log, previous) == ("second run\n", "first run\n")
 
 
 @pytest.mark.parametrize(("policy", "outcome"), [("OnFailure", "Complete"), ("Never", "Failed")])
