@@ -16,13 +16,13 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
   (`restartrules.py`): a rule with `action: RestartAllContainers` stops every container at
   once and starts the pod again in place (init containers first; same UID, IP and
   volumes; restartCount + 1 each; condition AllContainersRestarting while stopping).
+  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`. A main
+  container of a `restartPolicy: Always` pod whose command gives no duration (a server, as
+  Deployments run) runs until the pod is deleted.
 - Sidecars (init containers with `restartPolicy: Always`) keep running beside the main
   containers and restart whenever they end; the next container starts only once a
   sidecar has started, i.e. passed its startupProbe (for a simulated container the probe
   passes after its initialDelaySeconds; a real process's probe really runs).
-  `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`. A main
-  container of a `restartPolicy: Always` pod whose command gives no duration (a server, as
-  Deployments run) runs until the pod is deleted.
 - Graceful deletion: a pod being deleted is stopped (exit 137) and reported terminal after
   min(grace period * time-scale, 0.2 s); the API server then removes it once its finalizers
   are gone.
