@@ -33,6 +33,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from jobset.agent.logs import logger
 from jobset.api import constants as c
 
 __all__ = [
@@ -156,8 +157,11 @@ class InClusterApi:
                             yield obj
                     if gone:
                         break
-            except (AgentApiError, aiohttp.ClientError, TimeoutError, OSError, ValueError):
-                pass
+            except (AgentApiError, aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+                # e.g. 403: the ServiceAccount may not list/watch jobsets
+                logger().warning(
+                    "cannot follow the JobSet, retrying", error=str(exc) or type(exc).__name__
+                )
             await asyncio.sleep(delay * random.uniform(0.5, 1.0))
             delay = min(delay * 2, BACKOFF_MAX)
 

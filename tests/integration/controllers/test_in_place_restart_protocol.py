@@ -213,3 +213,33 @@ async def test_in_cluster_api_follows_the_jobset_and_patches_the_pod(
         await views.aclose()
     finally:
         await api.close()
+
+
+async def test_in_cluster_api_says_why_it_cannot_follow(env: Env, tmp_path: Path) -> None:
+    """A rejected token (or missing RBAC) is logged and retried, not silently waited on."""
+    import base64
+    from urllib.parse import urlsplit
+
+    from structlog.testing import capture_logs
+
+    from jobset.agent.apiclient import InClusterApi
+
+    kubeconfig = yaml.safe_load(await asyncio.to_thread(Path(env.sim.kubeconfig).read_text))
+    cluster = kubeconfig["clusters"][0]["cluster"]
+    (tmp_path / "ca.crt").write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    (tmp_path / "token").write_text("not-a-token")
+    server = urlsplit(cluster["server"])
+    environ = {
+        "KUBERNETES_SERVICE_HOST": str(server.hostname),
+        "KUBERNETES_SERVICE_PORT": str(server.port),
+    }
+    api = InClusterApi(env.ns, "nobody", "pod", environ, sa_dir=tmp_path)
+    try:
+        with capture_logs() as logs:
+            views = api.jobset_views()
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(anext(views), 1.5)
+        warnings = [e for e in logs if e["event"] == "cannot follow the JobSet, retrying"]
+        assert warnings and warnings[0]["error"].startswith("401")
+    finally:
+        await api.close()
