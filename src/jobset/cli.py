@@ -9,7 +9,8 @@ only builds the parser and hands the parsed arguments to where each command live
 * `jobset get/describe/watch/tree/submit/delete`: the user commands, `jobset.commands`
   (also the kubectl plugin `kubectl-jobset`, `jobset.commands.plugin`);
 * `jobset completion bash|zsh|fish`: a completion script of this parser,
-  `jobset.commands.completion`.
+  `jobset.commands.completion`;
+* `jobset in-place-restart-agent`: the InPlaceRestart agent in a worker pod, `jobset.agent`.
 
 Ctrl-C that arrives before a long-running command has installed its own signal handling
 (`jobset sim` still starting, say) exits 130, as every user command does.
@@ -85,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "--webhook-port", type=int, default=0, help="admission webhook port (0: a free port)"
     )
+    from jobset.agent.flags import add_agent_flags
+
+    add_agent_flags(
+        sub.add_parser(
+            "in-place-restart-agent", help="the InPlaceRestart agent, run in every worker pod"
+        )
+    )
     add_user_commands(sub)
     add_completion_command(sub, build_parser)
     return parser
@@ -101,12 +109,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["in-place-restart-agent"]:
+        # The agent starts on every in-place restart: it skips the full parser's imports.
+        from jobset.agent.run import main as agent_main
+
+        return agent_main(args_list[1:])
     from jobset.commands import USER_COMMANDS, run_user_command
     from jobset.dev.commands import missing_sim_extra, run_dev, run_sim
     from jobset.wiring import run_controller
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_list)
     if args.command in ("sim", "dev") and (missing := missing_sim_extra(args.command)):
         _error_line(args, missing)
         return 2

@@ -63,6 +63,12 @@ NO_SCHEDULE_TAINT_KEY: Final = "alpha.jobset.sigs.k8s.io/no-schedule"
 IN_PLACE_RESTART_ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/in-place-restart-attempt"
 # Set on a JobSet to make the agent skip its barrier.
 DISABLE_IN_PLACE_RESTART_KEY: Final = "jobset.sigs.k8s.io/disable-in-place-restart"
+# The JobSet status fields the controller writes and the agents read.
+STATUS_PREVIOUS_IN_PLACE_RESTART_ATTEMPT: Final = "previousInPlaceRestartAttempt"
+STATUS_CURRENT_IN_PLACE_RESTART_ATTEMPT: Final = "currentInPlaceRestartAttempt"
+# Event reasons of this project (upstream only logs these transitions).
+IN_PLACE_RESTART_STARTED_REASON: Final = "InPlaceRestartStarted"
+IN_PLACE_RESTART_COMPLETED_REASON: Final = "InPlaceRestartCompleted"
 
 # Kubernetes' own keys the JobSet logic reads (owned by the Job controller, not by JobSet).
 JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"

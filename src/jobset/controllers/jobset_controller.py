@@ -7,7 +7,10 @@ Every read of a reconcile is served by the informer caches:
   not a child) and cached as the small records of `jobset.controllers.jobcache`;
 - Services are looked up by name (the headless Service exists or not);
 - PVCs, when volumeClaimPolicies are used, are looked up by name among those labelled with
-  a JobSet name (the PVCs this controller creates carry that label).
+  a JobSet name (the PVCs this controller creates carry that label);
+- pods, with the InPlaceRestart gate on: those labelled with a JobSet name, indexed by
+  namespace/JobSet name (`in_place_restart_pods`); their events wake only JobSets using the
+  strategy.
 
 `act` executes a plan in order, each group through a pool of `max_parallelism` workers
 (upstream's 50) that build Job bodies only as they send them, so a 50,000-Job restart holds
@@ -47,6 +50,12 @@ from jobset.api.types import headless_service_name, is_suspended, name_of, repli
 from jobset.api.validation import DEFAULT_LIMITS, Limits
 from jobset.controllers.classify import Children
 from jobset.controllers.expectations import Awaited
+from jobset.controllers.in_place_restart import is_in_place_restart
+from jobset.controllers.in_place_restart_pods import (
+    IN_PLACE_POD_INDEX,
+    in_place_pod_informer,
+    in_place_pod_key,
+)
 from jobset.controllers.jobcache import job_record
 from jobset.controllers.jobs import all_exist, existing_indices
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
@@ -57,9 +66,11 @@ from jobset.runtime import (
     BY_CONTROLLER_UID,
     ApiError,
     FuncHandler,
+    Informer,
     Manager,
     Request,
     Result,
+    enqueue_mapped,
     enqueue_object,
     enqueue_owner,
     index_by_controller_uid,
@@ -186,6 +197,12 @@ class JobSetController:
         )
         self.recorder = manager.recorder(EVENT_COMPONENT)
         self.controller = manager.controller(CONTROLLER_NAME, self.reconcile)
+        # InPlaceRestart reads the JobSets' pods (shared with exclusive placement: the
+        # informer of pods labelled with a JobSet name); only with the gate on, as upstream.
+        self.pods: Informer | None = None
+        if self.features.get(c.FEATURE_IN_PLACE_RESTART):
+            self.pods = in_place_pod_informer(manager)
+            self.controller.watch(self.pods, enqueue_mapped(self._in_place_jobset_of))
         self.controller.watch(self.jobsets, enqueue_object())
         self.controller.watch(self.jobs, enqueue_owner(c.KIND, c.GROUP))
         # Jobs created (names) and deleted (uids) whose writes the cache does not show yet
@@ -241,6 +258,7 @@ class JobSetController:
             invalid_message=self._validation.message(key, js),
             awaited_jobs=self.awaited.pending(key),
             deleted_jobs=self.awaited_deletes.pending(key),
+            pods=self._in_place_pods(js),
         )
         if len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS:
             p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
@@ -249,6 +267,8 @@ class JobSetController:
         if p.skip is not None:
             self.log.debug("skipping jobset", reason=p.skip)
             return Result()
+        if p.in_place is not None:
+            self._log_in_place(p)
         if p.has_writes:
             self.log.info(
                 "reconciling jobset",
@@ -304,6 +324,19 @@ class JobSetController:
                 requeue_after = min(requeue_after, expiry) if requeue_after else expiry
         return Result(requeue_after=requeue_after)
 
+    def _in_place_pods(self, js: Mapping[str, Any]) -> list[Any]:
+        if self.pods is None or not is_in_place_restart(js):
+            return []
+        return self.pods.store.by_index(IN_PLACE_POD_INDEX, in_place_pod_key(js))
+
+    def _in_place_jobset_of(self, pod: Mapping[str, Any]) -> list[Request]:
+        """A pod event wakes its JobSet only when that JobSet restarts in place."""
+        meta = pod.get("metadata") or {}
+        name = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
+        ns = str(meta.get("namespace") or "")
+        js = self.jobsets.store.get_by_name(ns, str(name)) if name else None
+        return [Request(ns, str(name))] if js is not None and is_in_place_restart(js) else []
+
     def _job_observed(self, job: Mapping[str, Any], gone: bool = False) -> None:
         meta = job.get("metadata") or {}
         owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
@@ -313,6 +346,22 @@ class JobSetController:
         self.awaited.observed(key, str(meta.get("name")))
         if gone or meta.get("deletionTimestamp"):
             self.awaited_deletes.observed(key, str(meta.get("uid")))
+
+    def _log_in_place(self, p: Plan) -> None:
+        ip = p.in_place
+        assert ip is not None
+        if ip.invalid_pods:
+            self.log.warning(
+                f"invalid {c.IN_PLACE_RESTART_ATTEMPT_KEY} annotation, must be a non-negative "
+                "integer: pods ignored",
+                pods=list(ip.invalid_pods),
+            )
+        if ip.current is not None:
+            self.log.info("updated current in-place restart attempt", attempt=ip.current)
+        if ip.previous is not None:
+            self.log.info("updated previous in-place restart attempt", attempt=ip.previous)
+        if ip.failed:
+            self.log.info("in-place restarts exceeded maxRestarts, failing jobset")
 
     # ------------------------------------------------------------------ observe helpers
 
@@ -354,6 +403,8 @@ class JobSetController:
             self.metrics.jobset_restarted(name, ns, "jobset")
         if p.failure is not None and p.failure.restarted_job:
             self.metrics.jobset_restarted(name, ns, "job")
+        if p.in_place is not None and p.in_place.previous is not None:
+            self.metrics.jobset_restarted(name, ns, "in-place")
 
     def _observe_latencies(self, js: Mapping[str, Any], key: str, uid: str, p: Plan) -> None:
         created = parse_rfc3339(js["metadata"].get("creationTimestamp"))

@@ -54,7 +54,7 @@ class JobSetMetrics:
         self.restarts_total = Counter(
             "jobset_restarts",
             "The total number of JobSet restarts applied by the failure policy "
-            "(whole-JobSet and single-Job restarts)",
+            "(whole-JobSet and single-Job restarts) and of in-place group restarts",
             ["jobset_name", "namespace", "scope"],
             registry=r,
         )
@@ -83,7 +83,8 @@ class JobSetMetrics:
         self.completed_total.labels(self._name(name), namespace).inc()
 
     def jobset_restarted(self, name: str, namespace: str, scope: str) -> None:
-        """`scope`: "jobset" (RestartJobSet*) or "job" (RestartJob*)."""
+        """`scope`: "jobset" (RestartJobSet*), "job" (RestartJob*) or "in-place" (an
+        InPlaceRestart group restart began: previousInPlaceRestartAttempt was raised)."""
         self.restarts_total.labels(self._name(name), namespace, scope).inc()
 
 

@@ -24,11 +24,13 @@ The pass, in upstream's order:
 6. Failed Jobs: failure policy. Stop. Succeeded Jobs: success policy (Completed). Stop.
 7. Headless Service, PVCs, elastic scaling, missing Jobs (dependsOn, InOrder,
    BlockingRecreate), then suspend or resume.
+8. InPlaceRestart (gate on): the attempts of the JobSet's pods move
+   `currentInPlaceRestartAttempt` / `previousInPlaceRestartAttempt` (`in_place_restart`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -46,6 +48,11 @@ from jobset.controllers.classify import (
     statuses_equal,
 )
 from jobset.controllers.conditions import Event, StatusUpdate
+from jobset.controllers.in_place_restart import (
+    InPlaceOutcome,
+    is_in_place_restart,
+    reconcile_in_place_restart,
+)
 from jobset.controllers.jobs import PendingJobs, existing_indices, missing_indices, resume_patch
 from jobset.controllers.network import headless_service, wants_headless_service
 from jobset.controllers.restart_policy import FailureOutcome, execute_failure_policy
@@ -85,6 +92,9 @@ class PlanInput:
     # cache does not show yet: they are not deleted again (see `expectations.py`).
     awaited_jobs: frozenset[str] = frozenset()
     deleted_jobs: frozenset[str] = frozenset()
+    # The JobSet's pods (label jobset.sigs.k8s.io/jobset-name), read only by in-place
+    # restart: given when the InPlaceRestart gate is on and the JobSet uses the strategy.
+    pods: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,7 @@ class Plan:
     events: list[Event] = field(default_factory=list)
     children: Children = field(default_factory=Children)
     failure: FailureOutcome | None = None
+    in_place: InPlaceOutcome | None = None
     # Set when this pass finishes the JobSet ("Completed" / "Failed"), for metrics.
     finished: str | None = None
     all_ready: bool = False
@@ -223,6 +234,10 @@ def plan(inp: PlanInput) -> Plan:
     else:
         resources = feature_enabled(inp.features, c.FEATURE_MUTABLE_POD_RESOURCES)
         _plan_resume(js, children, statuses, update, out, resources=resources)
+    if is_in_place_restart(js) and feature_enabled(inp.features, c.FEATURE_IN_PLACE_RESTART):
+        out.in_place = reconcile_in_place_restart(js, inp.pods, update)
+        if out.in_place.failed:
+            out.finished = c.TERMINAL_STATE_FAILED
     return _finish(out, update)
 
 

@@ -13,6 +13,7 @@ for machines (one per key, `# key: value`):
     ``restarts=N``        ``status.restarts``
     ``job-restarts=N``    per-Job restarts (RestartJob), summed over
                           ``status.replicatedJobsStatus[].jobRestarts``
+    ``in-place-attempt=N`` ``status.currentInPlaceRestartAttempt`` (InPlaceRestart)
     ``jobs=N``            number of child Jobs left
     ``condition=TYPE``    that condition is True as well (repeatable)
     ``service=NAME``      a headless Service NAME with publishNotReadyAddresses
@@ -28,6 +29,8 @@ for machines (one per key, `# key: value`):
     what holds after ``then-run``.
 ``# jobset-dev-flags: FLAGS``
     flags `jobset dev` needs for this example (feature gates, nodes); shell quoting.
+    ``$JOBSET_BIN`` stands for the directory of this installation's `jobset` command
+    (for ``--run-image``: containers of that image run it as real processes).
 
 `start_dev` starts `jobset dev` as a child process (as `kubesim.process.start_sim` does
 for `jobset sim`); `observe` reads what the checks need with kubectl; `unmet` compares.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +59,7 @@ __all__ = [
     "JobPlacement",
     "Observed",
     "job_placements",
+    "jobset_bin",
     "load_example",
     "load_examples",
     "observe",
@@ -88,6 +93,7 @@ class Expectation:
     reason: str | None = None
     restarts: int | None = None
     job_restarts: int | None = None
+    in_place_attempt: int | None = None
     jobs: int | None = None
     conditions: tuple[str, ...] = ()
     services: tuple[str, ...] = ()
@@ -101,6 +107,7 @@ class Expectation:
             ("reason", self.reason),
             ("restarts", self.restarts),
             ("job-restarts", self.job_restarts),
+            ("in-place-attempt", self.in_place_attempt),
             ("jobs", self.jobs),
             ("exclusive", self.exclusive),
         ):
@@ -124,7 +131,7 @@ def parse_expectation(text: str) -> Expectation:
         key, sep, value = word.partition("=")
         if not sep or not value:
             raise ValueError(f"expected KEY=VALUE, got {word!r} in {text!r}")
-        if key in ("restarts", "job-restarts", "jobs"):
+        if key in ("restarts", "job-restarts", "in-place-attempt", "jobs"):
             if not value.isdigit():
                 raise ValueError(f"{key} needs a number, got {value!r}")
             fields[key.replace("-", "_")] = int(value)
@@ -144,6 +151,7 @@ def parse_expectation(text: str) -> Expectation:
         reason=fields.get("reason"),
         restarts=fields.get("restarts"),
         job_restarts=fields.get("job_restarts"),
+        in_place_attempt=fields.get("in_place_attempt"),
         jobs=fields.get("jobs"),
         exclusive=fields.get("exclusive"),
         conditions=tuple(lists["conditions"]),
@@ -173,6 +181,11 @@ class Example:
         if self.path.stat().st_size > SERVER_SIDE_APPLY_BYTES:
             args.insert(1, "--server-side")
         return args
+
+
+def jobset_bin() -> str:
+    """The directory of this installation's `jobset` console script."""
+    return sysconfig.get_path("scripts")
 
 
 def load_example(path: Path) -> Example:
@@ -209,7 +222,10 @@ def load_example(path: Path) -> Example:
         name=str(jobsets[0]["metadata"]["name"]),
         title=title,
         expect=parse_expectation(header["expect"]),
-        dev_flags=tuple(shlex.split(header.get("jobset-dev-flags", ""))),
+        dev_flags=tuple(
+            f.replace("$JOBSET_BIN", jobset_bin())
+            for f in shlex.split(header.get("jobset-dev-flags", ""))
+        ),
         then_run=then_run,
         then_expect=parse_expectation(header["then-expect"]) if "then-expect" in header else None,
     )
@@ -328,6 +344,10 @@ def unmet(expect: Expectation, seen: Observed) -> list[str]:
             )
             if total != expect.job_restarts:
                 problems.append(f"job restarts add up to {total}")
+        if expect.in_place_attempt is not None:
+            attempt = status.get("currentInPlaceRestartAttempt")
+            if attempt != expect.in_place_attempt:
+                problems.append(f"currentInPlaceRestartAttempt is {attempt!r}")
         for ctype in expect.conditions:
             if _condition(js, ctype) is None:
                 problems.append(f"condition {ctype} is not True")

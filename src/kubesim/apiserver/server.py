@@ -48,7 +48,8 @@ from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_sele
 JSON = "application/json"
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-LogSource = Callable[[dict[str, Any], str], str]
+# (pod, container, previous) -> the log text; None when there is no previous run
+LogSource = Callable[[dict[str, Any], str, bool], "str | None"]
 LogStream = Callable[[web.Request, dict[str, Any], str], Awaitable[web.StreamResponse | None]]
 _USER: web.RequestKey[rbac.UserInfo | None] = web.RequestKey("user", rbac.UserInfo)
 
@@ -605,25 +606,46 @@ class ApiHttpServer:
     async def _log(self, request: web.Request, t: Target) -> web.StreamResponse:
         pod = self.core.get(t.rt, t.namespace or "", t.name)
         container = request.query.get("container") or ""
-        names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+        spec = pod.get("spec") or {}
+        names = [c["name"] for c in spec.get("containers") or []]
+        inits = [c["name"] for c in spec.get("initContainers") or []]
         if not container:
             if len(names) > 1:
                 raise bad_request(
                     f"a container name must be specified for pod {t.name}, choose one of: {names}"
                 )
             container = names[0] if names else ""
-        elif container not in names:
+        elif container not in names and container not in inits:
             raise bad_request(f"container {container} is not valid for pod {t.name}")
-        phase = (pod.get("status") or {}).get("phase")
-        if phase == "Pending":
-            raise bad_request(
-                f'container "{container}" in pod "{t.name}" is waiting to start: ContainerCreating'
-            )
+        status = pod.get("status") or {}
+        if status.get("phase") == "Pending":
+            # a container that has run (a sidecar, an init container, one restarting in
+            # place) has logs; one that never started has none yet
+            known = {
+                cs.get("name"): cs
+                for cs in [
+                    *(status.get("initContainerStatuses") or ()),
+                    *(status.get("containerStatuses") or ()),
+                ]
+            }
+            cs = known.get(container) or {}
+            waiting = (cs.get("state") or {}).get("waiting")
+            if not cs or (waiting is not None and not cs.get("lastState")):
+                reason = (waiting or {}).get("reason") or "ContainerCreating"
+                raise bad_request(
+                    f'container "{container}" in pod "{t.name}" is waiting to start: {reason}'
+                )
         if self.log_stream is not None:
             streamed = await self.log_stream(request, pod, container)
             if streamed is not None:
                 return streamed
-        text = self.log_source(pod, container) if self.log_source else ""
+        # strconv.ParseBool, as the API server parses it (clients send "true" or "True")
+        previous = request.query.get("previous", "").lower() in ("1", "t", "true")
+        text = self.log_source(pod, container, previous) if self.log_source else ""
+        if text is None:
+            raise bad_request(
+                f'previous terminated container "{container}" in pod "{t.name}" not found'
+            )
         tail = request.query.get("tailLines")
         if tail is not None:
             lines = text.splitlines(keepends=True)

@@ -3,7 +3,9 @@
 - `kubelet.py`: every node's kubelet in one component: pods bound to a node start, run and
   finish as `kubesim.programs` says, with the status a real kubelet reports; NotReady nodes
   fail their pods. What it knows of a pod and the status it reports from that is
-  `podstate.py`; the NoExecute taints and tolerations it evicts by, `taints.py`.
+  `podstate.py`; the NoExecute taints and tolerations it evicts by, `taints.py`; what it does
+  when a container exits (restart rules, RestartAllContainers), `restartrules.py`; the
+  emptyDir files of simulated containers, `simfiles.py`.
   Containers whose image is mapped with `--run-image` run for real instead:
 - `processes.py`: the runtime for those: real host processes, each pod in its own network
   namespace (`network.py`) and each container in a private mount namespace set up by

@@ -8,14 +8,21 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
 - A bound pod goes Pending → Running after a short start-up, with podIP / hostIP,
   startTime, `containerStatuses` (containerID, started, ready, restartCount, state) and the
   conditions PodReadyToStartContainers / Initialized / Ready / ContainersReady / PodScheduled.
-  Init containers run one after the other first; restartable ("sidecar") init containers
-  keep running beside the main containers.
+  Init containers run one after the other first.
 - When a container's program ends: `Completed` (exit 0) or `Error`; the pod ends Succeeded
   or Failed. With `restartPolicy: OnFailure` (or Always) the container restarts in place:
   restartCount + 1, lastState.terminated, `CrashLoopBackOff` for 10 s doubling to 5 min.
+  A container's own `restartPolicy` and `restartPolicyRules` decide first
+  (`restartrules.py`): a rule with `action: RestartAllContainers` stops every container at
+  once and starts the pod again in place (init containers first; same UID, IP and
+  volumes; restartCount + 1 each; condition AllContainersRestarting while stopping).
   `spec.activeDeadlineSeconds` fails the pod with reason `DeadlineExceeded`. A main
   container of a `restartPolicy: Always` pod whose command gives no duration (a server, as
   Deployments run) runs until the pod is deleted.
+- Sidecars (init containers with `restartPolicy: Always`) keep running beside the main
+  containers and restart whenever they end; the next container starts only once a
+  sidecar has started, i.e. passed its startupProbe (for a simulated container the probe
+  passes after its initialDelaySeconds; a real process's probe really runs).
 - Graceful deletion: a pod being deleted is stopped (exit 137) and reported terminal after
   min(grace period * time-scale, 0.2 s); the API server then removes it once its finalizers
   are gone.
@@ -38,9 +45,10 @@ Containers of images mapped with `--run-image` run as real processes instead
 and probe verdicts, and stops them on deletion.
 
 Simplified: evicted pods are marked Failed rather than left Terminating (a real cluster
-cannot confirm their end while the node is down); for simulated containers probes, volumes
-and images are not modelled, and `kubectl logs` shows a container's whole output as soon as
-it has started.
+cannot confirm their end while the node is down); for simulated containers readiness and
+liveness probes and images are not modelled, their only volumes are emptyDir files
+(`simfiles.py`: what a program writes there survives its restarts and goes with the pod),
+and `kubectl logs` shows a container's whole output as soon as it has started.
 """
 
 from __future__ import annotations
@@ -63,7 +71,9 @@ from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.workqueue import WorkQueue
+from kubesim.kubelet import simfiles
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
+from kubesim.kubelet.restartrules import RESTART, RESTART_ALL, exit_action, has_restart_all_rule
 from kubesim.kubelet.taints import no_execute_taints, node_ready, tolerations_for
 from kubesim.machinery.errors import ApiError
 from kubesim.programs.programs import program_for
@@ -110,6 +120,19 @@ def _default_duration(pod: Mapping[str, Any], c: Container) -> float:
     return math.inf if always and not c.init else DEFAULT_DURATION
 
 
+def _source(pod: Mapping[str, Any], c: Container) -> Mapping[str, Any]:
+    """The spec of container `c` in `pod`."""
+    spec = pod.get("spec") or {}
+    return next(
+        (
+            x
+            for x in (spec.get("initContainers") if c.init else spec.get("containers")) or []
+            if x.get("name") == c.name
+        ),
+        {},
+    )
+
+
 def _backoff(restarts: int) -> float:
     return float(min(CRASH_BACKOFF * 2.0 ** min(max(restarts - 1, 0), 32), MAX_CRASH_BACKOFF))
 
@@ -139,6 +162,7 @@ class Kubelet:
         self._runs: dict[PodKey, PodRun] = {}
         self._by_node: dict[str, set[PodKey]] = {}
         self._logs: dict[str, dict[str, str]] = {}  # pod uid -> container -> log text
+        self._previous_logs: dict[str, dict[str, str]] = {}  # ... of the run before it
         self._taint_since: dict[tuple[str, str], float] = {}  # (node, taint key) -> loop time
         self._node_ids: dict[str, int] = {}
         self._ip_counter: dict[str, int] = {}
@@ -177,13 +201,16 @@ class Kubelet:
 
     # ------------------------------------------------------------------ logs
 
-    def logs(self, pod: dict[str, Any], container: str) -> str:
-        """What `kubectl logs` shows: the container program's output once it has started."""
+    def logs(self, pod: dict[str, Any], container: str, previous: bool = False) -> str | None:
+        """What `kubectl logs` shows: the container program's output once it has started;
+        with `previous`, the output of its run before a restart (None: there was none)."""
         if self.runtime is not None:
             real = self.runtime.logs(pod, container)
             if real is not None:
                 return real
         meta = pod.get("metadata") or {}
+        if previous:
+            return self._previous_logs.get(str(meta.get("uid") or ""), {}).get(container)
         known = self._logs.get(str(meta.get("uid") or ""), {})
         if container in known:
             return known[container]
@@ -233,6 +260,7 @@ class Kubelet:
             del self._runs[key]
         self._logs.pop(str(meta.get("uid") or ""), None)
         self._stopping.discard(str(meta.get("uid") or ""))
+        self._previous_logs.pop(str(meta.get("uid") or ""), None)
         self._missing_since.pop(key, None)
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
@@ -401,6 +429,7 @@ class Kubelet:
             start_at=now + delay,
             containers=containers,
             restart_policy=str(spec.get("restartPolicy") or "Always"),
+            restart_all_rule=has_restart_all_rule(spec),
         )
         status = pod.get("status") or {}
         if status.get("phase") == "Running":
@@ -465,26 +494,37 @@ class Kubelet:
     # ------------------------------------------------------------------ container machine
 
     def _start(self, c: Container, pod: Mapping[str, Any], run: PodRun, now: float) -> None:
-        spec = pod.get("spec") or {}
-        source: Mapping[str, Any] = next(
-            (
-                x
-                for x in (spec.get("initContainers") if c.init else spec.get("containers")) or []
-                if x.get("name") == c.name
-            ),
-            {},
+        source = _source(pod, c)
+        self._flush_writes(run, now)
+        c.mounts = simfiles.emptydir_mounts(pod, source)
+        c.program = program_for(
+            source,
+            _default_duration(pod, c),
+            pod=pod,
+            files=simfiles.view(run.files, c.mounts),
+            mounts=simfiles.writable_paths(c.mounts),
         )
-        c.program = program_for(source, _default_duration(pod, c), pod=pod)
+        c.pending_writes = [
+            (now + at * self.time_scale, path, content) for at, path, content in c.program.writes
+        ]
         c.state = "running"
         c.waiting_reason = ""
         c.waiting_message = ""
         c.started_at = now_rfc3339()
+        startup = source.get("startupProbe")
+        c.probe_started = not startup
+        if startup:
+            # not modelled beyond its delay for a simulated container: it passes at its
+            # first probe (a real process's probes really run, `processes.py`)
+            delay = float(startup.get("initialDelaySeconds") or 0)
+            c.startup_at = now + delay * self.time_scale
         duration = c.program.duration
         c.ends_at = now + duration * self.time_scale if math.isfinite(duration) else math.inf
         if self.runtime is not None and self.runtime.claims(source):
             from kubesim.kubelet.processes import NOT_YET
 
             meta = pod.get("metadata") or {}
+            c.pending_writes = []  # a real process writes its real directories
             try:
                 self.runtime.start((meta.get("namespace", ""), meta["name"]), c, source, pod, run)
             except NOT_YET as exc:
@@ -496,7 +536,10 @@ class Kubelet:
             self._started_events(pod, c, source, run)
             return
         c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
-        self._logs.setdefault(run.uid, {})[c.name] = c.program.log
+        logs = self._logs.setdefault(run.uid, {})
+        if c.name in logs:
+            self._previous_logs.setdefault(run.uid, {})[c.name] = logs[c.name]
+        logs[c.name] = c.program.log
         self._started_events(pod, c, source, run)
 
     def _container_event(
@@ -529,6 +572,22 @@ class Kubelet:
         c.term_message = message
         c.finished_at = now_rfc3339()
         c.ends_at = math.inf
+        if c.pending_writes:  # what it would have written after this moment never happens
+            now = asyncio.get_running_loop().time()
+            c.pending_writes = [w for w in c.pending_writes if w[0] <= now]
+
+    def _flush_writes(self, run: PodRun, now: float) -> None:
+        """Apply the simulated containers' emptyDir writes that have happened by `now`."""
+        for c in run.containers:
+            if not c.pending_writes:
+                continue
+            keep = []
+            for write in c.pending_writes:
+                if write[0] <= now:
+                    simfiles.apply(run.files, c.mounts, write[1], write[2])
+                else:
+                    keep.append(write)
+            c.pending_writes = keep
 
     def _crash(self, c: Container, pod: Mapping[str, Any], code: int, now: float) -> None:
         """Restart in place: the run that ended becomes lastState, then back-off."""
@@ -572,30 +631,39 @@ class Kubelet:
             run.message = "Pod was active on the node longer than the specified deadline"
             self.recorder.event(pod, "Normal", run.reason, run.message, host=run.node)
             return True
-        policy = run.restart_policy
+        self._flush_writes(run, now)
+        if run.restarting:
+            if not self._restart_all_done(run, pod, now):
+                return True
+            changed = True
+        for c in run.containers:  # a simulated startup probe passes after its initial delay
+            if c.state == "running" and not c.real and not c.probe_started and now >= c.startup_at:
+                c.probe_started = True
+                changed = True
+        for c in run.inits:  # a sidecar may end at any time
+            if c.sidecar and c.state == "running" and now >= c.ends_at:
+                changed = True
+                if self._exited(c, pod, run, now):
+                    return True
         if not run.initialized:
             for c in run.inits:
                 if c.state == "waiting" and now >= c.retry_at:
                     self._start(c, pod, run, now)
                     changed = True
                 if c.sidecar:
-                    continue  # started; it keeps running beside what follows
+                    # the next container starts once the sidecar has started (startupProbe)
+                    if c.state == "running" and c.probe_started:
+                        continue
+                    break
                 if c.state == "running" and now >= c.ends_at:
-                    assert c.program is not None
-                    code = c.program.exit_code
                     changed = True
-                    if code == 0:
-                        self._exit(c, 0, "Completed")
-                    elif policy == "Never":
-                        self._exit(c, code, "Error")
-                        run.done = True
+                    if self._exited(c, pod, run, now) or run.done:
                         return True
-                    else:
-                        self._crash(c, pod, code, now)
                 if not (c.state == "terminated" and c.exit_code == 0):
                     break
             else:
                 run.initialized = True
+                run.ever_initialized = True
                 changed = True
         if run.initialized:
             for c in run.mains:
@@ -603,13 +671,9 @@ class Kubelet:
                     self._start(c, pod, run, now)
                     changed = True
                 elif c.state == "running" and now >= c.ends_at:
-                    assert c.program is not None
-                    code = c.program.exit_code
                     changed = True
-                    if (code == 0 and policy != "Always") or (code != 0 and policy == "Never"):
-                        self._exit(c, code, "Completed" if code == 0 else "Error")
-                    else:
-                        self._crash(c, pod, code, now)
+                    if self._exited(c, pod, run, now):
+                        return True
             mains = run.mains
             if mains and all(c.state == "terminated" for c in mains):
                 for c in run.inits:
@@ -619,8 +683,84 @@ class Kubelet:
                 changed = True
         return changed
 
+    def _exited(self, c: Container, pod: Mapping[str, Any], run: PodRun, now: float) -> bool:
+        """Container `c`'s program (or process) ended: restart it, restart the whole pod in
+        place, or leave it terminated, as `restartrules.exit_action` decides. True when a
+        restart of all containers began (the caller stops advancing the pod)."""
+        assert c.program is not None
+        code = c.program.exit_code
+        policy = run.restart_policy
+        action = exit_action(_source(pod, c), policy, code, init=c.init)
+        if action == RESTART_ALL:
+            self._begin_restart_all(c, code, run)
+            return True
+        if action == RESTART:
+            self._crash(c, pod, code, now)
+            return False
+        self._exit(c, code, "Completed" if code == 0 else "Error")
+        if c.init and code != 0:
+            run.done = True  # an init container that failed for good fails the pod
+        return False
+
+    def _begin_restart_all(self, trigger: Container, code: int, run: PodRun) -> None:
+        """RestartAllContainers, first phase: every running container is stopped at once
+        (no grace period, as the kubelet does for this action); the pod, its UID, IP and
+        volumes stay. `_restart_all_done` starts them again once all have stopped."""
+        self._exit(trigger, code, "Completed" if code == 0 else "Error")
+        for c in run.containers:
+            if c.state != "running":
+                continue
+            if c.real and self.runtime is not None:
+                self.runtime.stop_container(run, c.name)  # its exit is reported later
+            else:
+                self._exit(c, KILLED_EXIT_CODE, "Error")
+        run.restarting = True
+        run.restart_reported = False
+        run.restart_message = (
+            f"Container {trigger.name} exited with code {code}, restarting all containers"
+        )
+        log.info(
+            "restarting all containers in place",
+            pod=run.uid,
+            container=trigger.name,
+            exit_code=code,
+        )
+
+    def _restart_all_done(self, run: PodRun, pod: Mapping[str, Any], now: float) -> bool:
+        """RestartAllContainers, second phase: once every container has stopped (and that
+        was reported with AllContainersRestarting=True), each becomes waiting again with
+        its last run as lastState and restartCount + 1; init containers run again first."""
+        for c in run.containers:
+            if c.state == "running" and c.real and now >= c.ends_at:
+                assert c.program is not None
+                code = c.program.exit_code
+                self._exit(c, code, "Completed" if code == 0 else "Error")
+        if any(c.state == "running" for c in run.containers):
+            return False  # a real process is still stopping: woken when it exits
+        if not run.restart_reported:
+            run.restart_reported = True
+            run.wake_at = now
+            return False
+        has_inits = bool(run.inits)
+        for c in run.containers:
+            if c.state == "terminated":
+                c.last_state = {"terminated": c.terminated()}
+                c.restarts += 1
+            c.state = "waiting"
+            c.waiting_reason = "PodInitializing" if c.init or has_inits else "ContainerCreating"
+            c.waiting_message = ""
+            c.retry_at = now
+            c.ends_at = math.inf
+            c.probe_started = True
+            c.probe_ready = True
+        run.initialized = False
+        run.restarting = False
+        run.restart_reported = False
+        run.wake_at = math.inf
+        return True
+
     def _next_wake(self, run: PodRun) -> float:
-        times = [math.inf]
+        times = [math.inf, run.wake_at]
         if not run.started:
             times.append(run.start_at)
         if run.deadline_at is not None:
@@ -628,6 +768,8 @@ class Kubelet:
         for c in run.containers:
             if c.state == "running":
                 times.append(c.ends_at)
+                if not c.real and not c.probe_started:
+                    times.append(c.startup_at)
             elif c.state == "waiting" and c.retry_at > 0:
                 times.append(c.retry_at)
         return min(times)

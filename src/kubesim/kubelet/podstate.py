@@ -4,7 +4,8 @@
 container (waiting, running, terminated; restarts; a real process's probe verdicts).
 `pod_status` renders them as a kubelet does: phase, podIP / hostIP, `containerStatuses`,
 `initContainerStatuses`, and the conditions PodReadyToStartContainers / Initialized / Ready /
-ContainersReady / PodScheduled, keeping the conditions other components own.
+ContainersReady / PodScheduled (and AllContainersRestarting for a pod with a
+`RestartAllContainers` rule), keeping the conditions other components own.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubesim.clock import now_rfc3339
+from kubesim.kubelet.volumes import Mount
 from kubesim.programs.programs import Program
 
 __all__ = ["Container", "PodRun", "image_id", "merge_conditions", "pod_phase", "pod_status"]
@@ -27,6 +29,7 @@ _CANONICAL_CONDITIONS: Final = (
     "Ready",
     "ContainersReady",
     "PodScheduled",
+    "AllContainersRestarting",
 )
 
 
@@ -58,6 +61,12 @@ class Container:
     probe_ready: bool = True
     exit_reason: str = ""
     exit_message: str = ""
+    # A simulated container's startup probe passes at this loop time (its initialDelaySeconds)
+    startup_at: float = 0.0
+    # A simulated container's writes to its emptyDir mounts still to happen: (loop time,
+    # absolute path, content or None = removed), and those mounts
+    pending_writes: list[tuple[float, str, str | None]] = field(default_factory=list)
+    mounts: list[Mount] = field(default_factory=list)
 
     @property
     def ready(self) -> bool:
@@ -126,6 +135,18 @@ class PodRun:
     reason: str = ""
     message: str = ""
     dirty: bool = False  # a real container's probe verdict changed: write the status
+    # RestartAllContainers (KEP-5532): some container's rule can restart the whole pod in
+    # place; `restarting` while its containers are being stopped, `ever_initialized` keeps
+    # the Initialized condition True through a restart, as the kubelet does
+    restart_all_rule: bool = False
+    restarting: bool = False
+    restart_reported: bool = False
+    restart_message: str = ""
+    ever_initialized: bool = False
+    wake_at: float = math.inf
+    # The pod's emptyDir volumes as simulated containers see them (`simfiles.py`): they
+    # outlive container restarts and go with the pod
+    files: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def inits(self) -> list[Container]:
@@ -187,7 +208,7 @@ def pod_status(run: PodRun, pod: Mapping[str, Any]) -> dict[str, Any]:
     wanted: dict[str, tuple[str, str, str]] = {"PodScheduled": ("True", "", "")}
     if run.started:
         wanted["PodReadyToStartContainers"] = ("True", "", "")
-    if run.initialized or (phase in TERMINAL and not run.inits):
+    if run.initialized or run.ever_initialized or (phase in TERMINAL and not run.inits):
         wanted["Initialized"] = ("True", "", "")
     else:
         pending = [c.name for c in run.inits if not (c.state == "terminated" and c.exit_code == 0)]
@@ -214,6 +235,10 @@ def pod_status(run: PodRun, pod: Mapping[str, Any]) -> dict[str, Any]:
             ready = ("True", "", "")
     wanted["Ready"] = ready
     wanted["ContainersReady"] = ready
+    if run.restart_all_rule:
+        wanted["AllContainersRestarting"] = (
+            ("True", "", run.restart_message) if run.restarting else ("False", "", "")
+        )
     status["conditions"] = merge_conditions(old.get("conditions") or [], wanted, now)
     return status
 

@@ -566,6 +566,14 @@ class ProcessRuntime:
             max(grace, 0.0), self._signal, inst, signal.SIGKILL
         )
 
+    def stop_container(self, run: Any, name: str) -> None:
+        """Stop one container's process at once (RestartAllContainers gives no grace
+        period); the kubelet is woken when it has exited."""
+        sandbox = self._sandboxes.get(run.uid)
+        inst = sandbox.instances.get(name) if sandbox is not None else None
+        if inst is not None:
+            self.kill(inst, 0.0)
+
     def terminate(self, run: Any, grace: float) -> bool:
         """Pod deletion: stop every process of the pod (once); True when none is left."""
         sandbox = self._sandboxes.get(run.uid)

@@ -264,8 +264,41 @@ def _b_read(sh: _Shell, args: list[str]) -> int:
 
 
 def _b_cat(sh: _Shell, args: list[str]) -> int:
-    if not [a for a in args if not a.startswith("-") or a == "-"] and sh.stdin:
-        sh.out(sh.stdin)
+    operands = [a for a in args if not a.startswith("-") or a == "-"]
+    if not operands:
+        if sh.stdin:
+            sh.out(sh.stdin)
+        return 0
+    status = 0
+    for path in operands:
+        if path == "-":
+            if sh.stdin:
+                sh.out(sh.stdin)
+        elif path in sh.files:
+            sh.out(sh.files[path])
+        elif sh.in_mount(path):
+            sh.err(f"cat: {path}: No such file or directory\n")
+            status = 1
+        # other paths are outside what the simulation models: they read as empty
+    return status
+
+
+def _b_touch(sh: _Shell, args: list[str]) -> int:
+    for path in (a for a in args if not a.startswith("-")):
+        if path not in sh.files:
+            sh.write_file(path, "")
+    return 0
+
+
+def _b_rm(sh: _Shell, args: list[str]) -> int:
+    recursive = any(a.startswith("-") and ("r" in a or "R" in a) for a in args)
+    for path in (a for a in args if not a.startswith("-")):
+        if path in sh.files:
+            sh.write_file(path, None)
+        elif recursive:
+            prefix = path.rstrip("/") + "/"
+            for name in [f for f in sh.files if f.startswith(prefix)]:
+                sh.write_file(name, None)
     return 0
 
 
@@ -392,6 +425,8 @@ _BUILTINS: Final[dict[str, Callable[[_Shell, list[str]], int]]] = {
     "shift": _b_shift,
     "wait": _b_wait,
     "cat": _b_cat,
+    "touch": _b_touch,
+    "rm": _b_rm,
     "read": _b_read,
     "tee": _b_tee,
     "printenv": _b_printenv,

@@ -100,9 +100,23 @@ class _TestEval:
                 return arg != ""
             if tok == "-v":
                 return arg in self.shell.vars
-            return False  # no filesystem: files do not exist
+            return self._file_test(tok, arg)
         self.pos += 1
         return tok != ""
+
+    def _file_test(self, op: str, path: str) -> bool:
+        """File tests see the files of mounted emptyDir volumes; nothing else exists."""
+        sh = self.shell
+        files = sh.files
+        if op == "-d":
+            return sh.is_dir(path)
+        if op in ("-e", "-r", "-w"):
+            return path in files or sh.is_dir(path)
+        if op == "-f":
+            return path in files
+        if op == "-s":
+            return bool(files.get(path))
+        return False
 
     def _int(self, text: str) -> int:
         try:

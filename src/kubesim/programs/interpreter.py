@@ -36,9 +36,20 @@ class _Shell:
     collected as the container log (stdout and stderr together, as `kubectl logs` shows)."""
 
     def __init__(
-        self, variables: dict[str, str], default_duration: float, container: Mapping[str, str]
+        self,
+        variables: dict[str, str],
+        default_duration: float,
+        container: Mapping[str, str],
+        files: Mapping[str, str] | None = None,
+        mounts: Sequence[str] = (),
     ) -> None:
         self.vars = variables
+        # The container's writable emptyDir mounts and the files in them (absolute path ->
+        # content): the only filesystem this shell has. Writes are recorded with the
+        # virtual time they happen at, for the kubelet to apply to the pod's volumes.
+        self.files: dict[str, str] = dict(files or {})
+        self.mounts = tuple(m.rstrip("/") or "/" for m in mounts)
+        self.writes: list[tuple[float, str, str | None]] = []
         self.positional: list[str] = []
         self.arg0 = "sh"
         self.default_duration = default_duration
@@ -59,6 +70,32 @@ class _Shell:
         self.log_size = 0
         self.sinks: list[list[str] | None] = []  # captured stdout stack; None discards
         self.stdin: str | None = None
+
+    # -- files (emptyDir volumes only) ------------------------------------------------------
+
+    def in_mount(self, path: str) -> bool:
+        return any(path == m or path.startswith(m + "/") for m in self.mounts)
+
+    def is_dir(self, path: str) -> bool:
+        path = path.rstrip("/") or "/"
+        if path in self.mounts:
+            return True
+        return self.in_mount(path) and any(f.startswith(path + "/") for f in self.files)
+
+    def write_file(self, path: str, content: str | None, append: bool = False) -> bool:
+        """Create, replace, append to (`content`) or remove (None) a file; False when the
+        path is not in a mounted volume (the write then has no visible effect)."""
+        if not self.in_mount(path):
+            return False
+        if content is None:
+            if self.files.pop(path, None) is None:
+                return True
+        else:
+            if append:
+                content = self.files.get(path, "") + content
+            self.files[path] = content
+        self.writes.append((self.elapsed, path, content))
+        return True
 
     # -- output --------------------------------------------------------------------------------
 
@@ -344,27 +381,50 @@ class _Shell:
             return 2
 
     def with_redirections(self, redirs: list[tuple[str, _Word]], run: Callable[[], int]) -> int:
-        """Only where stdout goes matters: to a file or /dev/null it leaves the log; to
-        stderr (`>&2`) it stays, since `kubectl logs` shows both streams."""
+        """Where stdout goes: to a file or /dev/null it leaves the log (into the file when
+        that is in a mounted emptyDir); to stderr (`>&2`) it stays, since `kubectl logs`
+        shows both streams. `< file` of a mounted file feeds stdin."""
         hide = False
+        target: tuple[str, bool] | None = None  # (file, append)
+        stdin = self.stdin
         for op, word in redirs:
             m = re.match(r"(\d*)(.*)", op)
             fd, bare = (m.group(1), m.group(2)) if m else ("", op)
-            if bare in ("<", "<&", "<>"):
-                continue
             dest = "".join(self.expand_word(word, split=False))
+            if bare in ("<", "<&", "<>"):
+                if bare == "<" and dest in self.files:
+                    stdin = self.files[dest]
+                continue
             if bare in ("&>", "&>>") or fd in ("", "1"):
                 if bare == ">&" and dest in ("1", "2"):
-                    hide = False
+                    hide, target = False, None
                 else:
                     hide = dest not in _LOG_PATHS
+                    append = bare in (">>", "&>>")
+                    target = (dest, append) if hide and self.in_mount(dest) else None
+                    if target is not None and not append:
+                        self.write_file(dest, "")  # `>` truncates before the command runs
+            elif fd == "2" and self.in_mount(dest) and bare in (">", ">>"):
+                self.write_file(dest, "", append=bare == ">>")
         if not hide:
+            return self._with_stdin(stdin, run)
+        sink: list[str] | None = [] if target is not None else None
+        self.sinks.append(sink)
+        try:
+            return self._with_stdin(stdin, run)
+        finally:
+            self.sinks.pop()
+            if target is not None and sink:
+                self.write_file(target[0], "".join(sink), append=True)
+
+    def _with_stdin(self, stdin: str | None, run: Callable[[], int]) -> int:
+        if stdin is self.stdin:
             return run()
-        self.sinks.append(None)
+        saved, self.stdin = self.stdin, stdin
         try:
             return run()
         finally:
-            self.sinks.pop()
+            self.stdin = saved
 
     # -- simple commands ---------------------------------------------------------------------
 
@@ -524,7 +584,7 @@ class _Shell:
 
     def expand_word(self, word: _Word, split: bool = True) -> list[str]:
         """Parameter/command/arithmetic expansion, then field splitting of unquoted results
-        (no globbing: there is no filesystem)."""
+        (no globbing: the only files are those of mounted emptyDir volumes)."""
         fields: list[str] = []
         cur: list[str] = []
         active = False

@@ -21,6 +21,10 @@ What is understood:
   Kubernetes' own `$(VAR)` expansion of command/args is applied first, as the kubelet does.
 * `python -c "..."`: `time.sleep(N)` calls are summed, `print("...")` literals logged,
   `sys.exit(N)`/`exit(N)`/`raise ...` give the exit code.
+* Files of the container's emptyDir mounts (the kubelet passes them in): `> file`, `>> file`,
+  `touch`, `rm` write them, `[ -f file ]` (`-e`, `-s`, `-d`), `cat file` and `< file` read
+  them; the writes come back with their times, so what a container wrote survives its
+  restarts and goes with the pod. No other path exists.
 * Any other command is opaque: it is assumed to succeed after `default_duration` (once per
   script) and logs a line saying it was simulated. Scripts this shell cannot parse (here-docs,
   functions, `case`) fall back to summing their `sleep`s and taking their last `exit N`.
@@ -59,14 +63,19 @@ SIM_EXIT_CODE_ENV: Final = "SIM_EXIT_CODE"
 SIM_LOG_ENV: Final = "SIM_LOG"
 
 
+Write = tuple[float, str, "str | None"]
+
+
 @dataclass(frozen=True)
 class Program:
     """The simulated outcome of one container: seconds it runs (before time-scale, may be
-    `inf`), its exit code and the text `kubectl logs` would show."""
+    `inf`), its exit code, the text `kubectl logs` would show, and the files it writes in
+    its emptyDir mounts: (seconds after start, absolute path, content or None = removed)."""
 
     duration: float
     exit_code: int
     log: str
+    writes: tuple[Write, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,12 +88,17 @@ def program_for(
     *,
     pod: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    files: Mapping[str, str] | None = None,
+    mounts: Iterable[str] = (),
 ) -> Program:
     """Work out what `container` does. `pod` lets `fieldRef` env vars (such as the Job
     controller's `JOB_COMPLETION_INDEX`) and `HOSTNAME` resolve; `env` adds or overrides
-    variables the caller resolved itself (ConfigMaps, Secrets)."""
+    variables the caller resolved itself (ConfigMaps, Secrets). `mounts` are the container's
+    writable emptyDir mount paths and `files` what they hold (absolute path -> content):
+    the script sees them (`[ -f ]`, `cat`, `<`) and its writes (`>`, `>>`, `touch`, `rm`)
+    come back in `Program.writes`."""
     try:
-        return _program_for(container, default_duration, pod, env)
+        return _program_for(container, default_duration, pod, env, files, tuple(mounts))
     except Exception:  # never let a strange pod spec take the kubelet down
         return Program(max(default_duration, 0.0), 0, _opaque_line(container, None))
 
@@ -94,6 +108,8 @@ def _program_for(
     default_duration: float,
     pod: Mapping[str, Any] | None,
     extra_env: Mapping[str, str] | None,
+    files: Mapping[str, str] | None = None,
+    mounts: tuple[str, ...] = (),
 ) -> Program:
     variables = _container_env(container, pod, extra_env)
     argv = [_k8s_expand(a, variables) for a in _as_strings(container.get("command"))]
@@ -104,12 +120,14 @@ def _program_for(
         relevant = tuple(sorted((k, v) for k, v in variables.items() if mentions_all or k in text))
         name = str(container.get("name") or "")
         image = str(container.get("image") or "")
-        duration, code, log = _interpret(
-            tuple(argv), relevant, float(default_duration), name, image
+        visible = tuple(sorted((files or {}).items())) if mounts else ()
+        duration, code, log, writes = _interpret(
+            tuple(argv), relevant, float(default_duration), name, image, visible, mounts
         )
     else:
         duration, code, log = float(default_duration), 0, _opaque_line(container, None)
-    return _apply_overrides(Program(duration, code, log), variables)
+        writes = ()
+    return _apply_overrides(Program(duration, code, log, writes), variables)
 
 
 def _apply_overrides(program: Program, variables: Mapping[str, str]) -> Program:
@@ -127,7 +145,7 @@ def _apply_overrides(program: Program, variables: Mapping[str, str]) -> Program:
         log = variables[SIM_LOG_ENV]
         if log and not log.endswith("\n"):
             log += "\n"
-    return Program(duration, code, log)
+    return Program(duration, code, log, program.writes)
 
 
 def _as_strings(value: Any) -> list[str]:
@@ -233,16 +251,20 @@ def _interpret(
     default_duration: float,
     name: str,
     image: str,
-) -> tuple[float, int, str]:
+    files: tuple[tuple[str, str], ...] = (),
+    mounts: tuple[str, ...] = (),
+) -> tuple[float, int, str, tuple[Write, ...]]:
     """Run argv through the mini shell. Cached because every pod of a Job has the same
-    command and mostly the same relevant variables; only variables the command mentions are
-    part of the key."""
-    shell = _Shell(dict(variables), default_duration, {"name": name, "image": image})
+    command and mostly the same relevant variables; only variables the command mentions
+    (and the files of its emptyDir mounts) are part of the key."""
+    shell = _Shell(
+        dict(variables), default_duration, {"name": name, "image": image}, dict(files), mounts
+    )
     try:
         shell.run_argv(list(argv))
         code = shell.status
     except _Exit as e:
         code = e.code
     except _Forever:
-        return math.inf, 0, shell.log_text()
-    return shell.elapsed, code % 256, shell.log_text()
+        return math.inf, 0, shell.log_text(), tuple(shell.writes)
+    return shell.elapsed, code % 256, shell.log_text(), tuple(shell.writes)

@@ -252,3 +252,21 @@ def test_demo_table_rows() -> None:
     text = render_plain(rows).splitlines()
     assert text[0].split()[:3] == ["JOBSET", "PHASE", "RESTARTS"]
     assert text[1].split() == ["js", "Running", "0", "w", "1", "1", "0", "0:pool-a", "1:pool-b"]
+
+
+def test_in_place_attempt_check_and_jobset_bin(tmp_path: Path) -> None:
+    import sysconfig
+
+    js = _js("Completed", currentInPlaceRestartAttempt=1)
+    seen = observed_from("js", js, [])
+    assert parse_expectation("Completed in-place-attempt=1").in_place_attempt == 1
+    assert unmet(parse_expectation("Completed in-place-attempt=1"), seen) == []
+    assert unmet(parse_expectation("Completed in-place-attempt=2"), seen) == [
+        "currentInPlaceRestartAttempt is 1"
+    ]
+    path = tmp_path / "ip.yaml"
+    path.write_text(
+        MANIFEST.replace("--nodes 'pools=2x2,tpu=4'", "--run-image example.com/agent=$JOBSET_BIN")
+    )
+    flags = load_example(path).dev_flags
+    assert flags[-1] == f"example.com/agent={sysconfig.get_path('scripts')}"

@@ -1,4 +1,6 @@
-"""Every manifest in examples/ survives YAML -> SDK model -> YAML unchanged."""
+"""Every JobSet manifest in examples/ survives YAML -> SDK model -> YAML unchanged (the
+other objects some examples carry, such as a ServiceAccount and its RBAC, are not the
+SDK's)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,10 @@ def test_there_are_examples() -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_round_trips_exactly(path: Path) -> None:
     text = path.read_text()
-    originals = [d for d in yaml.safe_load_all(text) if d]
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    originals = [d for d in docs if d["kind"] == "JobSet"]
+    if len(originals) != len(docs):
+        text = yaml.safe_dump_all(originals, sort_keys=False)
     models = load_all(text)
     assert len(models) == len(originals)
     for model, original in zip(models, originals, strict=True):

@@ -277,3 +277,39 @@ def test_fuzz_never_raises() -> None:
         p = program_for({"command": ["bash", "-c", " ".join(words)]})
         assert isinstance(p, Program)
         assert 0 <= p.exit_code <= 255
+
+
+# ---------------------------------------------------------------------------------------------
+# emptyDir files
+
+
+def test_files_in_mounts_are_written_and_read() -> None:
+    script = (
+        "if [ -f /mnt/done ]; then cat /mnt/done; exit 0; fi; "
+        "echo first > /mnt/done; sleep 2; echo second >> /mnt/done; exit 42"
+    )
+    c = {"command": ["sh", "-c", script]}
+    first = program_for(c, mounts=["/mnt"])
+    assert (first.exit_code, first.duration) == (42, 2.0)
+    assert first.writes[-1] == (2.0, "/mnt/done", "first\nsecond\n")
+    again = program_for(c, mounts=["/mnt"], files={"/mnt/done": "first\nsecond\n"})
+    assert (again.exit_code, again.log, again.writes) == (0, "first\nsecond\n", ())
+
+
+def test_files_outside_mounts_do_not_exist() -> None:
+    c = {"command": ["sh", "-c", "touch /tmp/x; [ -e /tmp/x ] && exit 1; exit 0"]}
+    p = program_for(c, mounts=["/mnt"])
+    assert (p.exit_code, p.writes) == (0, ())
+
+
+def test_rm_and_input_redirection() -> None:
+    c = {
+        "command": [
+            "sh",
+            "-c",
+            "read -r line < /w/in; echo got $line; rm -f /w/in; [ -s /w/in ] || echo gone",
+        ]
+    }
+    p = program_for(c, mounts=["/w"], files={"/w/in": "hello\n"})
+    assert p.log == "got hello\ngone\n"
+    assert p.writes == ((0.0, "/w/in", None),)
