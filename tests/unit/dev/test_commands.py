@@ -84,7 +84,7 @@ def test_the_missing_extra_line_is_json_under_json_logs(tmp_path: Path) -> None:
     (line,) = result.stderr.splitlines()
     rec = json.loads(line)
     assert rec["level"] == "error" and rec["event"].startswith("jobset dev: ")
-    assert "pip install 'jobset[sim]'" in rec["event"]
+    assert "pip install 'jobset-py[sim]'" in rec["event"]
 
 
 def test_controller_and_user_commands_need_no_sim_extra(tmp_path: Path) -> None:
