@@ -222,6 +222,10 @@ class Manager:
     def stop(self) -> None:
         self._stop.set()
 
+    async def wait_stopping(self) -> None:
+        """Return once stopping has begun (a signal, `stop()`, or the lease lost)."""
+        await self._stop.wait()
+
     async def run_until_signal(self) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
