@@ -38,10 +38,13 @@ test: lint typecheck prometheus
 	$(BIN)/pytest -q -p no:cacheprovider -m "not soak"
 
 # The long reliability runs (50 JobSets under API faults, 60 SIGKILLs, a 30 s outage, the
-# API server fuzzed with 10x the examples): figures in docs/reliability.md.
+# API server fuzzed with 10x the examples, 50 JobSets under a seeded schedule of faults at
+# the deployed controller, the upgrade from an older commit's wheel - those two need root):
+# figures in docs/reliability.md.
 soak: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests/integration/reliability \
-	  tests/integration/sim/test_fuzz_api.py
+	  tests/integration/sim/test_fuzz_api.py tests/integration/incluster/test_chaos_incluster.py \
+	  tests/integration/incluster/test_upgrade_incluster.py
 
 # Prometheus and promtool (Debian package `prometheus`) for tests/integration/deploy; needs root.
 prometheus:

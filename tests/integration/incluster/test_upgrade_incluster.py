@@ -46,7 +46,9 @@ from tests.integration.incluster.conftest import (
 )
 from tests.wheel import build_wheel, export_commit, install
 
-pytestmark = pytest.mark.timeout(900)
+# Two wheel builds and two rollouts: minutes. `make soak`; the default tier's admissions
+# through an upgrade and rollback of one image are test_helm_incluster.py's.
+pytestmark = [pytest.mark.soak, pytest.mark.timeout(900)]
 
 # The release upgraded from: main just before issue 19's part 4 (fixed, so the test's
 # starting point does not move with every commit).
