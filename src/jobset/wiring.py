@@ -200,8 +200,10 @@ async def run_manager(manager: Any, webhooks: Any, drain_seconds: float = 0.0) -
 
     Stopping: `/readyz` turns false at once and the manager hands over (controllers drained,
     lease released) while the webhook server drains (`WebhookServer.drain`); the server
-    stops `drain_seconds` after the stop began, or when the manager is done if later. An
-    upgrade's old pods so keep answering admissions until nothing routes to them any more.
+    stops `drain_seconds` after the stop began, or once the hand-over is done if later,
+    and only then do the informers and the client it reads from stop (a shutdown hook of
+    the manager). An upgrade's old pods so keep answering admissions until nothing routes
+    to them any more.
     """
     from jobset.runtime.logging import get_logger
 
@@ -223,6 +225,16 @@ async def run_manager(manager: Any, webhooks: Any, drain_seconds: float = 0.0) -
         stopping_at.append(loop.time())
         webhooks.server.drain()
 
+    async def stop_webhooks_after_drain() -> None:
+        # A shutdown hook: the caches and the client the webhooks use are still up.
+        if stopping_at and webhooks.server.started:
+            remaining = drain_seconds - (loop.time() - stopping_at[0])
+            if remaining > 0:
+                log.info("webhooks draining", seconds=round(remaining, 3))
+                await asyncio.sleep(remaining)
+        await webhooks.stop()
+
+    manager.add_shutdown_hook(stop_webhooks_after_drain)
     starting = asyncio.create_task(start_webhooks(), name="webhooks start")
     draining = asyncio.create_task(drain_when_stopping(), name="webhooks drain")
     try:
@@ -231,11 +243,6 @@ async def run_manager(manager: Any, webhooks: Any, drain_seconds: float = 0.0) -
         draining.cancel()
         with contextlib.suppress(BaseException):
             await draining
-        if stopping_at and webhooks.server.started:
-            remaining = drain_seconds - (loop.time() - stopping_at[0])
-            if remaining > 0:
-                log.info("webhooks draining", seconds=round(remaining, 3))
-                await asyncio.sleep(remaining)
         starting.cancel()
         with contextlib.suppress(BaseException):
             await starting

@@ -29,7 +29,7 @@ import contextlib
 import signal
 import ssl
 import time
-from collections.abc import Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -83,6 +83,7 @@ class Manager:
         self.metrics_cert: tls.ServingCert | None = None
         self._metrics_cert_files: CertFiles | None = None
         self._stop = asyncio.Event()
+        self._shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         self._lost = False
         self._shutting_down = False
         self._controllers_started = False
@@ -184,6 +185,12 @@ class Manager:
         return CheckResult(
             False, f"API server unreachable for {failing:.0f}s ({self.client.last_failure})"
         )
+
+    def add_shutdown_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """`hook` is awaited while stopping, after the controllers stopped and the lease was
+        released, before the informers, servers and client stop (what it serves from is
+        still there): the webhook server's drain."""
+        self._shutdown_hooks.append(hook)
 
     def add_readiness_check(self, name: str, check: Check) -> None:
         self.probes.readiness[name] = check
@@ -379,6 +386,11 @@ class Manager:
                 await asyncio.wait_for(elector_task, max(1.0, deadline - (time.monotonic() - t0)))
         for rec in self.recorders:
             await rec.stop(flush_timeout=max(0.1, min(2.0, deadline - (time.monotonic() - t0))))
+        for hook in self._shutdown_hooks:
+            try:
+                await hook()
+            except Exception:
+                self.log.exception("shutdown hook failed")
         for inf in self.informers.values():
             await inf.stop()
         for server in self.servers.values():

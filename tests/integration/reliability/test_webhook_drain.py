@@ -1,7 +1,7 @@
 """SIGTERM drains the webhook server (`--webhook-drain-seconds`, issue 19 part 4): readiness
-turns false at once, yet every admission review sent during the drain is answered - with
-`Connection: close`, so a caller's kept-alive connection ends and its next request dials
-another replica - and only then does the server stop and the process exit 0.
+turns false at once, yet every admission review sent during the drain is answered and
+admitted - with `Connection: close`, so a caller's kept-alive connection ends and its next
+request dials another replica - and only then does the server stop and the process exit 0.
 
 The review is posted straight to the webhook port without verifying the certificate: what
 is tested is the drain; the certificate chain is tests/integration/webhooks/test_certs.py's.
@@ -57,6 +57,8 @@ def post_review(port: int) -> tuple[int, str]:
         resp = conn.getresponse()
         body = json.loads(resp.read())
         assert body["response"]["uid"] == "drain-1", body
+        # Admitted: what the webhook reads (its caches, its client) is still up meanwhile.
+        assert body["response"]["allowed"] is True, body
         return resp.status, (resp.getheader("Connection") or "").lower()
     except OSError as err:
         return 0, repr(err)
