@@ -38,7 +38,9 @@ test: lint typecheck prometheus
 	$(BIN)/pytest -q -p no:cacheprovider -m "not soak"
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
-# outage, the API server fuzzed with 10x the examples, the 16k-Job adversarial run, ...):
+# outage, the API server fuzzed with 10x the examples, the 16k-Job adversarial run,
+# 50 JobSets under a seeded schedule of faults at the deployed controller, the upgrade from an
+# older commit's wheel; the in-cluster ones need root):
 # figures in docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
 soak: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests

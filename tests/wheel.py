@@ -16,15 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["REPO", "build_wheel", "dockerfile_copies", "install", "run"]
+__all__ = ["REPO", "build_wheel", "dockerfile_copies", "export_commit", "install", "run"]
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def dockerfile_copies() -> list[tuple[str, str]]:
+def dockerfile_copies(root: Path = REPO) -> list[tuple[str, str]]:
     """(source, destination) of each COPY of the build stage, destination relative to WORKDIR."""
     copies: list[tuple[str, str]] = []
-    for line in (REPO / "Dockerfile").read_text().replace("\\\n", " ").splitlines():
+    for line in (root / "Dockerfile").read_text().replace("\\\n", " ").splitlines():
         word, _, rest = line.strip().partition(" ")
         if word.upper() == "COPY" and "--from" not in rest:
             *sources, dest = shlex.split(rest)
@@ -45,21 +45,36 @@ def run(*cmd: str | Path, cwd: Path, timeout: float = 300) -> subprocess.Complet
     return result
 
 
-def build_wheel(outside: Path) -> Path:
-    """`pip wheel` of the Dockerfile's build context, copied under `outside`."""
+def export_commit(commit: str, dest: Path) -> Path:
+    """The tree of `commit` of this repository, as `git archive` exports it, under `dest`
+    (for building an older release's wheel: what was committed, nothing of the work tree)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", commit],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True, timeout=120)
+    return dest
+
+
+def build_wheel(outside: Path, root: Path = REPO) -> Path:
+    """`pip wheel` of the Dockerfile's build context of the tree at `root` (this checkout,
+    or an exported commit), copied under `outside`."""
     context = outside / "context"
-    for source, dest in dockerfile_copies():
+    for source, dest in dockerfile_copies(root):
         target = context / dest
         target.parent.mkdir(parents=True, exist_ok=True)
-        if (REPO / source).is_dir():
+        if (root / source).is_dir():
             shutil.copytree(
-                REPO / source,
+                root / source,
                 target,
                 symlinks=True,  # src/jobset/data links to config/ and examples/, as in git
                 ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
             )
         else:
-            shutil.copy2(REPO / source, target)
+            shutil.copy2(root / source, target)
     assert (context / "src" / "jobset" / "data" / "examples").is_symlink()
     dist = outside / "dist"
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, context, cwd=outside)

@@ -104,6 +104,14 @@ def add_controller_flags(p: argparse.ArgumentParser) -> None:
     add_jobset_flags(p)
     p.add_argument("--webhook-port", type=int, default=9443, help="admission webhook server port")
     p.add_argument(
+        "--webhook-drain-seconds",
+        type=float,
+        default=0.0,
+        help="on SIGTERM keep serving admission webhooks this long (readiness already false, "
+        "each answer closing its connection) so that endpoints and the API server's "
+        "connections move to other replicas first; the chart sets 5 (default: 0, stop at once)",
+    )
+    p.add_argument(
         "--cert-management",
         choices=("internal", "files"),
         default="internal",
@@ -204,12 +212,19 @@ def check_flags(args: argparse.Namespace) -> None:
     parse_feature_gates(args.feature_gates)
 
 
-async def run_manager(manager: Any, webhooks: Any) -> int:
+async def run_manager(manager: Any, webhooks: Any, drain_seconds: float = 0.0) -> int:
     """Run the manager; bring the webhook server up alongside it.
 
     Reconciling does not wait for the webhook certificate (a missing namespace or RBAC for
     its Secret must not stop JobSets from progressing); `/readyz` stays false until the
     webhook serves, which is what a Deployment's readiness probe and `jobset dev` wait on.
+
+    Stopping: `/readyz` turns false at once and the manager hands over (controllers drained,
+    lease released) while the webhook server drains (`WebhookServer.drain`); the server
+    stops `drain_seconds` after the stop began, or once the hand-over is done if later,
+    and only then do the informers and the client it reads from stop (a shutdown hook of
+    the manager). An upgrade's old pods so keep answering admissions until nothing routes
+    to them any more.
     """
     from jobset.runtime.logging import get_logger
 
@@ -223,10 +238,32 @@ async def run_manager(manager: Any, webhooks: Any) -> int:
         except Exception as exc:  # e.g. the port is taken: stay up, report not ready
             log.error("webhook server failed to start", error=repr(exc))
 
+    loop = asyncio.get_running_loop()
+    stopping_at: list[float] = []
+
+    async def drain_when_stopping() -> None:
+        await manager.wait_stopping()
+        stopping_at.append(loop.time())
+        webhooks.server.drain()
+
+    async def stop_webhooks_after_drain() -> None:
+        # A shutdown hook: the caches and the client the webhooks use are still up.
+        if stopping_at and webhooks.server.started:
+            remaining = drain_seconds - (loop.time() - stopping_at[0])
+            if remaining > 0:
+                log.info("webhooks draining", seconds=round(remaining, 3))
+                await asyncio.sleep(remaining)
+        await webhooks.stop()
+
+    manager.add_shutdown_hook(stop_webhooks_after_drain)
     starting = asyncio.create_task(start_webhooks(), name="webhooks start")
+    draining = asyncio.create_task(drain_when_stopping(), name="webhooks drain")
     try:
         return int(await manager.run_until_signal())
     finally:
+        draining.cancel()
+        with contextlib.suppress(BaseException):
+            await draining
         starting.cancel()
         with contextlib.suppress(BaseException):
             await starting
@@ -242,4 +279,4 @@ async def run_controller(args: argparse.Namespace) -> int:
     check_flags(args)
     manager = await Manager.create(ManagerOptions.from_args(args))
     webhooks = add_jobset_components(manager, args, args.webhook_port)
-    return await run_manager(manager, webhooks)
+    return await run_manager(manager, webhooks, args.webhook_drain_seconds)

@@ -70,6 +70,7 @@ control-plane: controller-manager
 - --log-format={{ $c.logFormat }}
 - --log-level={{ $c.logLevel }}
 - --graceful-shutdown-timeout={{ $c.gracefulShutdownTimeout }}
+- --webhook-drain-seconds={{ $c.webhookDrainSeconds }}
 {{- if $c.leaderElection.enabled }}
 - --leader-elect
 - --leader-election-id={{ include "jobset.leaseName" . }}

@@ -29,7 +29,7 @@ import contextlib
 import signal
 import ssl
 import time
-from collections.abc import Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -84,6 +84,7 @@ class Manager:
         self._metrics_cert_source: tls.ServingCert | None = None
         self._metrics_cert_files: CertFiles | None = None
         self._stop = asyncio.Event()
+        self._shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         self._lost = False
         self._shutting_down = False
         self._controllers_started = False
@@ -186,6 +187,12 @@ class Manager:
             False, f"API server unreachable for {failing:.0f}s ({self.client.last_failure})"
         )
 
+    def add_shutdown_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """`hook` is awaited while stopping, after the controllers stopped and the lease was
+        released, before the informers, servers and client stop (what it serves from is
+        still there): the webhook server's drain."""
+        self._shutdown_hooks.append(hook)
+
     def add_readiness_check(self, name: str, check: Check) -> None:
         self.probes.readiness[name] = check
 
@@ -222,6 +229,10 @@ class Manager:
 
     def stop(self) -> None:
         self._stop.set()
+
+    async def wait_stopping(self) -> None:
+        """Return once stopping has begun (a signal, `stop()`, or the lease lost)."""
+        await self._stop.wait()
 
     async def run_until_signal(self) -> int:
         loop = asyncio.get_running_loop()
@@ -386,6 +397,11 @@ class Manager:
                 await asyncio.wait_for(elector_task, max(1.0, deadline - (time.monotonic() - t0)))
         for rec in self.recorders:
             await rec.stop(flush_timeout=max(0.1, min(2.0, deadline - (time.monotonic() - t0))))
+        for hook in self._shutdown_hooks:
+            try:
+                await hook()
+            except Exception:
+                self.log.exception("shutdown hook failed")
         for inf in self.informers.values():
             await inf.stop()
         for server in self.servers.values():

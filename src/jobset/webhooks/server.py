@@ -24,6 +24,12 @@ What the API server needs from it, and what this module guarantees:
 - An answer within `timeout` seconds (the configuration's `timeoutSeconds` is 10; a handler
   stuck on a slow API call is cut off earlier with a clear message instead of the API
   server's "context deadline exceeded").
+- A graceful drain on shutdown (`drain()`, then `stop()` after `--webhook-drain-seconds`):
+  the server keeps answering while the pod is taken out of the Service's endpoints, and
+  every answer meanwhile carries `Connection: close`, so the API server's kept-alive
+  connections end after their current request and the next one dials a replica that
+  stays; `stop()` then lets requests in flight finish. The lease and the controllers
+  are handed over meanwhile, independently (`wiring.run_manager`).
 - controller-runtime's webhook metrics on the manager's registry, so its dashboards work:
   `controller_runtime_webhook_requests_total{webhook,code}`,
   `controller_runtime_webhook_latency_seconds{webhook}`,
@@ -122,6 +128,7 @@ class WebhookServer:
         self.log = get_logger("webhook-server")
         self._runner: web.AppRunner | None = None
         self.client_names: frozenset[str] | None = None  # None: no client authentication
+        self.draining = False
 
     def require_client_certs(self, ca_pem: bytes, allowed_names: tuple[str, ...] = ()) -> None:
         """Serve only clients with a certificate from `ca_pem` (refused in the handshake
@@ -174,6 +181,12 @@ class WebhookServer:
             self.port = sockets[0].getsockname()[1]
         self.log.info("serving webhooks", port=self.port, paths=sorted(self.handlers))
 
+    def drain(self) -> None:
+        """From now on close each connection after its answer (see the module docstring)."""
+        if not self.draining:
+            self.draining = True
+            self.log.info("draining webhook connections", port=self.port)
+
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
@@ -202,7 +215,7 @@ class WebhookServer:
         m = self.metrics
         if self._caller_refused(request):
             m.requests.labels(path, "403").inc()
-            return web.Response(status=403, text="client certificate not allowed\n")
+            return self._closing(web.Response(status=403, text="client certificate not allowed\n"))
         m.in_flight.labels(path).inc()
         t0 = time.perf_counter()
         uid, api_version = "", ADMISSION_API_VERSION
@@ -231,4 +244,9 @@ class WebhookServer:
             m.in_flight.labels(path).dec()
             m.latency.labels(path).observe(time.perf_counter() - t0)
         m.requests.labels(path, "200").inc()
-        return web.Response(body=body_out, content_type="application/json")
+        return self._closing(web.Response(body=body_out, content_type="application/json"))
+
+    def _closing(self, response: web.Response) -> web.Response:
+        if self.draining:
+            response.force_close()  # sends Connection: close
+        return response

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from jobset.dev.examplekit import load_example, observe, unmet
+from tests.integration.incluster.admissions import AdmissionLoad
 from tests.integration.incluster.conftest import (
     DEPLOYMENT,
     LEADER_ELECTION,
@@ -23,6 +24,7 @@ from tests.integration.incluster.conftest import (
     Cluster,
     eventually,
     jobset_manifest,
+    namespace,
 )
 from tests.logs import traceback_lines
 
@@ -160,18 +162,35 @@ def test_upgrade_and_rollback_roll_the_deployment_without_disturbing_jobsets(
     installed.kubectl("apply", "-f", "-", input=jobset("long", sleep="600s"))  # 30 s here
     old_rs = {rs["metadata"]["name"] for rs in installed.json("get", "rs", "-n", NS)["items"]}
     values = {"controller": {**VALUES["controller"], "logLevel": "DEBUG"}}
-    assert installed.upgrade(values)["revision"] == 2
-    installed.rollout()
-    rs_now = installed.json("get", "rs", "-n", NS)["items"]
-    new = [rs for rs in rs_now if rs["metadata"]["name"] not in old_rs]
-    assert len(new) == 1 and new[0]["status"].get("readyReplicas") == 2
-    # The old pods' processes drain (SIGTERM, graceful shutdown) after the rollout is done.
-    eventually(lambda: _all_with(installed, "--log-level=DEBUG"), 90, "only DEBUG processes")
-    history = installed.kubectl("rollout", "history", f"deployment/{DEPLOYMENT}", "-n", NS)
-    assert "2" in history.split()
-    installed.helm.rollback("jobset", timeout=120)
-    installed.rollout()
-    eventually(lambda: _all_with(installed, "--log-level=INFO"), 90, "only INFO processes")
+    # Admissions never stop meanwhile, and not one may fail (docs/reliability.md,
+    # "Upgrades"; the upgrade from an older release is test_upgrade_incluster.py's).
+    with namespace(installed, "admissions") as ns:
+        load = AdmissionLoad(installed.sim.kubeconfig, ns)
+        load.start()
+        try:
+            load.mark("upgrade")
+            assert installed.upgrade(values)["revision"] == 2
+            installed.rollout()
+            rs_now = installed.json("get", "rs", "-n", NS)["items"]
+            new = [rs for rs in rs_now if rs["metadata"]["name"] not in old_rs]
+            assert len(new) == 1 and new[0]["status"].get("readyReplicas") == 2
+            # The old pods' processes drain (SIGTERM, graceful shutdown) after the rollout.
+            eventually(
+                lambda: _all_with(installed, "--log-level=DEBUG"), 90, "only DEBUG processes"
+            )
+            history = installed.kubectl("rollout", "history", f"deployment/{DEPLOYMENT}", "-n", NS)
+            assert "2" in history.split()
+            load.mark("rollback")
+            installed.helm.rollback("jobset", timeout=120)
+            installed.rollout()
+            eventually(lambda: _all_with(installed, "--log-level=INFO"), 90, "only INFO processes")
+            load.mark("end")
+        finally:
+            load.stop()
+        print("admissions:", load.sent, "failed:", load.failures[:10])
+        assert load.failures == []
+        assert load.sent_between("upgrade", "rollback") > 10
+        assert load.sent_between("rollback", "end") > 10
     js = terminal(installed, "long")
     assert js["status"]["terminalState"] == "Completed" and js["status"]["restarts"] == 0
 
