@@ -101,19 +101,7 @@ def validate_shape(
     rjobs: list[Mapping[str, Any]] = list(spec.get("replicatedJobs") or [])
     errs.extend(validate_limits(rjobs, limits))
     for idx, rjob in enumerate(rjobs):
-        path = f"spec.replicatedJobs[{idx}]"
-        name = str(rjob.get("name") or "")
-        reps, job_spec = t.replicas(rjob), t.job_spec(rjob)
-        parallelism = job_spec.get("parallelism")
-        if _int32_product_overflows(1 if parallelism is None else int(parallelism), reps):
-            errs.append(
-                internal(
-                    f"the product of replicas and parallelism must not exceed {c.MAX_INT32} "
-                    f"for replicatedJob '{name}'",
-                    path,
-                )
-            )
-        errs.extend(_validate_generated_names(path, rjob, job_spec, jsname, name, reps))
+        errs.extend(_validate_replicated_job_size(idx, rjob, jsname))
     rules = (spec.get("failurePolicy") or {}).get("rules") or []
     if (
         gate(features, c.FEATURE_RESTART_JOB)
@@ -194,24 +182,18 @@ def _validate_success_policy(policy: Mapping[str, Any], names: set[str]) -> list
     ]
 
 
-def _validate_replicated_job(
-    idx: int,
-    rjob: Mapping[str, Any],
-    jsname: str,
-    names: set[str],
-    in_place: bool,
-    features: Mapping[str, bool] | None,
+def _validate_replicated_job_size(
+    idx: int, rjob: Mapping[str, Any], jsname: str
 ) -> list[FieldError]:
+    """The rules of one ReplicatedJob that depend on its replicas and parallelism (create, and
+    `validate_shape` after an elastic update): replicas x parallelism within int32 and the
+    generated Job and pod names."""
     errs: list[FieldError] = []
     path = f"spec.replicatedJobs[{idx}]"
     name = str(rjob.get("name") or "")
-    names.add(name)
-    reps = t.replicas(rjob)
-    job_spec = t.job_spec(rjob)
-
+    reps, job_spec = t.replicas(rjob), t.job_spec(rjob)
     parallelism = job_spec.get("parallelism")
-    parallelism = 1 if parallelism is None else int(parallelism)
-    if _int32_product_overflows(parallelism, reps):
+    if _int32_product_overflows(1 if parallelism is None else int(parallelism), reps):
         errs.append(
             internal(
                 f"the product of replicas and parallelism must not exceed {c.MAX_INT32} "
@@ -220,6 +202,22 @@ def _validate_replicated_job(
             )
         )
     errs.extend(_validate_generated_names(path, rjob, job_spec, jsname, name, reps))
+    return errs
+
+
+def _validate_replicated_job(
+    idx: int,
+    rjob: Mapping[str, Any],
+    jsname: str,
+    names: set[str],
+    in_place: bool,
+    features: Mapping[str, bool] | None,
+) -> list[FieldError]:
+    path = f"spec.replicatedJobs[{idx}]"
+    name = str(rjob.get("name") or "")
+    names.add(name)
+    job_spec = t.job_spec(rjob)
+    errs = _validate_replicated_job_size(idx, rjob, jsname)
     errs.extend(_validate_depends_on(path, rjob, name, names))
     if in_place and gate(features, c.FEATURE_IN_PLACE_RESTART):
         errs.extend(_validate_in_place_restart(f"{path}.template.spec", job_spec, name))
