@@ -45,12 +45,11 @@ import helm_python as helm
 from kubesim.apiserver.store import WatchEvent
 from kubesim.process import SimProcess, start_sim
 from tests.integration.incluster.conftest import (
-    IMAGE,
     LEASE,
-    NODES,
     NS,
     Cluster,
     eventually,
+    sim_flags,
 )
 from tests.integration.reliability.harness import (
     Expected,
@@ -99,18 +98,7 @@ class ChaosCluster:
 
     @classmethod
     def start(cls, tmp: Path, controller_bin: Path, port: int) -> ChaosCluster:
-        flags = (
-            "--sim-level",
-            "pods",
-            "--time-scale",
-            "0.05",
-            "--nodes",
-            NODES,
-            "--run-image",
-            f"{IMAGE}={controller_bin}",
-            "--data-dir",
-            str(tmp / "data"),
-        )
+        flags = sim_flags(controller_bin, "--data-dir", str(tmp / "data"))
         sim = start_sim(tmp, *flags, port=port, timeout=120)
         config = helm.Config(kubeconfig_path=str(sim.kubeconfig), namespace=NS)
         return cls(Cluster(sim, controller_bin, config), tmp, port, flags)

@@ -167,11 +167,10 @@ class Cluster:
         return sum(r["count"] for r in counts if r["verb"] == verb and r["resource"] == resource)
 
 
-@pytest.fixture(scope="package")
-def cluster(controller_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    tmp = tmp_path_factory.mktemp("incluster")
-    sim = start_sim(
-        tmp,
+def sim_flags(controller_bin: Path, *more: str) -> tuple[str, ...]:
+    """The flags of every in-cluster test's `jobset sim`: pods, 4 node pools of 2, the
+    chart's image repository mapped to `controller_bin`, then `more`."""
+    return (
         "--sim-level",
         "pods",
         "--time-scale",
@@ -180,8 +179,14 @@ def cluster(controller_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         NODES,
         "--run-image",
         f"{IMAGE}={controller_bin}",
-        timeout=120,
+        *more,
     )
+
+
+@pytest.fixture(scope="package")
+def cluster(controller_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("incluster")
+    sim = start_sim(tmp, *sim_flags(controller_bin), timeout=120)
     try:
         yield Cluster(
             sim, controller_bin, helm.Config(kubeconfig_path=str(sim.kubeconfig), namespace=NS)

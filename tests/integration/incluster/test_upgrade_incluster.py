@@ -34,7 +34,6 @@ from tests.integration.incluster.conftest import (
     CHART,
     IMAGE,
     LEADER_ELECTION,
-    NODES,
     NS,
     RELEASE,
     Cluster,
@@ -42,6 +41,7 @@ from tests.integration.incluster.conftest import (
     eventually,
     finished,
     jobset_manifest,
+    sim_flags,
     system_python,
 )
 from tests.wheel import build_wheel, export_commit, install
@@ -80,20 +80,8 @@ def cluster2(
 ) -> Iterator[Cluster]:
     """A cluster of its own with both images mapped."""
     tmp = tmp_path_factory.mktemp("upgrade")
-    sim = start_sim(
-        tmp,
-        "--sim-level",
-        "pods",
-        "--time-scale",
-        "0.05",
-        "--nodes",
-        NODES,
-        "--run-image",
-        f"{IMAGE}={controller_bin}",
-        "--run-image",
-        f"{PREVIOUS_IMAGE}={previous[1]}",
-        timeout=120,
-    )
+    flags = sim_flags(controller_bin, "--run-image", f"{PREVIOUS_IMAGE}={previous[1]}")
+    sim = start_sim(tmp, *flags, timeout=120)
     try:
         yield Cluster(
             sim, controller_bin, helm.Config(kubeconfig_path=str(sim.kubeconfig), namespace=NS)
