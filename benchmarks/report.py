@@ -13,6 +13,8 @@ from typing import Any
 
 from rich.table import Table
 
+from benchmarks import rate_report
+
 RESULTS = Path(__file__).parent / "results"
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
 SIDES = ("baseline", "controller")
@@ -192,6 +194,8 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
             "met": all(w <= GOAL_STATUS_WRITES for _, w in lives) if lives else None,
         }
     )
+    # Issue 17: unthrottled rate and CPU against the independent minimal client.
+    out += rate_report.goals(data)
     return out
 
 
@@ -407,7 +411,8 @@ def _section(data: dict[str, Any], prefix: str, with_plots: bool = True) -> str:
             [[g["goal"], g["measured"], _met(g["met"])] for g in data.get("goals", [])],
         ),
         "",
-        "### Results",
+        *rate_report.section(data, prefix, with_plots),
+        "### Throttled scenarios at the shipped defaults (QPS 500, burst 500)",
         "",
         "*speed vs baseline* = baseline seconds / controller seconds for the span (1.00: as "
         "fast as the minimal client; the creation goal is >= 0.80). CPU, RSS and writes: "
@@ -535,10 +540,12 @@ def write_all(results: Path = RESULTS) -> list[Path]:
         data = json.loads(path.read_text())
         data["goals"] = goals(data)  # derived: judged by the goals as they are written now
         sizes = {r["jobs"] for r in data.get("runs", [])}
+        sizes |= {r["jobs"] for r in (data.get("rate") or {}).get("runs", [])}
         with_plots = len(sizes) >= 2
         if with_plots:
             try:
                 written += plots(data, results, name)
+                written += rate_report.plots(data, results, name)
             except ImportError:  # matplotlib is in the bench extra
                 with_plots = False
         title = data.get("command") or name
