@@ -52,8 +52,7 @@ def _cluster(kubeconfig: str) -> tuple[str, ssl.SSLContext | None, dict[str, str
     return server, tls, headers
 
 
-async def _run(args: argparse.Namespace) -> int:
-    bodies = Path(args.bodies).read_bytes().splitlines()
+async def _run(args: argparse.Namespace, bodies: list[bytes]) -> int:
     server, tls, headers = _cluster(args.kubeconfig)
     headers["User-Agent"] = args.user_agent
     url = f"{server}/apis/batch/v1/namespaces/{args.namespace}/jobs"
@@ -87,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallelism", type=int, default=50)
     p.add_argument("--user-agent", default="jobset-bench-minimal/0.1 (plain aiohttp)")
     args = p.parse_args(argv)
-    return asyncio.run(_run(args))
+    return asyncio.run(_run(args, Path(args.bodies).read_bytes().splitlines()))
 
 
 if __name__ == "__main__":

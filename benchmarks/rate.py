@@ -43,8 +43,8 @@ from benchmarks.harness import ROOT, Options, start_controller, wait_idle, wait_
 from benchmarks.workload import CONTROLLER_AGENT, FINISH, JOBSETS, NAMESPACE, jobset
 from jobset.controllers.crd import apply_crds
 from jobset.controllers.plan import PlanInput, plan
-from jobset.runtime.client import NAMESPACES, ApiError, Client
 from jobset.runtime.cache import strip_managed_fields
+from jobset.runtime.client import NAMESPACES, ApiError, Client
 from kubesim.process import SimProcess, start_sim
 
 MINIMAL = ROOT / "benchmarks" / "minimal_client.py"

@@ -86,12 +86,12 @@ def rows(data: dict[str, Any]) -> list[list[str]]:
         def f(x: Any, key: str, fmt: str = "{:.0f}") -> str:
             return fmt.format(x[key]) if _ok(x) and x.get(key) is not None else "failed"
 
-        def q(key: str, fmt: str = "{:.2f}") -> str:
+        def q(key: str, fmt: str = "{:.2f}", ratio: dict[str, Any] = ratio) -> str:
             return fmt.format(ratio[key]) if key in ratio else "-"
 
         n = int(r["jobs"])
 
-        def sim(x: Any) -> str:
+        def sim(x: Any, n: int = n) -> str:
             return f"{1000 * x['sim_cpu_seconds'] / n:.2f}" if _ok(x) else "failed"
 
         out.append(
