@@ -57,7 +57,7 @@ from tests.integration.placement.process import HarnessProcess, start_harness
 RATE = 1000.0
 SECONDS = 5.0
 DISTINCT_PODS = 500  # distinct leader pods, reused round robin
-JOBS_B, PODS_B = 32, 32
+JOBS_B, PODS_B = 16, 32
 GOAL_P99_MS = 20.0
 GOAL_POD_RATE = 0.9
 POOL_KEY = "cloud.google.com/gke-nodepool"

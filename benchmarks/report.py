@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
-from benchmarks import rate_report
+from benchmarks import rate_report, tenancy_report
 
 RESULTS = Path(__file__).parent / "results"
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
@@ -196,6 +196,8 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
     )
     # Issue 17: unthrottled rate and CPU against the independent minimal client.
     out += rate_report.goals(data)
+    # Issue 17: admission, recovery, fairness.
+    out += tenancy_report.goals(data)
     return out
 
 
@@ -412,6 +414,7 @@ def _section(data: dict[str, Any], prefix: str, with_plots: bool = True) -> str:
         ),
         "",
         *rate_report.section(data, prefix, with_plots),
+        *tenancy_report.section(data),
         "### Throttled scenarios at the shipped defaults (QPS 500, burst 500)",
         "",
         "*speed vs baseline* = baseline seconds / controller seconds for the span (1.00: as "

@@ -35,7 +35,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchmarks import rate, report
+from benchmarks import admission, fairness, rate, recovery, report
 from benchmarks.harness import Options, machine, phase
 from benchmarks.scenarios import RUNNERS, SCENARIOS
 from jobset.runtime.logging import configure_logging
@@ -117,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         default="yes",
         help="the unthrottled rate against the minimal client (benchmarks/rate.py), first",
     )
+    p.add_argument(
+        "--pods",
+        choices=("yes", "no"),
+        default="yes",
+        help="fairness, recovery (--sim-level pods) and pod admission, after the rate",
+    )
     args = p.parse_args(argv)
 
     sizes = sorted({int(s) for s in args.sizes.split(",") if s})
@@ -171,6 +177,20 @@ def main(argv: list[str] | None = None) -> int:
             durations[("rate", n)] = entry["step_seconds"] = round(time.monotonic() - t, 1)
             rate_runs.append(entry)
             console.print(rate.one_line(entry))
+    extra: dict[str, Any] = {}
+    if args.pods == "yes":
+        console.print(f"fairness at {max(sizes)} Jobs per large JobSet ...")
+        extra["fairness"] = asyncio.run(fairness.run(max(sizes), opts))
+        console.print(fairness.one_line(extra["fairness"]))
+        console.print("recovery per restart strategy ...")
+        extra["recovery"] = asyncio.run(
+            recovery.run_all(list(recovery.STRATEGIES), Options(timeout=args.timeout))
+        )
+        for r in extra["recovery"]["runs"]:
+            console.print(recovery.one_line(r))
+        console.print("pod admission under load ...")
+        extra["admission"] = asyncio.run(admission.run(min(args.timeout, 180.0)))
+        console.print(admission.one_line(extra["admission"]))
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -184,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             for scenario in scenarios:
                 elapsed = time.monotonic() - t_start
                 guess = predict(durations, scenario, n)
+                if guess is None and args.budget and elapsed > args.budget * 0.85:
+                    guess = args.budget  # nothing to predict from and little time left
                 if args.budget and guess is not None and elapsed + guess > args.budget:
                     skipped.append(
                         {
@@ -241,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "runs": runs,
         "rate": {"runs": rate_runs, "limit_clients": rate.LIMIT_CLIENTS},
+        **extra,
         "skipped": skipped,
     }
     elapsed = time.monotonic() - t_start

@@ -55,6 +55,8 @@ def test_restart_scenario_end_to_end(tmp_path: Path) -> None:
             "no",
             "--rate",
             "no",
+            "--pods",
+            "no",
             "--no-report",
             "--timeout",
             "60",
@@ -113,6 +115,8 @@ def test_unthrottled_rate_against_the_minimal_client(tmp_path: Path) -> None:
             "",
             "--placement",
             "no",
+            "--pods",
+            "no",
             "--no-report",
             "--timeout",
             "60",
@@ -149,3 +153,26 @@ def test_unthrottled_rate_against_the_minimal_client(tmp_path: Path) -> None:
     assert [p.name for p in rate_report.plots(data, tmp_path, "t")] == ["t_rate.png"]
     goal_names = [g["goal"] for g in data["goals"]]
     assert any("unthrottled creation rate" in g for g in goal_names)
+
+
+@pytest.mark.timeout(150)
+async def test_recovery_and_fairness_at_tiny_sizes() -> None:
+    """Recovery (`--sim-level pods`) and fairness end to end at tiny sizes: every field the
+    report reads, and the report's goals accept them."""
+    from benchmarks import fairness, recovery, tenancy_report
+    from benchmarks.harness import Options
+
+    rec = await recovery.run_all(["Recreate"], Options(timeout=60), jobs=2, pods=2)
+    (run,) = rec["runs"]
+    assert "error" not in run, run
+    assert run["pods"] == 4 and run["fresh_seconds"] > 0 and run["recovery_seconds"] > 0
+    assert rec["pending"] == ["InPlaceRestart"]
+    fair = await fairness.run(40, Options(concurrency=2, timeout=60))
+    assert [c["large_jobsets"] for c in fair["cases"]] == [1, 3]
+    for case in fair["cases"]:
+        assert "error" not in case, case
+        assert case["small_seconds"] > 0 and case["large_jobs_before"] >= 10
+    goals = tenancy_report.goals({"recovery": rec, "fairness": fair})
+    assert sum(1 for g in goals if g["goal"].startswith("a 3-Job JobSet")) == 2
+    assert any(g["goal"].startswith("recovery time") and g["met"] for g in goals)
+    assert tenancy_report.section({"recovery": rec, "fairness": fair})
