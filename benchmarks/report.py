@@ -521,6 +521,14 @@ Goals (issue 7), whether met or not:
 - and <= 200 status writes over the whole life of a JobSet with 16k Jobs (wide: from
   creation to Completed).
 
+Goals (issue 17), each a ratio measured in the same run: unthrottled creation rate >= 0.9 x
+an independent minimal client (plain aiohttp, the controller's own Job bodies) and client
+CPU per Job <= 1.25 x at 16k, both also as a fraction of the simulator's limit; pod webhooks
+at 1,000 pods/s with p99 <= 20 ms; the Job controller's pod creation with the webhooks
+>= 0.9 x without; recovery time per restart strategy beside the pod-creation limit; a
+3-Job JobSet gets its Jobs within 1 s while 16k-Job JobSets are created. The throttled
+scenarios run at the shipped defaults (QPS 500, burst 500).
+
 Reading the figures: the two sides run one after the other on 2 cores shared with other
 work, so a ratio from one run is good to perhaps +-30 % at 1k and 4k (a few seconds per
 side) and better at 16k; a ratio above 1 means the baseline's phase met more contention,
