@@ -284,7 +284,11 @@ def table(data: dict[str, Any]) -> Table:
     return t
 
 
-def _met(m: bool | None) -> str:
+def _met(m: bool | str | None) -> str:
+    """True/False: a goal met or not; None: not measured; a string: reported as it is
+    (a figure with no fixed goal)."""
+    if isinstance(m, str):
+        return m
     return "met" if m is True else "NOT met" if m is False else "not measured"
 
 
@@ -415,16 +419,19 @@ def _section(data: dict[str, Any], prefix: str, with_plots: bool = True) -> str:
         "",
         *rate_report.section(data, prefix, with_plots),
         *tenancy_report.section(data),
-        "### Throttled scenarios at the shipped defaults (QPS 500, burst 500)",
-        "",
-        "*speed vs baseline* = baseline seconds / controller seconds for the span (1.00: as "
-        "fast as the minimal client; the creation goal is >= 0.80). CPU, RSS and writes: "
-        "controller / baseline, over the scenario's window. *steady*: the measured process "
-        "restarted over the N running Jobs; its CPU includes start-up.",
-        "",
-        markdown_table(HEADERS, _rows(data)),
-        "",
     ]
+    if data.get("runs"):
+        lines += [
+            "### Throttled scenarios at the shipped defaults (QPS 500, burst 500)",
+            "",
+            "*speed vs baseline* = baseline seconds / controller seconds for the span (1.00: "
+            "as fast as the minimal client; the creation goal is >= 0.80). CPU, RSS and "
+            "writes: controller / baseline, over the scenario's window. *steady*: the measured "
+            "process restarted over the N running Jobs; its CPU includes start-up.",
+            "",
+            markdown_table(HEADERS, _rows(data)),
+            "",
+        ]
     if data.get("skipped"):
         lines += ["Skipped to stay within the time budget:", ""]
         lines += [

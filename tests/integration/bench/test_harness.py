@@ -174,5 +174,8 @@ async def test_recovery_and_fairness_at_tiny_sizes() -> None:
         assert case["small_seconds"] > 0 and case["large_jobs_before"] >= 10
     goals = tenancy_report.goals({"recovery": rec, "fairness": fair})
     assert sum(1 for g in goals if g["goal"].startswith("a 3-Job JobSet")) == 2
-    assert any(g["goal"].startswith("recovery time") and g["met"] for g in goals)
+    assert any(
+        g["goal"].startswith("recovery time") and g["met"] == "measured (no fixed goal)"
+        for g in goals
+    )
     assert tenancy_report.section({"recovery": rec, "fairness": fair})
