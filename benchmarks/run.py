@@ -35,7 +35,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchmarks import report
+from benchmarks import admission, fairness, rate, recovery, report
 from benchmarks.harness import Options, machine, phase
 from benchmarks.scenarios import RUNNERS, SCENARIOS
 from jobset.runtime.logging import configure_logging
@@ -111,6 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="per wait, seconds")
     p.add_argument("--out", default=None, help="JSON file (default results/scale[_large].json)")
     p.add_argument("--no-report", action="store_true", help="no plots, no RESULTS.md")
+    p.add_argument(
+        "--rate",
+        choices=("yes", "no"),
+        default="yes",
+        help="the unthrottled rate against the minimal client (benchmarks/rate.py), first",
+    )
+    p.add_argument(
+        "--pods",
+        choices=("yes", "no"),
+        default="yes",
+        help="fairness, recovery (--sim-level pods) and pod admission, after the rate",
+    )
     args = p.parse_args(argv)
 
     sizes = sorted({int(s) for s in args.sizes.split(",") if s})
@@ -150,6 +162,35 @@ def main(argv: list[str] | None = None) -> int:
     weight = {n: n for n in sizes}
     total = sum(weight[n] * 2 for n in sizes for _ in scenarios)
 
+    rate_runs: list[dict[str, Any]] = []
+    if args.rate == "yes":
+        for i, n in enumerate(sizes):
+            elapsed = time.monotonic() - t_start
+            guess = predict(durations, "rate", n)
+            if args.budget and guess is not None and elapsed + guess > args.budget:
+                skipped.append({"scenario": "rate", "jobs": n, "reason": f"budget: {guess:.0f}s"})
+                continue
+            console.print(f"rate {n}: controller, minimal client, sim limit ...")
+            t = time.monotonic()
+            first = "controller" if i % 2 == 0 else "minimal"
+            entry = asyncio.run(rate.run_size(n, opts, first))
+            durations[("rate", n)] = entry["step_seconds"] = round(time.monotonic() - t, 1)
+            rate_runs.append(entry)
+            console.print(rate.one_line(entry))
+    extra: dict[str, Any] = {}
+    if args.pods == "yes":
+        console.print(f"fairness at {max(sizes)} Jobs per large JobSet ...")
+        extra["fairness"] = asyncio.run(fairness.run(max(sizes), opts))
+        console.print(fairness.one_line(extra["fairness"]))
+        console.print("recovery per restart strategy ...")
+        extra["recovery"] = asyncio.run(
+            recovery.run_all(list(recovery.STRATEGIES), Options(timeout=args.timeout))
+        )
+        for r in extra["recovery"]["runs"]:
+            console.print(recovery.one_line(r))
+        console.print("pod admission under load ...")
+        extra["admission"] = asyncio.run(admission.run(min(args.timeout, 180.0)))
+        console.print(admission.one_line(extra["admission"]))
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -163,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             for scenario in scenarios:
                 elapsed = time.monotonic() - t_start
                 guess = predict(durations, scenario, n)
+                if guess is None and args.budget and elapsed > args.budget * 0.85:
+                    guess = args.budget  # nothing to predict from and little time left
                 if args.budget and guess is not None and elapsed + guess > args.budget:
                     skipped.append(
                         {
@@ -219,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
             "sim_level": "jobs",
         },
         "runs": runs,
+        "rate": {"runs": rate_runs, "limit_clients": rate.LIMIT_CLIENTS},
+        **extra,
         "skipped": skipped,
     }
     elapsed = time.monotonic() - t_start
@@ -238,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_report:
         for path in report.write_all(RESULTS):
             console.print(f"wrote {path}")
-    return 0 if all("error" not in r.get(s, {}) for r in runs for s in SIDES) else 1
+    failed = [s for r in runs for s in SIDES if "error" in r.get(s, {})]
+    failed += [s for r in rate_runs for s in ("controller", "minimal", "limit") if "error" in r[s]]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -15,7 +15,10 @@ Every read of a reconcile is served by the informer caches:
 `act` executes a plan in order, each group through a pool of `max_parallelism` workers
 (upstream's 50) that build Job bodies only as they send them, so a 50,000-Job restart holds
 50 bodies, not 50,000; AlreadyExists on create and NotFound on delete/patch are success
-(deterministic names make every action safe to repeat). Deletes carry the cached Job's UID
+(deterministic names make every action safe to repeat). A pass that has created Jobs for
+half a second while another JobSet waits for a worker stops there and queues itself again
+behind it (`fairshare.py`): no tenant's large JobSet holds a worker for its whole creation.
+Deletes carry the cached Job's UID
 as precondition, so a stale cache can never delete a Job recreated under the same name.
 The status is then written once, with the cached resourceVersion: a conflict means the
 cache was stale, and the key is requeued quietly - that optimistic check is also what keeps
@@ -50,6 +53,7 @@ from jobset.api.types import headless_service_name, is_suspended, name_of, repli
 from jobset.api.validation import DEFAULT_LIMITS, Limits
 from jobset.controllers.classify import Children
 from jobset.controllers.expectations import Awaited
+from jobset.controllers.fairshare import DEFAULT_SLICE_SECONDS, CreationSlice
 from jobset.controllers.in_place_restart import is_in_place_restart
 from jobset.controllers.in_place_restart_pods import (
     IN_PLACE_POD_INDEX,
@@ -169,12 +173,16 @@ class JobSetController:
         resync_period: float | None = None,
         counts_interval: float = 1.0,
         limits: Limits = DEFAULT_LIMITS,
+        creation_slice: float = DEFAULT_SLICE_SECONDS,
     ) -> None:
         self.client = manager.client
         # Stored JobSets judged by the create or the update rules, cached per generation.
         # --max-jobs-per-jobset / --max-pods-per-job (`limits`): a stored JobSet over them
         # (created while the webhook was down or bypassed) fails like one over a rule.
         self._validation = StoredValidation(dict(features or {}), limits)
+        # Seconds a pass creates Jobs before it gives its worker to a waiting JobSet
+        # (`fairshare.py`); 0: never.
+        self.creation_slice = creation_slice
         self.placer: JobPlacer | None = None
         self.features: dict[str, bool] = self._validation.features
         self.clock = clock
@@ -280,7 +288,7 @@ class JobSetController:
                 restarts=p.status.get("restarts", 0),
             )
         try:
-            created = await self._act(js, p)
+            created, cut = await self._act(js, p)
         except ActionError as err:
             if err.only_conflicts:
                 self.log.debug("write conflict, requeueing", error=str(err))
@@ -318,6 +326,10 @@ class JobSetController:
                 self.recorder.event(js, ev.type, ev.reason, ev.message)
             self._count_outcome(js, p)
         self._observe_latencies(js, key, uid, p)
+        if cut:
+            # Another JobSet waited: this one goes to the back of the queue for the rest.
+            self.log.debug("creation slice spent, requeueing", created=created)
+            self.controller.queue.add(req)
         for expiry in (self.awaited.next_expiry(key), self.awaited_deletes.next_expiry(key)):
             if expiry is not None:
                 # A write never seen must not wait for an unrelated event to be made again.
@@ -422,10 +434,12 @@ class JobSetController:
 
     # ------------------------------------------------------------------ act
 
-    async def _act(self, js: Mapping[str, Any], p: Plan) -> int:
-        """Execute the plan's writes in order; returns how many Jobs were created anew."""
+    async def _act(self, js: Mapping[str, Any], p: Plan) -> tuple[int, bool]:
+        """Execute the plan's writes in order; returns how many Jobs were created anew, and
+        whether the creations were cut short for a waiting JobSet (`fairshare.py`)."""
         ns = str(js["metadata"].get("namespace") or "")
         created = 0
+        cut = False
         if p.delete_jobs:
             await self._parallel(p.delete_jobs, self._delete_job, len(p.delete_jobs))
         if p.delete_jobset:
@@ -457,11 +471,17 @@ class JobSetController:
                 if await self._create_job(job):
                     created += 1
 
+            share = CreationSlice(
+                p.create_jobs,
+                seconds=self.creation_slice,
+                others_waiting=lambda: len(self.controller.queue) > 0,
+            )
             try:
-                await self._parallel(p.create_jobs, create, len(p.create_jobs))
+                await self._parallel(share, create, len(p.create_jobs))
             except ActionError as err:
                 self.recorder.event(dict(js), "Warning", c.JOB_CREATION_FAILED_REASON, str(err))
                 raise
+            cut = share.cut
         if p.suspend_jobs:
             await self._parallel(
                 p.suspend_jobs,
@@ -470,7 +490,7 @@ class JobSetController:
             )
         if p.resume_jobs:
             await self._parallel(p.resume_jobs, self._resume_job, len(p.resume_jobs))
-        return created
+        return created, cut
 
     async def _parallel(
         self, items: Iterable[T], fn: Callable[[T], Awaitable[object]], count: int

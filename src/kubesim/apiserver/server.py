@@ -115,6 +115,10 @@ class ApiHttpServer:
         # Per client (the user agent's product: "kubectl", "jobset-controller", ...), verb and
         # resource[/subresource]; served read-only at /debug/requests for benchmarks.
         self.requests_by_agent: dict[tuple[str, str, str], int] = {}
+        # For the same keys: [first arrival, last arrival (time.monotonic(), the host's
+        # CLOCK_MONOTONIC that other processes read too), request body bytes]. Benchmarks
+        # time a client's request rate from the server's record rather than by polling.
+        self.request_spans: dict[tuple[str, str, str], list[float]] = {}
         self.open_watches = 0
         self.ready = True
         # ServiceAccount tokens issued by TokenRequest.
@@ -275,7 +279,13 @@ class ApiHttpServer:
                 for (verb, res), n in sorted(self.requests.items())
             ],
             "byUserAgent": [
-                {"userAgent": agent, "verb": verb, "resource": res, "count": n}
+                {
+                    "userAgent": agent,
+                    "verb": verb,
+                    "resource": res,
+                    "count": n,
+                    **_span(self.request_spans.get((agent, verb, res))),
+                }
                 for (agent, verb, res), n in sorted(self.requests_by_agent.items())
             ],
         }
@@ -418,6 +428,14 @@ class ApiHttpServer:
         agent = (request.headers.get("User-Agent") or "").split("/", 1)[0].strip()
         akey = (agent, verb, f"{t.rt.plural}/{t.subresource}" if t.subresource else t.rt.plural)
         self.requests_by_agent[akey] = self.requests_by_agent.get(akey, 0) + 1
+        now = time.monotonic()
+        size = request.content_length or 0
+        span = self.request_spans.get(akey)
+        if span is None:
+            self.request_spans[akey] = [now, now, float(size)]
+        else:
+            span[1] = now
+            span[2] += size
 
     async def _inject_faults(self, request: web.Request, t: Target, verb: str) -> Any:
         """Apply the fault injector's decision for this request (delay, reset, error); the
@@ -819,3 +837,10 @@ def _token_request(body: Any) -> dict[str, Any]:
             "expirationTimestamp": now_rfc3339(time.time() + spec["expirationSeconds"]),
         },
     }
+
+
+def _span(span: list[float] | None) -> dict[str, float | int]:
+    """first/last arrival (monotonic seconds) and body bytes of one /debug/requests row."""
+    if span is None:
+        return {}
+    return {"first": span[0], "last": span[1], "bytes": int(span[2])}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import report
+from benchmarks import rate_report, report
 
 ROOT = Path(__file__).resolve().parents[3]
 SIDE_FIELDS = {
@@ -52,6 +52,10 @@ def test_restart_scenario_end_to_end(tmp_path: Path) -> None:
             "--scenarios",
             "restart-recreate",
             "--placement",
+            "no",
+            "--rate",
+            "no",
+            "--pods",
             "no",
             "--no-report",
             "--timeout",
@@ -92,3 +96,86 @@ def test_restart_scenario_end_to_end(tmp_path: Path) -> None:
         "t_rss.png",
         "t_ratio.png",
     }
+
+
+@pytest.mark.timeout(120)
+def test_unthrottled_rate_against_the_minimal_client(tmp_path: Path) -> None:
+    """The rate section alone (no scenarios) at two tiny sizes: every phase creates all its
+    Jobs, the minimal client sends byte for byte the controller's bodies, and the report's
+    goals, table and plot read the result."""
+    out = tmp_path / "scale.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--sizes",
+            "12,20",
+            "--scenarios",
+            "",
+            "--placement",
+            "no",
+            "--pods",
+            "no",
+            "--no-report",
+            "--timeout",
+            "60",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    runs = data["rate"]["runs"]
+    assert [r["jobs"] for r in runs] == [12, 20]
+    assert runs[0]["order"] == ["controller", "minimal", "limit"]
+    assert runs[1]["order"] == ["minimal", "controller", "limit"]
+    for r in runs:
+        for side in ("controller", "minimal", "limit"):
+            assert r[side]["creates"] == r["jobs"], r[side]
+            assert r[side]["jobs_per_second"] > 0 and r[side]["cpu_ms_per_job"] > 0
+        # Same bodies: the sim counted the same bytes per Job from both clients.
+        assert r["controller"]["bytes_per_job"] == r["minimal"]["bytes_per_job"] > 1000
+        assert r["limit"]["clients"] == 3
+        assert {
+            "rate_controller_over_minimal",
+            "cpu_per_job_controller_over_minimal",
+            "controller_of_limit",
+            "minimal_of_limit",
+        } <= r["ratio"].keys()
+        # The controller created them unthrottled, and wrote the JobSet's status once.
+        assert r["controller"]["requests"]["update jobsets/status"] >= 1
+    assert len(rate_report.rows(data)) == 2
+    assert [p.name for p in rate_report.plots(data, tmp_path, "t")] == ["t_rate.png"]
+    goal_names = [g["goal"] for g in data["goals"]]
+    assert any("unthrottled creation rate" in g for g in goal_names)
+
+
+@pytest.mark.timeout(150)
+async def test_recovery_and_fairness_at_tiny_sizes() -> None:
+    """Recovery (`--sim-level pods`) and fairness end to end at tiny sizes: every field the
+    report reads, and the report's goals accept them."""
+    from benchmarks import fairness, recovery, tenancy_report
+    from benchmarks.harness import Options
+
+    rec = await recovery.run_all(["Recreate"], Options(timeout=60), jobs=2, pods=2)
+    (run,) = rec["runs"]
+    assert "error" not in run, run
+    assert run["pods"] == 4 and run["fresh_seconds"] > 0 and run["recovery_seconds"] > 0
+    assert rec["pending"] == ["InPlaceRestart"]
+    fair = await fairness.run(40, Options(concurrency=2, timeout=60))
+    assert [c["large_jobsets"] for c in fair["cases"]] == [1, 3]
+    for case in fair["cases"]:
+        assert "error" not in case, case
+        assert case["small_seconds"] > 0 and case["large_jobs_before"] >= 10
+    goals = tenancy_report.goals({"recovery": rec, "fairness": fair})
+    assert sum(1 for g in goals if g["goal"].startswith("a 3-Job JobSet")) == 2
+    assert any(
+        g["goal"].startswith("recovery time") and g["met"] == "measured (no fixed goal)"
+        for g in goals
+    )
+    assert tenancy_report.section({"recovery": rec, "fairness": fair})

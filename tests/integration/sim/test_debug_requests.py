@@ -3,11 +3,13 @@ per client (user agent), read-only and behind the same bearer token as the API."
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
 from jobset.runtime.client import CONFIGMAPS, Client
@@ -56,6 +58,28 @@ async def test_counts_by_verb_resource_and_user_agent(cluster: SimCluster) -> No
         ("list", "configmaps"): 1,
         ("get", "configmaps"): 1,
     }
+
+
+async def test_records_arrival_span_and_body_bytes_per_client(cluster: SimCluster) -> None:
+    bodies = [
+        orjson.dumps({"metadata": {"name": f"s{i}"}, "data": {"k": "v" * i}}) for i in range(4)
+    ]
+    async with await Client.connect(
+        cluster.kubeconfig, qps=0, burst=0, user_agent="span-client/1.0 (test)"
+    ) as client:
+        before = time.monotonic()
+        for b in bodies:
+            await client.request("POST", CONFIGMAPS.path("default"), body=b)
+        after = time.monotonic()
+
+    _, body = await _get(cluster, cluster.token)
+    (row,) = [
+        r for r in body["byUserAgent"] if r["userAgent"] == "span-client" and r["verb"] == "create"
+    ]
+    # Same clock as this process (CLOCK_MONOTONIC): the first and last arrival lie within
+    # the span the client sent in, in order; the bytes are the bodies' sum.
+    assert before <= row["first"] < row["last"] <= after
+    assert row["bytes"] == sum(len(b) for b in bodies)
 
 
 async def test_requires_the_token_and_counts_nothing_itself(cluster: SimCluster) -> None:

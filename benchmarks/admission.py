@@ -1,0 +1,387 @@
+"""Pod admission under load (issue 17 item 5): the pod webhooks at 1,000 pod creations/s, and
+the simulated Job controller's pod creation rate with the webhooks against without them.
+
+The webhook process is the controller harness (`tests/integration/placement/harness.py
+--no-reconciler`: the pod and JobSet webhooks over TLS with their caches, as `jobset
+controller` serves them, in one asyncio process - one core at most).
+
+- `load`: an open-loop generator sends, at `RATE` pods a second for `SECONDS`, each pod's
+  two admission calls in the order kube-apiserver makes them (mutating, then validating)
+  straight to the webhook port. The pods are what the Job controller creates for a JobSet
+  with exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology`, the affinity
+  strategy): leader pods (completion index 0), the ones the mutating webhook does the most
+  for (it computes their exclusive affinities), built from the controller's own Job
+  bodies. A pod's latency runs from the time it was due (not when it was sent: a stalled
+  webhook must not hide its backlog) to the validating answer. Reported: admissions/s
+  sustained, p50/p99/max latency, the webhook process's CPU seconds per admission and its
+  share of one core.
+- `jobs`: on `jobset sim --sim-level pods`, `JOBS` Jobs of `PODS` pods each (JobSet pods,
+  as the controller builds them) are created at once and the time until every pod exists is
+  taken from the harness's pod watch - once with the webhooks registered, once without
+  (configurations deleted; the same webhook process still runs). Ratio: with / without
+  pods per second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import psutil
+
+from benchmarks.harness import ROOT
+from benchmarks.workload import FINISH, JOBSETS, NAMESPACE, jobset
+from jobset.api import constants as c
+from jobset.controllers.crd import apply_crds
+from jobset.controllers.plan import PlanInput, plan
+from jobset.runtime.cache import strip_managed_fields
+from jobset.runtime.client import JOBS, NAMESPACES, PODS, ApiError, Client, Object
+from jobset.runtime.informer import FuncHandler, Informer
+from jobset.webhooks.certcontroller import MUTATING_CONFIGURATIONS, VALIDATING_CONFIGURATIONS
+from jobset.webhooks.manifests import MUTATING, VALIDATING
+from kubesim.process import SimProcess, start_sim
+from tests.integration.placement.process import HarnessProcess, start_harness
+
+RATE = 1000.0
+SECONDS = 5.0
+DISTINCT_PODS = 500  # distinct leader pods, reused round robin
+JOBS_B, PODS_B = 16, 32
+GOAL_P99_MS = 20.0
+GOAL_POD_RATE = 0.9
+POOL_KEY = "cloud.google.com/gke-nodepool"
+
+
+def _exclusive(name: str, jobs: int, pods: int) -> dict[str, Any]:
+    js = jobset(name, jobs, command=FINISH)
+    js["metadata"]["annotations"] = {c.EXCLUSIVE_KEY: POOL_KEY}
+    spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]
+    spec["parallelism"] = spec["completions"] = pods
+    spec["completionMode"] = "Indexed"
+    return js
+
+
+async def _jobs_of(client: Client, js: dict[str, Any]) -> list[Object]:
+    """The controller's Job bodies for `js` (created in the cluster, planned here)."""
+    await client.create(JOBSETS, js)
+    stored = strip_managed_fields(await client.get(JOBSETS, js["metadata"]["name"], NAMESPACE))
+    p = plan(PlanInput(jobset=stored, jobs=[], now=datetime.now(UTC)))
+    return [dict(j) for j in p.create_jobs]
+
+
+def leader_pod(job: Object) -> Object:
+    """Pod 0 of `job` as the Job controller creates it (owner reference, index annotation)."""
+    tmpl = job["spec"]["template"]
+    meta = tmpl.get("metadata") or {}
+    name = job["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-0-{uuid.uuid4().hex[:5]}",
+            "namespace": NAMESPACE,
+            "labels": {
+                **(meta.get("labels") or {}),
+                "batch.kubernetes.io/job-name": name,
+                "batch.kubernetes.io/job-completion-index": "0",
+            },
+            "annotations": {
+                **(meta.get("annotations") or {}),
+                c.JOB_COMPLETION_INDEX_ANNOTATION: "0",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": name,
+                    "uid": str(uuid.uuid4()),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {**tmpl["spec"], "hostname": f"{name}-0"},
+    }
+
+
+def review(pod: Object) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": str(uuid.uuid4()),
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+                "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": pod["metadata"]["name"],
+                "namespace": NAMESPACE,
+                "operation": "CREATE",
+                "userInfo": {
+                    "username": "system:serviceaccount:kube-system:job-controller",
+                    "uid": "job-controller",
+                    "groups": ["system:serviceaccounts", "system:authenticated"],
+                },
+                "object": pod,
+                "oldObject": None,
+                "dryRun": False,
+                "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+            },
+        }
+    )
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+GENERATORS = 3  # load-generator processes: one Python process cannot send 2,000 TLS
+# requests a second and time them too
+
+
+async def generate(port: int, bodies: list[bytes], rate: float, seconds: float) -> dict[str, Any]:
+    """One generator process: open loop at `rate` pods/s; returns latencies (ms)."""
+    url = f"https://127.0.0.1:{port}"
+    tls = ssl.create_default_context()
+    tls.check_hostname = False  # loopback load generator: the webhook's serving cert is
+    tls.verify_mode = ssl.CERT_NONE  # for the Service name; the sim verifies it, not this
+    total = int(rate * seconds)
+    latencies: list[float] = []
+    errors = 0
+    connector = aiohttp.TCPConnector(limit=100, ssl=tls)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+        for b in bodies[:20]:  # warm up: connections, the handlers' first calls
+            async with session.post(url + c.MUTATING_POD_WEBHOOK_PATH, data=b) as r:
+                await r.read()
+        print("generator ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+        async def one(i: int, due: float) -> None:
+            nonlocal errors
+            body = bodies[i % len(bodies)]
+            for path in (c.MUTATING_POD_WEBHOOK_PATH, c.VALIDATING_POD_WEBHOOK_PATH):
+                async with session.post(url + path, data=body) as r:
+                    raw = await r.read()
+                    if r.status != 200 or b'"allowed":true' not in raw.replace(b" ", b""):
+                        errors += 1
+            latencies.append(1000 * (time.monotonic() - due))
+
+        t0 = time.monotonic() + 0.05
+        tasks = []
+        for i in range(total):
+            due = t0 + i / rate
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.ensure_future(one(i, due)))
+        await asyncio.gather(*tasks)
+        wall = time.monotonic() - t0
+    return {"latencies_ms": latencies, "errors": errors, "seconds": wall}
+
+
+async def load(
+    port: int, pods: list[Object], harness_ps: psutil.Process, tmp: Path
+) -> dict[str, Any]:
+    bodies = tmp / "reviews.jsonl"
+    bodies.write_bytes(b"\n".join(review(p) for p in pods) + b"\n")
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "benchmarks.admission",
+            "generate",
+            str(port),
+            str(bodies),
+            str(RATE / GENERATORS),
+            str(SECONDS),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=ROOT,
+        )
+        for _ in range(GENERATORS)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None
+            line = await asyncio.wait_for(p.stdout.readline(), 60)
+            if not line.startswith(b"generator ready"):
+                raise RuntimeError(f"generator not ready: {line!r}")
+        cpu0 = sum(harness_ps.cpu_times()[:2])
+        t0 = time.monotonic()
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write(b"go\n")
+            await p.stdin.drain()
+        results = []
+        for p in procs:
+            out, _ = await asyncio.wait_for(p.communicate(), 300)
+            results.append(orjson.loads(out.splitlines()[-1]))
+        wall = time.monotonic() - t0
+        cpu = sum(harness_ps.cpu_times()[:2]) - cpu0
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    p.kill()
+                await p.wait()
+    ms = [x for r in results for x in r["latencies_ms"]]
+    total = len(ms)
+    span = max(r["seconds"] for r in results)
+    return {
+        "target_pods_per_second": RATE,
+        "generators": GENERATORS,
+        "pods": total,
+        "admissions": 2 * total,
+        "errors": sum(r["errors"] for r in results),
+        "seconds": round(span, 3),
+        "pods_per_second": round(total / span, 1),
+        "p50_ms": round(_pct(ms, 0.50), 2),
+        "p99_ms": round(_pct(ms, 0.99), 2),
+        "max_ms": round(max(ms), 2),
+        "mean_ms": round(statistics.fmean(ms), 2),
+        "webhook_cpu_seconds": round(cpu, 3),
+        "webhook_cpu_ms_per_pod": round(1000 * cpu / total, 4),
+        "webhook_core_share": round(cpu / wall, 3),
+    }
+
+
+class PodCounter:
+    """When each pod of one JobSet's Jobs was first seen (watch events, not polling)."""
+
+    def __init__(self, client: Client, jobset_name: str) -> None:
+        self.informer = Informer(
+            client,
+            PODS,
+            namespace=NAMESPACE,
+            label_selector=f"{c.JOBSET_NAME_KEY}={jobset_name}",
+            transform=lambda p: {
+                "metadata": {k: p["metadata"].get(k) for k in ("name", "namespace", "uid")}
+            },
+        )
+        self.times: list[float] = []
+        self.informer.add_event_handler(
+            FuncHandler(add=lambda _p: self.times.append(time.monotonic()))
+        )
+
+
+async def job_pods(client: Client, jobs: list[Object], within: float) -> dict[str, Any]:
+    owner = str(jobs[0]["metadata"]["labels"][c.JOBSET_NAME_KEY])
+    counter = PodCounter(client, owner)
+    counter.informer.start()
+    await counter.informer.wait_for_sync(60)
+    want = sum(int(j["spec"]["parallelism"]) for j in jobs)
+    try:
+        t0 = time.monotonic()
+        await asyncio.gather(*(client.create(JOBS, j) for j in jobs))
+        deadline = t0 + within
+        while len(counter.times) < want:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(counter.times)} of {want} pods after {within:.0f}s")
+            await asyncio.sleep(0.02)
+        last = sorted(counter.times)[want - 1]
+    finally:
+        await counter.informer.stop()
+    return {
+        "pods": want,
+        "seconds": round(last - t0, 3),
+        "pods_per_second": round(want / (last - t0), 1),
+    }
+
+
+@contextlib.asynccontextmanager
+async def _cluster(*sim_args: str) -> Any:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-admission-"))
+    sim: SimProcess = start_sim(tmp, *sim_args)
+    harness: HarnessProcess | None = None
+    client: Client | None = None
+    try:
+        client = await Client.connect(str(sim.kubeconfig), qps=0, burst=0)
+        await apply_crds(client)
+        with contextlib.suppress(ApiError):
+            await client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
+        harness = start_harness(sim, "--no-reconciler")
+        yield client, harness, tmp
+    finally:
+        if harness is not None:
+            harness.stop()
+        if client is not None:
+            await client.close()
+        sim.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def run(within: float = 120.0) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        async with _cluster("--sim-level", "none") as (client, harness, tmp):
+            jobs = await _jobs_of(client, _exclusive("adm", DISTINCT_PODS, 1))
+            pods = [leader_pod(j) for j in jobs]
+            harness_ps = psutil.Process(harness.proc.pid)
+            out["load"] = await load(harness.webhook_port, pods, harness_ps, tmp)
+    except Exception as exc:
+        out["load"] = {"error": repr(exc)}
+    try:
+        nodes = f"pools={JOBS_B}x1,cpu=64,memory=256Gi,pods=110"
+        async with _cluster("--sim-level", "pods", "--nodes", nodes) as (client, _h, _t):
+            with_jobs = await _jobs_of(client, jobset("with", JOBS_B, command=FINISH))
+            for j in with_jobs:
+                j["spec"]["parallelism"] = j["spec"]["completions"] = PODS_B
+            without = await _jobs_of(client, jobset("wout", JOBS_B, command=FINISH))
+            for j in without:
+                j["spec"]["parallelism"] = j["spec"]["completions"] = PODS_B
+            out["with_webhook"] = await job_pods(client, with_jobs, within)
+            await client.delete(MUTATING_CONFIGURATIONS, MUTATING)
+            await client.delete(VALIDATING_CONFIGURATIONS, VALIDATING)
+            out["without_webhook"] = await job_pods(client, without, within)
+    except Exception as exc:
+        out.setdefault("with_webhook", {"error": repr(exc)})
+        out.setdefault("without_webhook", {"error": repr(exc)})
+    w, wo = out.get("with_webhook", {}), out.get("without_webhook", {})
+    if "error" not in w and "error" not in wo:
+        out["pod_rate_with_over_without"] = round(w["pods_per_second"] / wo["pods_per_second"], 3)
+    return out
+
+
+def one_line(d: dict[str, Any]) -> str:
+    lo = d.get("load", {})
+    if "error" in lo:
+        text = f"admission load failed ({lo['error'][:200]})"
+    else:
+        text = (
+            f"admission at {lo['target_pods_per_second']:.0f} pods/s: {lo['pods_per_second']:.0f} "
+            f"sustained, p50 {lo['p50_ms']:.1f} ms, p99 {lo['p99_ms']:.1f} ms, "
+            f"webhook {lo['webhook_core_share']:.2f} core, {lo['errors']} errors"
+        )
+    ratio = d.get("pod_rate_with_over_without")
+    return text + (f"; Job pod creation with/without webhook {ratio:.2f}" if ratio else "")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["generate"]:
+        port, path, rate, secs = sys.argv[2:6]
+        reviews = Path(path).read_bytes().splitlines()
+        result = asyncio.run(generate(int(port), reviews, float(rate), float(secs)))
+        sys.stdout.write(orjson.dumps(result).decode() + "\n")
+        sys.exit(0)
+    from jobset.runtime.logging import configure_logging
+
+    configure_logging("console", "WARNING")
+    data = asyncio.run(run())
+    print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+    print(one_line(data))
