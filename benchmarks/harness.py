@@ -150,6 +150,9 @@ def start_controller(sim: SimProcess, tmp: Path, opts: Options) -> Measured:
         sim.kubeconfig,
         "--metrics-port",
         str(metrics),
+        # Plain HTTP, the explicit opt-in: the harness scrapes its own loopback controller
+        # (the default is HTTPS with TokenReview, which the benchmark does not measure).
+        "--metrics-secure=false",
         "--health-port",
         str(health),
         "--webhook-port",
