@@ -81,6 +81,7 @@ def spawn(sim: SimProcess, identity: str) -> Replica:
         "127.0.0.1",
         "--metrics-port",
         "0",
+        "--metrics-secure=false",  # plain HTTP, the opt-in: the test reads the metrics
         "--health-port",
         "0",
         "--graceful-shutdown-timeout",
