@@ -29,10 +29,10 @@ follow a successful status write only.
 
 No JobSet holds the event loop for the others. `plan` is pure and synchronous, and over a
 16,000-Job JobSet it takes 70-180 ms (classifying, counting and indexing every Job, spread
-over five functions): for a JobSet with `PLAN_IN_THREAD_JOBS` Jobs or more it runs in a
-worker thread, so the loop - every other JobSet's pass, the webhooks, the lease renewal -
-gets the interpreter back at each GIL switch interval (5 ms) instead of waiting for the
-whole plan. Its inputs are cache objects, which nobody modifies (they are replaced), and
+over five functions): for a JobSet with `PLAN_IN_THREAD_JOBS` Jobs or more, or a failure
+policy of `PLAN_IN_THREAD_PATTERNS` message patterns or more, it runs in a worker thread,
+so the loop - every other JobSet's pass, the webhooks, the lease renewal - gets the
+interpreter back at each GIL switch interval (5 ms) instead of waiting for the whole plan. Its inputs are cache objects, which nobody modifies (they are replaced), and
 the plan changes nothing, so the thread shares nothing mutable. Acting then awaits each
 write, and the Job bodies are built one per write, so the rest of a pass yields anyway.
 """
@@ -98,6 +98,15 @@ T = TypeVar("T")
 # A JobSet with this many Jobs is planned in a worker thread (about 5-10 ms of planning on
 # the loop below it; the thread hop costs ~0.1 ms).
 PLAN_IN_THREAD_JOBS: Final = 1000
+# ... and so is one whose failure policy has this many message patterns: a failed Job is
+# matched against each rule's patterns in turn (RE2, linear, but 6,000 patterns - a policy
+# as large as an object allows - take tens of ms even when compiled, and far more to compile).
+PLAN_IN_THREAD_PATTERNS: Final = 256
+
+
+def _message_patterns(js: Mapping[str, Any]) -> int:
+    rules = ((js.get("spec") or {}).get("failurePolicy") or {}).get("rules") or ()
+    return sum(len(r.get("onJobFailureMessagePatterns") or ()) for r in rules)
 
 
 class ActionError(Exception):
@@ -268,7 +277,10 @@ class JobSetController:
             deleted_jobs=self.awaited_deletes.pending(key),
             pods=self._in_place_pods(js),
         )
-        if len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS:
+        if (
+            len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
+            or _message_patterns(js) >= PLAN_IN_THREAD_PATTERNS
+        ):
             p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
         else:
             p = plan(inp)

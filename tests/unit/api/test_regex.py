@@ -59,3 +59,19 @@ def test_catastrophic_pattern_is_answered_without_backtracking() -> None:
     assert compiled is not None
     assert compiled.search("a" * 40 + "!") is None
     assert compiled.search("a" * 40) is not None
+
+
+def test_a_policy_sized_set_of_patterns_stays_compiled() -> None:
+    """6,000 patterns (3,000 rules x 2, as large as one object allows) walked in order twice:
+    the second walk compiles nothing (an LRU cache smaller than the set would recompile all)."""
+    from jobset.api.regex import COMPILED_CACHE_SIZE
+
+    patterns = [f"^never-{i}-[a-z]+$" for i in range(6000)]
+    assert len(patterns) <= COMPILED_CACHE_SIZE
+    compile_go_regexp.cache_clear()
+    for p in patterns:
+        compile_go_regexp(p)
+    misses = compile_go_regexp.cache_info().misses
+    for p in patterns:
+        compile_go_regexp(p)
+    assert compile_go_regexp.cache_info().misses == misses

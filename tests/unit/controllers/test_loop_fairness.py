@@ -15,7 +15,11 @@ import pytest
 from jobset.controllers import jobs as jobs_module
 from jobset.controllers import jobset_controller
 from jobset.controllers.jobcache import job_record
-from jobset.controllers.jobset_controller import PLAN_IN_THREAD_JOBS, JobSetController
+from jobset.controllers.jobset_controller import (
+    PLAN_IN_THREAD_JOBS,
+    PLAN_IN_THREAD_PATTERNS,
+    JobSetController,
+)
 from jobset.controllers.plan import Plan, PlanInput
 from jobset.runtime import Manager, ManagerOptions, Request
 from jobset.runtime.cache import object_key
@@ -49,8 +53,12 @@ def _controller() -> JobSetController:
     return JobSetController(manager)
 
 
-def _with_jobs(ctl: JobSetController, replicas: int) -> None:
-    js = jobset(rjob("w", replicas))
+def _with_jobs(ctl: JobSetController, replicas: int, patterns: int = 0) -> None:
+    rules = [
+        {"name": f"r{i}", "action": "FailJobSet", "onJobFailureMessagePatterns": [f"^m{i}$"]}
+        for i in range(patterns)
+    ]
+    js = jobset(rjob("w", replicas), **({"failurePolicy": {"rules": rules}} if rules else {}))
     ctl.jobsets.store.put(object_key(js), js)
     for i in range(replicas):
         body = jobs_module.construct_job(js, js["spec"]["replicatedJobs"][0], i)
@@ -102,3 +110,16 @@ async def test_a_small_jobset_is_planned_on_the_loop(monkeypatch: pytest.MonkeyP
     _, threads = _gated_plan(monkeypatch)
     await ctl.reconcile(Request(NS, "js"))
     assert threads == [threading.main_thread().name]
+
+
+async def test_a_failure_policy_of_many_patterns_is_planned_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """3 Jobs, but a policy whose message patterns a failed Job is matched against one by
+    one: planned in a thread like a tenant-sized JobSet."""
+    ctl = _controller()
+    _with_jobs(ctl, 3, patterns=PLAN_IN_THREAD_PATTERNS)
+    gate, threads = _gated_plan(monkeypatch)
+    gate.set()  # what runs meanwhile is the first test's concern; here: where it plans
+    await asyncio.wait_for(ctl.reconcile(Request(NS, "js")), 20)
+    assert threads and threads[0] != threading.main_thread().name
