@@ -407,16 +407,16 @@ def test_the_command_cleans_up_on_sigterm_and_sweeps_a_crashed_run(tmp_path: Pat
     crashed = start_sim(tmp_path / "one", *flags)
     crashed.kubectl("apply", "-f", "-", input=POD_YAML)
     _wait_running(crashed)
-    stale = [n for n in netns_all() if n.startswith("ksim")]
-    assert stale
+    stale = pod_netns(crashed, "w")
+    assert set(stale) <= set(netns_all())
     crashed.stop(signal.SIGKILL)  # leaves its namespace, bridge and state behind
     second = start_sim(tmp_path / "two", *flags)  # sweeps them at start
     try:
         assert not set(stale) & set(netns_all())
         second.kubectl("apply", "-f", "-", input=POD_YAML)
         _wait_running(second)
-        mine = [n for n in netns_all() if n.startswith("ksim")]
-        assert mine
+        mine = pod_netns(second, "w")
+        assert set(mine) <= set(netns_all())
     finally:
         assert second.stop(signal.SIGTERM) == 0
     assert not set(mine) & set(netns_all())
@@ -425,6 +425,19 @@ def test_the_command_cleans_up_on_sigterm_and_sweeps_a_crashed_run(tmp_path: Pat
 def netns_all() -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines()]
+
+
+def pod_netns(sim: SimProcess, pod: str) -> list[str]:
+    """The network namespace of this simulator's pod (`ksimN-<uid prefix>`), not any other
+    simulator's: other runs on the same machine have theirs."""
+    uid = sim.kubectl("get", "pod", pod, "-o", "jsonpath={.metadata.uid}").stdout.strip()
+    found = [
+        n
+        for n in netns_all()
+        if n.startswith("ksim") and n.endswith("-" + uid.replace("-", "")[:12])
+    ]
+    assert len(found) == 1, (uid, netns_all())
+    return found
 
 
 async def test_read_only_root_file_system_leaves_volumes_writable(env: Env) -> None:
