@@ -172,7 +172,9 @@ def add_jobset_components(
     opts = manager.options
     # --metrics-secure without --metrics-cert-dir: the metrics server presents the internal
     # certificate too (named for the metrics Service, signed by the CA a ServiceMonitor
-    # verifies against); with cert-manager's files it keeps its self-signed fallback.
+    # verifies against). With --cert-management=files, cert-manager's metrics Certificate
+    # comes in through --metrics-cert-dir (chart and config/cert-manager); without that flag,
+    # the self-signed fallback.
     metrics_from_rotator = (
         opts.metrics_secure
         and opts.metrics_port is not None

@@ -11,6 +11,7 @@ Service, Secret and configurations by these names (src/jobset/webhooks/manifests
 {{- define "jobset.validatingConfiguration" -}}jobset-validating-webhook-configuration{{- end -}}
 {{- define "jobset.leaseName" -}}jobset-controller-leader{{- end -}}
 {{- define "jobset.certificate" -}}jobset-serving-cert{{- end -}}
+{{- define "jobset.metricsCertificate" -}}jobset-metrics-cert{{- end -}}
 {{- define "jobset.certDir" -}}/tmp/k8s-webhook-server/serving-certs{{- end -}}
 {{- define "jobset.metricsCertDir" -}}/tmp/k8s-metrics-server/metrics-certs{{- end -}}
 {{/* The metrics Service's port name: Istio and others read the protocol from its prefix. */}}
@@ -20,6 +21,24 @@ Service, Secret and configurations by these names (src/jobset/webhooks/manifests
 
 {{- define "jobset.internalCerts" -}}
 {{- if eq .Values.certificate.mode "internal" -}}true{{- end -}}
+{{- end -}}
+
+{{/* cert-manager issues the secure metrics server's certificate (Certificate
+jobset-metrics-cert): certificate.mode cert-manager, metrics.secure, no metrics.certSecret. */}}
+{{- define "jobset.certManagerMetricsCert" -}}
+{{- if and (not (include "jobset.internalCerts" .)) .Values.metrics.secure (not .Values.metrics.certSecret) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Secret the secure metrics server serves from (--metrics-cert-dir), if any: the
+user's metrics.certSecret, or the one cert-manager fills for jobset-metrics-cert. */}}
+{{- define "jobset.metricsCertSecret" -}}
+{{- if .Values.metrics.secure -}}
+{{- if .Values.metrics.certSecret -}}
+{{ .Values.metrics.certSecret }}
+{{- else if include "jobset.certManagerMetricsCert" . -}}
+jobset-metrics-server-cert
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Labels of every object. */}}
@@ -86,8 +105,8 @@ control-plane: controller-manager
 {{- end }}
 {{- if .Values.metrics.secure }}
 - --metrics-secure
-{{- with .Values.metrics.certSecret }}
-- --metrics-cert-dir={{ include "jobset.metricsCertDir" $ }}
+{{- if include "jobset.metricsCertSecret" . }}
+- --metrics-cert-dir={{ include "jobset.metricsCertDir" . }}
 {{- end }}
 {{- else }}
 {{- if .Values.metrics.certSecret }}

@@ -65,15 +65,22 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
 
 
 def scrape_secure(
-    port: int, token: str, ca_pem: bytes, server_name: str, timeout: float = 30.0
+    port: int,
+    token: str,
+    ca_pem: bytes,
+    server_name: str,
+    timeout: float = 30.0,
+    *,
+    host: str = "127.0.0.1",
 ) -> tuple[int, str]:
-    """GET https://127.0.0.1:PORT/metrics with a bearer token, verifying the certificate
-    against `ca_pem` for `server_name` (what a ServiceMonitor's tlsConfig says)."""
+    """GET https://HOST:PORT/metrics with a bearer token, verifying the certificate
+    against `ca_pem` for `server_name` (what a ServiceMonitor's tlsConfig says; HOST a pod
+    IP, as Prometheus scrapes). ssl.SSLCertVerificationError when it does not verify."""
     ctx = ssl.create_default_context(cadata=ca_pem.decode())
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
+    conn = http.client.HTTPSConnection(host, port, context=ctx, timeout=timeout)
     # Connect to the address, check the certificate for the Service's name (server_hostname).
     conn.sock = ctx.wrap_socket(
-        socket.create_connection(("127.0.0.1", port), timeout=timeout),
+        socket.create_connection((host, port), timeout=timeout),
         server_hostname=server_name,
     )
     try:

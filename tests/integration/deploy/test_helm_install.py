@@ -118,8 +118,9 @@ def test_install_upgrade_uninstall(sim: SimProcess, tmp_path: Path) -> None:
             "the upgrade dropped the injected caBundle"
         )
 
-        # Switching to cert-manager: the Issuer and Certificate appear, the controller's
-        # Secret role goes (cert-manager owns the Secret now).
+        # Switching to cert-manager: the Issuer and both Certificates appear (the webhook's
+        # and the metrics server's, which the ServiceMonitor now verifies against), the
+        # controller's Secret role goes (cert-manager owns the Secret now).
         third = cfg.upgrade(
             CHART, "jobset", {**values, "certificate": {"mode": "cert-manager"}}, namespace=NS,
             timeout=120,
@@ -129,6 +130,12 @@ def test_install_upgrade_uninstall(sim: SimProcess, tmp_path: Path) -> None:
         assert cert["spec"]["secretName"] == "jobset-webhook-server-cert"
         assert get_json(sim, "issuer", "jobset-selfsigned-issuer", "-n", NS)
         assert _missing(sim, "role", "jobset-webhook-cert-role")
+        metrics_cert = get_json(sim, "certificate", "jobset-metrics-cert", "-n", NS)
+        assert metrics_cert["spec"]["secretName"] == "jobset-metrics-server-cert"
+        sm = get_json(sim, "servicemonitor", "jobset-controller-manager", "-n", NS)
+        assert sm["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["name"] == (
+            "jobset-metrics-server-cert"
+        )
 
         cfg.uninstall("jobset", timeout=120)
         for kind, name, ns in (
@@ -140,6 +147,7 @@ def test_install_upgrade_uninstall(sim: SimProcess, tmp_path: Path) -> None:
             ("prometheusrule", "jobset-controller-alerts", NS),
             ("configmap", "jobset-grafana-dashboard", NS),
             ("certificate", "jobset-serving-cert", NS),
+            ("certificate", "jobset-metrics-cert", NS),
             ("clusterrole", "jobset-manager-role", None),
             ("clusterrolebinding", "jobset-manager-rolebinding", None),
             ("mutatingwebhookconfiguration", "jobset-mutating-webhook-configuration", None),

@@ -296,9 +296,51 @@ def test_cert_manager_mode() -> None:
     pod = one(objs, "Deployment", "jobset-controller-manager")["spec"]["template"]["spec"]
     cert = next(v for v in pod["volumes"] if v["name"] == "cert")["secret"]
     assert {i["key"] for i in cert["items"]} == {"tls.crt", "tls.key"}  # never ca.key
-    assert "cert-manager issues the webhook certificate" in notes(
-        {"certificate": {"mode": "cert-manager"}}
-    )
+    text = notes({"certificate": {"mode": "cert-manager"}})
+    assert "cert-manager issues the webhook certificate" in text
+    assert "get certificate jobset-metrics-cert" in text
+
+
+def test_cert_manager_mode_issues_the_metrics_certificate() -> None:
+    """Secure metrics with cert-manager: a second Certificate from the same Issuer, for the
+    metrics Service's names, whose Secret the pod mounts for --metrics-cert-dir (not
+    optional: the metrics server cannot start without it)."""
+    objs = objects({"certificate": {"mode": "cert-manager"}})
+    webhook = one(objs, "Certificate", "jobset-serving-cert")["spec"]
+    cert = one(objs, "Certificate", "jobset-metrics-cert")["spec"]
+    svc = one(objs, "Service", "jobset-controller-manager-metrics-service")["metadata"]
+    assert cert["dnsNames"] == [
+        f"{svc['name']}.{svc['namespace']}.svc",
+        f"{svc['name']}.{svc['namespace']}.svc.cluster.local",
+    ]
+    assert cert["secretName"] == "jobset-metrics-server-cert"
+    same = ("issuerRef", "duration", "renewBefore", "privateKey")
+    assert {k: cert[k] for k in same} == {k: webhook[k] for k in same}
+    args = build_parser().parse_args(["controller", *_container(objs)["args"]])
+    assert args.metrics_secure and args.cert_management == "files"
+    mounts = {m["name"]: m for m in _container(objs)["volumeMounts"]}
+    assert args.metrics_cert_dir == mounts["metrics-cert"]["mountPath"]
+    assert mounts["metrics-cert"]["readOnly"] is True
+    volume = next(v for v in _pod(objs)["volumes"] if v["name"] == "metrics-cert")["secret"]
+    assert volume["secretName"] == cert["secretName"] and "optional" not in volume
+    # A ClusterIssuer of the user's issues it too.
+    corp = {"kind": "ClusterIssuer", "name": "corp-ca"}
+    issued = objects({"certificate": {"mode": "cert-manager", "certManager": {"issuerRef": corp}}})
+    assert one(issued, "Certificate", "jobset-metrics-cert")["spec"]["issuerRef"] == corp
+    # The user's metrics.certSecret wins: no Certificate of the chart's, theirs is mounted.
+    own = objects({"certificate": {"mode": "cert-manager"}, "metrics": {"certSecret": "mine"}})
+    assert "jobset-metrics-cert" not in by_kind(own, "Certificate")
+    volume = next(v for v in _pod(own)["volumes"] if v["name"] == "metrics-cert")["secret"]
+    assert volume["secretName"] == "mine"
+    # Plain metrics, or the internal management: no metrics Certificate, no --metrics-cert-dir.
+    for values in (
+        {"certificate": {"mode": "cert-manager"}, "metrics": {"secure": False}},
+        {},
+    ):
+        rendered = objects(values)
+        assert "jobset-metrics-cert" not in by_kind(rendered, "Certificate")
+        assert not [a for a in _container(rendered)["args"] if "--metrics-cert-dir" in a]
+        assert "metrics-cert" not in {v["name"] for v in _pod(rendered)["volumes"]}
 
 
 def test_cert_manager_with_a_cluster_issuer() -> None:
@@ -442,9 +484,10 @@ def test_notes_tell_what_to_do_next() -> None:
 def test_servicemonitor_verifies_secure_metrics_with_the_serving_ca() -> None:
     """Secure metrics by default: the ServiceMonitor scrapes over HTTPS with the
     ServiceAccount token, verifying against the internal certificate's CA for the metrics
-    Service's name; with cert-manager's webhook certificate the metrics server's is
-    self-signed (nothing to verify against); a given tlsConfig is used as it is; plain HTTP
-    is the explicit metrics.secure=false."""
+    Service's name; with cert-manager, against the CA in the metrics certificate's Secret for
+    the same name; a given tlsConfig is used as it is, and a certSecret without one is
+    scraped unverified (nothing known to verify against); plain HTTP is the explicit
+    metrics.secure=false."""
 
     def endpoint(values: dict[str, Any]) -> dict[str, Any]:
         monitor = {"serviceMonitor": {"enabled": True}}
@@ -461,8 +504,13 @@ def test_servicemonitor_verifies_secure_metrics_with_the_serving_ca() -> None:
         "serverName": "jobset-controller-manager-metrics-service.jobset-system.svc",
     }
     assert endpoint({"certificate": {"mode": "cert-manager"}})["tlsConfig"] == {
-        "insecureSkipVerify": True
+        "ca": {"secret": {"name": "jobset-metrics-server-cert", "key": "ca.crt"}},
+        "serverName": "jobset-controller-manager-metrics-service.jobset-system.svc",
     }
+    for mode in ("internal", "cert-manager"):
+        assert endpoint({"certificate": {"mode": mode}, "metrics": {"certSecret": "m"}})[
+            "tlsConfig"
+        ] == {"insecureSkipVerify": True}
     given = {"ca": {"secret": {"name": "m", "key": "ca.crt"}}, "serverName": "x.y.svc"}
     assert endpoint({"metrics": {"certSecret": "m", "serviceMonitor": {"enabled": True,
                                                                        "tlsConfig": given}}})[

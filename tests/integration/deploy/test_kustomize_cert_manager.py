@@ -1,6 +1,6 @@
-"""config/cert-manager: the kustomize component for cert-manager-issued webhook certificates,
-rendered by `kubectl kustomize` in an overlay as a user writes it, compared with the chart's
-certificate.mode: cert-manager, and applied to a simulated cluster whose cert-manager CRDs
+"""config/cert-manager: the kustomize component for cert-manager-issued webhook and metrics
+certificates, rendered by `kubectl kustomize` in an overlay as a user writes it, compared with
+the chart's certificate.mode: cert-manager, and applied to a simulated cluster whose cert-manager CRDs
 carry the schema of the fields used (tests/integration/deploy/data/cert-manager-crds.yaml).
 
 What cert-manager then does with these objects (issue, inject) is played in
@@ -73,6 +73,7 @@ def test_component_swaps_internal_management_for_cert_manager(
     default = kustomize(CONFIG / "default")
     assert _kinds(rendered) - _kinds(default) == {
         ("Certificate", "jobset-serving-cert"),
+        ("Certificate", "jobset-metrics-cert"),
         ("Issuer", "jobset-selfsigned-issuer"),
     }
     # What only the internal management needs is gone: cert-manager writes the Secret.
@@ -100,6 +101,20 @@ def test_component_swaps_internal_management_for_cert_manager(
     args = build_parser().parse_args(["controller", *container["args"]])
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     assert args.cert_management == "files" and args.cert_dir == mounts["cert"]
+    # The metrics certificate: for the metrics Service, served from its mounted Secret, and
+    # what the ServiceMonitor verifies the scrape against.
+    metrics_cert = _find(rendered, "Certificate", "jobset-metrics-cert")["spec"]
+    assert metrics_cert["issuerRef"] == cert["spec"]["issuerRef"]
+    metrics_svc = _find(rendered, "Service", "jobset-controller-manager-metrics-service")
+    svc_name = f"{metrics_svc['metadata']['name']}.{NS}.svc"
+    assert svc_name in metrics_cert["dnsNames"]
+    assert volumes["metrics-cert"]["secret"]["secretName"] == metrics_cert["secretName"]
+    assert args.metrics_secure and args.metrics_cert_dir == mounts["metrics-cert"]
+    monitor = _find(rendered, "ServiceMonitor", "jobset-controller-manager")
+    assert monitor["spec"]["endpoints"][0]["tlsConfig"] == {
+        "ca": {"secret": {"name": metrics_cert["secretName"], "key": "ca.crt"}},
+        "serverName": svc_name,
+    }
     # Both webhook configurations name the Certificate for cert-manager's CA injector.
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         (conf,) = [o for o in rendered if o["kind"] == kind]
@@ -113,9 +128,11 @@ def test_component_swaps_internal_management_for_cert_manager(
 
 
 def test_component_is_the_charts_cert_manager_mode(rendered: list[dict[str, Any]]) -> None:
-    from_chart = chart.objects(CM_VALUES)
+    monitor = {"metrics": {"serviceMonitor": {"enabled": True}}}
+    from_chart = chart.objects({**CM_VALUES, **monitor})
     for kind, name in (
         ("Certificate", "jobset-serving-cert"),
+        ("Certificate", "jobset-metrics-cert"),
         ("Issuer", "jobset-selfsigned-issuer"),
     ):
         assert _find(rendered, kind, name)["spec"] == chart.one(from_chart, kind, name)["spec"]
@@ -123,6 +140,12 @@ def test_component_is_the_charts_cert_manager_mode(rendered: list[dict[str, Any]
     h = chart.one(from_chart, "Deployment", "jobset-controller-manager")["spec"]["template"]["spec"]
     assert sorted(k["containers"][0]["args"]) == sorted(h["containers"][0]["args"])
     assert k["volumes"] == h["volumes"]
+    assert k["containers"][0]["volumeMounts"] == h["containers"][0]["volumeMounts"]
+    (k_ep,) = _find(rendered, "ServiceMonitor", "jobset-controller-manager")["spec"]["endpoints"]
+    (h_ep,) = chart.one(from_chart, "ServiceMonitor", "jobset-controller-manager")["spec"][
+        "endpoints"
+    ]
+    assert k_ep["tlsConfig"] == h_ep["tlsConfig"]
     assert _rbac(rendered) == _rbac(from_chart)
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         (kc,) = [o for o in rendered if o["kind"] == kind]
@@ -146,9 +169,11 @@ def test_component_applies_with_cert_managers_schema(sim: SimProcess, tmp_path: 
         "apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(objs), timeout=120
     )
     assert "certificate.cert-manager.io/jobset-serving-cert serverside-applied" in out.stdout
+    assert "certificate.cert-manager.io/jobset-metrics-cert serverside-applied" in out.stdout
     # Stored as applied: no field was pruned as unknown to cert-manager's API.
     for kind, name in (
         ("Certificate", "jobset-serving-cert"),
+        ("Certificate", "jobset-metrics-cert"),
         ("Issuer", "jobset-selfsigned-issuer"),
     ):
         stored = get_json(sim, kind.lower() + ".cert-manager.io", name, "-n", NS)

@@ -1,11 +1,13 @@
 """The chart with `certificate.mode: cert-manager`: the controller runs with
 `--cert-management=files` and serves the webhook certificate cert-manager keeps in the
-Secret, mounted into its pod.
+Secret, mounted into its pod; its secure metrics server serves the metrics certificate
+cert-manager keeps in a second Secret (`--metrics-cert-dir`).
 
 No cert-manager runs here (its CRDs do: tests/integration/deploy/data/thirdparty-crds.yaml),
 so this test plays its two parts, from what the chart asks of them and nothing else:
 
-- cert-manager's controller: for the Certificate the chart creates, it issues a serving
+- cert-manager's controller: for each Certificate the chart creates (the webhook's and the
+  metrics server's), it issues a serving
   certificate for the Certificate's dnsNames and duration with `kubeutil.tls` and writes
   the Certificate's secretName as a kubernetes.io/tls Secret with tls.crt, tls.key and
   ca.crt. One difference: the chart's default Issuer is selfSigned, for which cert-manager
@@ -15,12 +17,17 @@ so this test plays its two parts, from what the chart asks of them and nothing e
   `cert-manager.io/inject-ca-from: NAMESPACE/CERTIFICATE` gets that Certificate's Secret's
   ca.crt as the caBundle of each of its webhooks.
 
-The pods start before the certificate exists, as they do with a real cert-manager, which
-issues it after the install: the controllers wait for the files (not ready meanwhile, no
-restart) and serve once the Secret volume has them. Then the in-cluster webhook must work: the invalid JobSet is denied, a valid one runs, and
-with a CA in the configurations that did not issue the served certificate, the API server
-refuses to call the webhook (failurePolicy Fail) - the caBundle the "injector" wrote is what
-admission rests on.
+The pods are created before the certificates exist, as they are with a real cert-manager,
+which issues them after the install: the pods wait in ContainerCreating for the metrics
+Secret (its volume is not optional), then the controllers wait for the webhook files (not
+ready meanwhile, no restart) and serve once the Secret volume has them. Then the in-cluster
+webhook must work: the invalid JobSet is denied, a valid one runs, and with a CA in the
+configurations that did not issue the served certificate, the API server refuses to call
+the webhook (failurePolicy Fail) - the caBundle the "injector" wrote is what admission rests
+on. And the metrics: a TLS client at each pod's IP, verifying against the metrics Secret's
+ca.crt for the metrics Service's name (what the chart's ServiceMonitor says), is answered
+200 with a reader's token; the webhook's CA does not verify it; a re-issued metrics
+certificate is served without a restart.
 """
 
 from __future__ import annotations
@@ -29,11 +36,13 @@ import base64
 import datetime as dt
 import json
 import re
+import ssl
 from collections.abc import Iterator
 
 import pytest
 
 from kubeutil import tls
+from tests.integration.deploy.helpers import scrape_secure
 from tests.integration.incluster.conftest import (
     LEADER_ELECTION,
     NS,
@@ -57,6 +66,9 @@ VALUES = {
 }
 INJECT = "cert-manager.io/inject-ca-from"
 CONFIGURATIONS = ("validatingwebhookconfiguration", "mutatingwebhookconfiguration")
+METRICS_SECRET = "jobset-metrics-server-cert"
+METRICS_NAME = f"jobset-controller-manager-metrics-service.{NS}.svc"
+READER_BINDING = "cert-manager-test-metrics-reader"
 
 
 def _b64(data: bytes) -> str:
@@ -127,10 +139,12 @@ def installed(cluster: Cluster) -> Iterator[Cluster]:
             yield cluster
         finally:
             uninstall(cluster)
-            # Not the release's: cert-manager made it, and would leave it behind too.
+            # Not the release's: cert-manager made them, and would leave them behind too.
             cluster.kubectl(
-                "delete", "secret", "jobset-webhook-server-cert", "-n", NS, "--ignore-not-found"
-            )
+                "delete", "secret", "jobset-webhook-server-cert", METRICS_SECRET, "-n", NS,
+                "--ignore-not-found",
+            )  # fmt: skip
+            cluster.kubectl("delete", "clusterrolebinding", READER_BINDING, "--ignore-not-found")
 
 
 def test_cert_manager_issued_certificate_serves_admission(installed: Cluster) -> None:
@@ -145,8 +159,19 @@ def test_cert_manager_issued_certificate_serves_admission(installed: Cluster) ->
         f"jobset-webhook-service.{NS}.svc",
         f"jobset-webhook-service.{NS}.svc.cluster.local",
     ]
-    # cert-manager works asynchronously: the pods start before the Secret exists (its
-    # volume is optional), and the controllers wait for the files, not ready meanwhile.
+    # And one for the metrics Service's names, from the same Issuer, in the Secret the pods
+    # mount for --metrics-cert-dir.
+    metrics_cert = cluster.json("get", "certificate", "jobset-metrics-cert", "-n", NS)["spec"]
+    assert metrics_cert["issuerRef"] == cert["issuerRef"]
+    assert metrics_cert["secretName"] == METRICS_SECRET
+    assert sorted(metrics_cert["dnsNames"]) == [METRICS_NAME, f"{METRICS_NAME}.cluster.local"]
+    # cert-manager works asynchronously. Without the metrics Secret (a volume that is not
+    # optional) the pods wait in ContainerCreating, no process started.
+    eventually(lambda: _waiting_for(cluster, METRICS_SECRET), 120, "pods waiting for the Secret")
+    assert cluster.controller_processes() == []
+    issue(cluster, "jobset-metrics-cert", NS)
+    # Then they start before the webhook's Secret exists (its volume is optional), and the
+    # controllers wait for the files, not ready meanwhile.
     eventually(lambda: len(cluster.controller_processes()) == 2 or None, 120, "2 processes")
     assert cluster.ready_pods() == []
     ca = issue(cluster, "jobset-serving-cert", NS)
@@ -159,6 +184,7 @@ def test_cert_manager_issued_certificate_serves_admission(installed: Cluster) ->
     procs = cluster.controller_processes()
     assert len(procs) == 2 and {uid for _, uid, _ in procs} == {65532}, procs
     assert all("--cert-management=files" in cmd for _, _, cmd in procs)
+    assert all("--metrics-cert-dir=" in cmd for _, _, cmd in procs)
     ns = "cert-manager-test"
     with namespace(cluster, ns):
         invalid_jobset_is_denied(cluster, ns)
@@ -193,3 +219,71 @@ def test_cert_manager_issued_certificate_serves_admission(installed: Cluster) ->
         )
         assert finished(cluster, "trusted", ns)["status"]["terminalState"] == "Completed"
     gone(cluster, "namespace", ns)
+    metrics_served_from_the_secret(cluster)
+
+
+def _waiting_for(cluster: Cluster, secret: str) -> bool | None:
+    """Both controller pods wait in ContainerCreating for `secret` (the kubelet's mount
+    error names it)."""
+    pods = cluster.controller_pods()
+    waiting = [
+        s["state"]["waiting"]
+        for p in pods
+        for s in (p.get("status") or {}).get("containerStatuses") or []
+        if "waiting" in s.get("state", {})
+    ]
+    return (
+        len(pods) == len(waiting) == 2
+        and all(w["reason"] == "ContainerCreating" and secret in w["message"] for w in waiting)
+    ) or None
+
+
+def _pod_ips(cluster: Cluster) -> list[str]:
+    return [p["status"]["podIP"] for p in cluster.controller_pods()]
+
+
+def _scrapes(cluster: Cluster, token: str, ca: bytes) -> list[tuple[int, str]]:
+    """GET /metrics at each pod's IP, verified against `ca` for the metrics Service's name,
+    as the chart's ServiceMonitor has Prometheus scrape."""
+    return [scrape_secure(8080, token, ca, METRICS_NAME, 10, host=ip) for ip in _pod_ips(cluster)]
+
+
+def _verified_by(cluster: Cluster, token: str, ca: bytes) -> list[tuple[int, str]] | None:
+    """Both pods' scrapes, if both verify against `ca` and are answered 200; else None
+    (not yet: a certificate `ca` did not issue, or a connection error)."""
+    try:
+        results = _scrapes(cluster, token, ca)
+    except OSError:  # ssl.SSLCertVerificationError among them
+        return None
+    return results if len(results) == 2 and all(s == 200 for s, _ in results) else None
+
+
+def metrics_served_from_the_secret(cluster: Cluster) -> None:
+    """With both pods ready: their metrics server serves the metrics Secret's certificate,
+    verified as the ServiceMonitor says, and its renewal."""
+    monitor_ca = base64.b64decode(
+        cluster.json("get", "secret", METRICS_SECRET, "-n", NS)["data"]["ca.crt"]
+    )
+    cluster.kubectl("create", "serviceaccount", "scraper", "-n", NS)
+    cluster.kubectl("create", "clusterrolebinding", READER_BINDING,
+                    "--clusterrole=jobset-metrics-reader", f"--serviceaccount={NS}:scraper")  # fmt: skip
+    token = cluster.kubectl("create", "token", "scraper", "-n", NS).strip()
+    results = eventually(lambda: _verified_by(cluster, token, monitor_ca), 60, "verified scrapes")
+    assert all("controller_runtime_reconcile_total" in body for _, body in results)
+    # The secure server: a bad token is refused after the verified handshake.
+    assert [status for status, _ in _scrapes(cluster, "not-a-token", monitor_ca)] == [401, 401]
+    # Not the webhook's certificate, nor a self-signed one: the webhook's CA cannot verify it.
+    webhook_ca = base64.b64decode(
+        cluster.json("get", "secret", "jobset-webhook-server-cert", "-n", NS)["data"]["ca.crt"]
+    )
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _scrapes(cluster, token, webhook_ca)
+    # cert-manager renews it (a new CA here, to tell the two apart): the pods serve the new
+    # one from the updated volume, without a restart; the old CA no longer verifies.
+    renewed_ca = issue(cluster, "jobset-metrics-cert", NS)
+    eventually(lambda: _verified_by(cluster, token, renewed_ca), 90, "the renewed certificate")
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _scrapes(cluster, token, monitor_ca)
+    for pod in cluster.controller_pods():
+        assert [c["restartCount"] for c in pod["status"]["containerStatuses"]] == [0], pod
+    cluster.kubectl("delete", "serviceaccount", "scraper", "-n", NS)
