@@ -43,7 +43,7 @@ from jobset.runtime.logging import configure_logging
 RESULTS = Path(__file__).parent / "results"
 SIDES = ("baseline", "controller")
 # Jobs (x 8 pods) of the real-process InPlaceRestart recovery case in `make bench`.
-BENCH_IN_PLACE_JOBS = 8
+BENCH_IN_PLACE_JOBS = 4
 
 
 def _load() -> float:
