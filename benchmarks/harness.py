@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,7 +144,11 @@ class Measured:
         return ""
 
 
-def start_controller(sim: SimProcess, tmp: Path, opts: Options) -> Measured:
+def start_controller(
+    sim: SimProcess, tmp: Path, opts: Options, extra: Sequence[str] = ()
+) -> Measured:
+    """`jobset controller` on `sim` at the shipped defaults but for `opts` (and `extra`
+    flags, e.g. a feature gate)."""
     metrics, health = free_port(), free_port()
     cmd = controller_command(
         sim.kubeconfig,
@@ -165,6 +169,7 @@ def start_controller(sim: SimProcess, tmp: Path, opts: Options) -> Measured:
         str(opts.qps),
         "--burst",
         str(opts.burst),
+        *extra,
     )
     return Measured(
         "controller", cmd, tmp / "controller.log", metrics_port=metrics, health_port=health

@@ -42,6 +42,8 @@ from jobset.runtime.logging import configure_logging
 
 RESULTS = Path(__file__).parent / "results"
 SIDES = ("baseline", "controller")
+# Jobs (x 8 pods) of the real-process InPlaceRestart recovery case in `make bench`.
+BENCH_IN_PLACE_JOBS = 4
 
 
 def _load() -> float:
@@ -183,8 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         extra["fairness"] = asyncio.run(fairness.run(max(sizes), opts))
         console.print(fairness.one_line(extra["fairness"]))
         console.print("recovery per restart strategy ...")
+        # InPlaceRestart runs real agents (~0.4 s CPU each to start, twice per recovery):
+        # `make bench` runs it at BENCH_IN_PLACE_JOBS Jobs to stay in its budget, `--large`
+        # at as many as the sim's pod network holds (31 x 8).
         extra["recovery"] = asyncio.run(
-            recovery.run_all(list(recovery.STRATEGIES), Options(timeout=args.timeout))
+            recovery.run_all(
+                list(recovery.STRATEGIES),
+                Options(timeout=args.timeout),
+                real_jobs=None if args.large else BENCH_IN_PLACE_JOBS,
+            )
         )
         for r in extra["recovery"]["runs"]:
             console.print(recovery.one_line(r))

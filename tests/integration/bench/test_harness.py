@@ -162,11 +162,19 @@ async def test_recovery_and_fairness_at_tiny_sizes() -> None:
     from benchmarks import fairness, recovery, tenancy_report
     from benchmarks.harness import Options
 
-    rec = await recovery.run_all(["Recreate"], Options(timeout=60), jobs=2, pods=2)
-    (run,) = rec["runs"]
-    assert "error" not in run, run
-    assert run["pods"] == 4 and run["fresh_seconds"] > 0 and run["recovery_seconds"] > 0
-    assert rec["pending"] == ["InPlaceRestart"]
+    rec = await recovery.run_all(
+        ["Recreate", "InPlaceRestart"], Options(timeout=60), jobs=2, pods=2
+    )
+    simulated, in_place = rec["runs"]
+    for run in rec["runs"]:
+        assert "error" not in run, run
+        assert run["pods"] == 4 and run["fresh_seconds"] > 0 and run["recovery_seconds"] > 0
+    assert simulated["pod_processes"] == "simulated"
+    # In place: real agents came back at the next attempt, then the controller lifted the
+    # barrier, then every worker ran again (a pod killed and restarted, not recreated).
+    assert in_place["pod_processes"] == "real (agent + worker)"
+    assert 0 < in_place["agents_back_seconds"] <= in_place["barrier_lifted_seconds"]
+    assert in_place["barrier_lifted_seconds"] <= in_place["recovery_seconds"]
     fair = await fairness.run(40, Options(concurrency=2, timeout=60))
     assert [c["large_jobsets"] for c in fair["cases"]] == [1, 3]
     for case in fair["cases"]:
@@ -179,3 +187,24 @@ async def test_recovery_and_fairness_at_tiny_sizes() -> None:
         for g in goals
     )
     assert tenancy_report.section({"recovery": rec, "fairness": fair})
+
+
+def test_in_place_runs_as_many_jobs_as_real_pods_fit() -> None:
+    """The simulator's pod network holds 253 real pods: the in-place case of 32 x 8 runs
+    31 Jobs and says so; simulated strategies run the size asked for."""
+    from benchmarks import recovery, tenancy_report
+
+    assert recovery.sized("InPlaceRestart", 32, 8) == 31
+    assert recovery.sized("InPlaceRestart", 2, 2) == 2
+    assert recovery.sized("Recreate", 32, 8) == 32
+    run = {
+        "strategy": "InPlaceRestart",
+        "jobs": 31,
+        "requested_jobs": 32,
+        "pods": 248,
+        "fresh_seconds": 2.0,
+        "recovery_seconds": 1.0,
+        "fresh_over_recovery": 2.0,
+    }
+    text = "\n".join(tenancy_report.section({"recovery": {"runs": [run]}}))
+    assert "ran 31 Jobs instead of 32" in text
