@@ -25,6 +25,7 @@ LARGE, LARGE_JOBS, SMALL_JOBS = 4, 400, 3
 # The small JobSet's Jobs exist before the large ones have created this many more together
 # (half of all: without fair sharing they create nearly all of theirs meanwhile).
 MORE_BEFORE = LARGE * LARGE_JOBS // 2
+SLICE = 0.05
 
 
 async def _count(client: Client, ns: str) -> int:
@@ -38,7 +39,11 @@ async def test_small_jobset_is_not_stuck_behind_large_ones(sim_none: SimProcess)
     try:
         for ns in ("fair-big", "fair-small"):
             await client.create(NAMESPACES, {"metadata": {"name": ns}})
-        async with running_controller(sim_none) as (manager, _controller):
+        # A slice of 50 ms, not the default 0.5 s: the client's burst of 1,000 lets the
+        # large ones create hundreds of Jobs in 0.5 s on an idle machine, so the count the
+        # small JobSet waits for would depend on the machine's speed; with 50 ms it is a
+        # small fraction of 1,600 anywhere, and without slicing (0) about all of them.
+        async with running_controller(sim_none, creation_slice=SLICE) as (manager, _controller):
             assert manager.options.concurrency == LARGE  # every worker gets a large JobSet
             for i in range(LARGE):
                 js = jobset(f"big{i}", rjob("w", LARGE_JOBS))
