@@ -98,6 +98,7 @@ def test_restart_scenario_end_to_end(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.soak  # make bench runs it; the restart scenario stays in make test
 @pytest.mark.timeout(120)
 def test_unthrottled_rate_against_the_minimal_client(tmp_path: Path) -> None:
     """The rate section alone (no scenarios) at two tiny sizes: every phase creates all its
@@ -155,6 +156,7 @@ def test_unthrottled_rate_against_the_minimal_client(tmp_path: Path) -> None:
     assert any("unthrottled creation rate" in g for g in goal_names)
 
 
+@pytest.mark.soak  # real agents; make bench runs it
 @pytest.mark.timeout(150)
 async def test_recovery_and_fairness_at_tiny_sizes() -> None:
     """Recovery (`--sim-level pods`) and fairness end to end at tiny sizes: every field the

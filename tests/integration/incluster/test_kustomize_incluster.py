@@ -36,7 +36,9 @@ from tests.logs import traceback_lines
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.mark.parametrize("overlay", ["default", "install"])
+@pytest.mark.parametrize(
+    "overlay", ["default", pytest.param("install", marks=pytest.mark.soak)]
+)  # install = default minus Prometheus objects: make soak
 def test_kustomize_install_runs_admits_and_uninstalls(cluster: Cluster, overlay: str) -> None:
     config = str(REPO / "config" / overlay)
     with contextlib.ExitStack() as stack:

@@ -683,6 +683,7 @@ def test_no_token_key_or_certificate_in_the_controller_logs_or_events(stack: Sta
         assert leaked(log, secrets) == [], (name, leaked(log, secrets))
 
 
+@pytest.mark.soak  # the chart's plain mode is rendered and scraped in deploy/ tests
 def test_plain_metrics_are_an_explicit_opt_in_scraped_over_http(stack: Stack) -> None:
     values = {**VALUES, "metrics": {**VALUES["metrics"], "secure": False}}
     assert stack.cluster.upgrade(values)["revision"] == 2

@@ -134,6 +134,7 @@ def _clean_env(home: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.soak  # 90 s: a fresh venv; make test's own fresh-clone run and test_demo cover the rest
 @pytest.mark.timeout(SESSION_TIMEOUT + 120)
 def test_readme_quick_start_runs_in_a_fresh_clone(tmp_path: Path) -> None:
     clone = tmp_path / "jobset-py"

@@ -98,6 +98,7 @@ async def kill_loop(
             await client.close()
 
 
+@pytest.mark.soak  # the 60-SIGKILL soak covers it; test_steady_and_crash kills in make test
 @pytest.mark.timeout(400)
 async def test_sigkill_loop_keeps_every_invariant(
     cluster_factory: ClusterFactory, controllers: Controllers, tmp_path: Path
@@ -191,6 +192,7 @@ async def outage(
             await client.close()
 
 
+@pytest.mark.soak  # the 30 s outage soak covers it
 @pytest.mark.timeout(300)
 async def test_api_outage_is_reported_and_survived(
     cluster_factory: ClusterFactory, controllers: Controllers, tmp_path: Path
@@ -206,6 +208,7 @@ async def test_soak_30s_api_outage_with_connection_resets(
     await outage(cluster_factory, controllers, tmp_path / "controller.log", 30, mode="reset")
 
 
+@pytest.mark.soak  # make test restarts the sim with --data-dir in the in-cluster chaos tier
 @pytest.mark.timeout(300)
 async def test_sim_restart_with_data_dir_is_survived(
     tmp_path: Path, controllers: Controllers

@@ -145,6 +145,7 @@ REVIEW = {
 }
 
 
+@pytest.mark.soak  # webhooks/test_certs rotates under admission in make test
 def test_rotation_under_continuous_load_fails_no_request(
     sim: SimProcess, rotating: HarnessProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
