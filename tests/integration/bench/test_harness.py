@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,37 +40,28 @@ STEADY_FIELDS = {
 }
 
 
-@pytest.mark.timeout(90)
-def test_restart_scenario_end_to_end(tmp_path: Path) -> None:
+def _bench(tmp_path: Path, *flags: str, timeout: float) -> dict[str, Any]:
+    """`python -m benchmarks.run` with `flags`, no placement, pod or report sections; its
+    JSON result."""
     out = tmp_path / "scale.json"
+    fixed = ("--placement", "no", "--pods", "no", "--no-report", "--timeout", "60")
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.run",
-            "--sizes",
-            "12",
-            "--scenarios",
-            "restart-recreate",
-            "--placement",
-            "no",
-            "--rate",
-            "no",
-            "--pods",
-            "no",
-            "--no-report",
-            "--timeout",
-            "60",
-            "--out",
-            str(out),
-        ],
+        [sys.executable, "-m", "benchmarks.run", *flags, *fixed, "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=80,
+        timeout=timeout,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    data = json.loads(out.read_text())
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+@pytest.mark.timeout(90)
+def test_restart_scenario_end_to_end(tmp_path: Path) -> None:
+    data = _bench(
+        tmp_path, "--sizes", "12", "--scenarios", "restart-recreate", "--rate", "no", timeout=80
+    )
     assert {"machine", "options", "runs", "skipped", "goals", "wall_seconds"} <= data.keys()
     (run,) = data["runs"]
     assert run["scenario"] == "restart-recreate" and run["jobs"] == 12
@@ -104,33 +96,7 @@ def test_unthrottled_rate_against_the_minimal_client(tmp_path: Path) -> None:
     """The rate section alone (no scenarios) at two tiny sizes: every phase creates all its
     Jobs, the minimal client sends byte for byte the controller's bodies, and the report's
     goals, table and plot read the result."""
-    out = tmp_path / "scale.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.run",
-            "--sizes",
-            "12,20",
-            "--scenarios",
-            "",
-            "--placement",
-            "no",
-            "--pods",
-            "no",
-            "--no-report",
-            "--timeout",
-            "60",
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=110,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    data = json.loads(out.read_text())
+    data = _bench(tmp_path, "--sizes", "12,20", "--scenarios", "", timeout=110)
     runs = data["rate"]["runs"]
     assert [r["jobs"] for r in runs] == [12, 20]
     assert runs[0]["order"] == ["controller", "minimal", "limit"]
