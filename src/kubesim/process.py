@@ -8,6 +8,7 @@ server's CPU and memory separate from the client's when measuring.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -92,15 +93,43 @@ def spawn_until_ready(
     raise RuntimeError(f"{' '.join(cmd)} did not become ready:\n" + "".join(output))
 
 
+# Ports handed out by free_port in this process, never handed out twice.
+_GIVEN: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that is free on `host` now, for a child process to listen on.
 
-    The OS picks it; another process could take it before the child binds it, so servers
-    that can report their port (`jobset sim --port 0`) are started with 0 instead.
+    Drawn at random from below the kernel's ephemeral range, never twice in one process:
+    a port the kernel picked for `bind(0)` is handed out again by the kernel to the next
+    `bind(0)` or outgoing connection - in the child itself, before it binds the port (a
+    CI run lost a module to exactly that). Below the range only another explicit choice
+    can take it. Servers that can report their port (`jobset sim --port 0`) are still
+    better started with 0.
     """
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    low, high = _ephemeral_range()
+    # 12k ports below the range; when the range starts too low, the ones above it.
+    start, stop = (max(1024, low - 12288), low) if low - 1024 >= 4096 else (high + 1, 65536)
+    for _ in range(1000 if start < stop else 0):
+        port = random.randrange(start, stop)
+        if port in _GIVEN:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+        _GIVEN.add(port)
+        return port
+    raise RuntimeError(f"no free TCP port on {host} in {start}..{stop - 1}")
 
 
 def controller_command(
