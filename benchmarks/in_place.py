@@ -17,8 +17,8 @@ its own network namespace), with the pod template of `examples/in-place-restart.
 - Jobs as the webhook requires for in-place restart (`backoffLimit` max, `podReplacementPolicy:
   Failed`), and the controller with the `InPlaceRestart` feature gate.
 
-The simulator gives each real pod an address on its own /24 bridge (`kubesim.kubelet.network`),
-so at most `MAX_REAL_PODS` real pods fit in one simulated cluster.
+The simulator gives each real pod an address on its own /22 bridge (`kubesim.kubelet.network`),
+so at most `MAX_REAL_PODS` (1,021) real pods fit in one simulated cluster.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.runtime.client import Resource
+from kubesim.kubelet.network import POD_SLOTS
 
 __all__ = [
     "AGENT_IMAGE",
@@ -47,8 +48,8 @@ AGENT_IMAGE: Final = "ghcr.io/jobset-py/jobset"
 WORKER_IMAGE: Final = "bench.local/sleeper"
 SERVICE_ACCOUNT: Final = "jobset-in-place-restart"
 WORKER_POD_ENV: Final = "BENCH_WORKER_POD"
-# Pod IPs 10.244.N.2-254 on the simulator's bridge (kubesim.kubelet.network.Bridge.add_pod).
-MAX_REAL_PODS: Final = 253
+# The pod addresses on the simulator's bridge (kubesim.kubelet.network.Bridge.add_pod).
+MAX_REAL_PODS: Final = len(POD_SLOTS)
 CONTROLLER_FLAGS: Final = ("--feature-gates", "InPlaceRestart=true")
 
 SERVICE_ACCOUNTS: Final = Resource("", "v1", "serviceaccounts", "ServiceAccount")

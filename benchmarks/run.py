@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("recovery per restart strategy ...")
         # InPlaceRestart runs real agents (~0.4 s CPU each to start, twice per recovery):
         # `make bench` runs it at BENCH_IN_PLACE_JOBS Jobs to stay in its budget, `--large`
-        # at as many as the sim's pod network holds (31 x 8).
+        # at the full 32 x 8.
         extra["recovery"] = asyncio.run(
             recovery.run_all(
                 list(recovery.STRATEGIES),

@@ -3,12 +3,13 @@
 Layout (everything named with the prefix `ksim`, so a later run can find and sweep what a
 crashed one left behind):
 
-- simulator number N (0-255, the first free one): bridge `ksimN` in the root namespace with
-  10.244.N.1/24, the gateway; the API server also listens there, and that is the
+- simulator number N (0-63, the first free one): bridge `ksimN` in the root namespace with
+  10.244.4N.1/22, the gateway; the API server also listens there, and that is the
   `KUBERNETES_SERVICE_HOST` of every real pod. Its state directory `/run/kubesim/ksimN`
   holds `owner` (pid and start time of the simulator) and the per-pod directories.
 - each pod: network namespace `ksimN-<pod uid prefix>`, with `lo` up and `eth0` = one end of
-  a veth pair whose other end `ksimNv<k>` is on the bridge; pod IP 10.244.N.k/24 (k 2-254).
+  a veth pair whose other end `ksimNv<k>` is on the bridge; pod IP 10.244.4N.0 + k, k 2-1022
+  (a /22 per simulator: room for 1,021 real pods, so a 32 x 8 or 64 x 16 JobSet fits).
   There is no default route: a pod reaches its bridge's subnet (other pods of this simulator,
   the API server), nothing beyond.
 
@@ -37,7 +38,11 @@ PREFIX: Final = "ksim"
 STATE_ROOT: Final = Path("/run/kubesim")
 NETNS_DIR: Final = Path("/run/netns")
 SUPERNET: Final = ipaddress.IPv4Network("10.244.0.0/16")
-MAX_BRIDGES: Final = 256
+# Each simulator's bridge has a /22 of SUPERNET: 64 of them, 1,021 pod addresses each.
+BRIDGE_PREFIX: Final = 22
+MAX_BRIDGES: Final = 2 ** (BRIDGE_PREFIX - SUPERNET.prefixlen)
+# Host numbers a pod can have: not the network (0), the gateway (1) or the broadcast address.
+POD_SLOTS: Final = range(2, 2 ** (32 - BRIDGE_PREFIX) - 1)
 
 
 async def _ip(*args: str, batch: str | None = None, check: bool = True) -> str:
@@ -175,7 +180,10 @@ class Bridge:
 
     @property
     def network(self) -> ipaddress.IPv4Network:
-        return ipaddress.IPv4Network(f"10.244.{self.index}.0/24")
+        size = 2 ** (32 - BRIDGE_PREFIX)
+        return ipaddress.IPv4Network(
+            (int(SUPERNET.network_address) + self.index * size, BRIDGE_PREFIX)
+        )
 
     @property
     def gateway(self) -> str:
@@ -186,7 +194,7 @@ class Bridge:
         if existing is not None:
             return existing
         used = {p.slot for p in self.pods.values()}
-        slot = next((k for k in range(2, 255) if k not in used), None)
+        slot = next((k for k in POD_SLOTS if k not in used), None)
         if slot is None:
             raise OSError(f"no pod IP left on {self.name} ({self.network})")
         net = PodNetwork(
