@@ -40,6 +40,7 @@ from jobset.runtime.certfiles import CertFiles
 from jobset.runtime.client import Client, Resource
 from jobset.runtime.controller import Controller, Reconciler
 from jobset.runtime.events import EventRecorder
+from jobset.runtime.gcpause import GcPauses
 from jobset.runtime.health import Check, CheckResult, HttpServer, Probes, metrics_app, probes_app
 from jobset.runtime.informer import Informer
 from jobset.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
@@ -79,6 +80,7 @@ class Manager:
         self.elector: LeaderElector | None = None
         self.servers: dict[str, HttpServer] = {}
         self.loop_lag = LoopLagMonitor(self.metrics.event_loop_lag_seconds)
+        self.gc_pauses = GcPauses(self.metrics.gc_duration_seconds)
         self.metrics_auth: DelegatingAuth | None = None
         self.metrics_cert: tls.ServingCert | None = None
         self._metrics_cert_source: tls.ServingCert | None = None
@@ -250,6 +252,7 @@ class Manager:
         elector_task: asyncio.Task[object] | None = None
         try:
             self.loop_lag.start()
+            self.gc_pauses.install()
             await self._start_servers()
             self._started_informers = True
             for inf in self.informers.values():
@@ -302,7 +305,8 @@ class Manager:
         if synced not in done:
             await cancel_and_wait(synced)
             return False
-        self.log.info("caches synced", informers=len(self.informers))
+        frozen = self.gc_pauses.freeze_startup()
+        self.log.info("caches synced", informers=len(self.informers), gc_frozen_objects=frozen)
         return True
 
     def _start_controllers(self) -> None:
@@ -409,6 +413,7 @@ class Manager:
         if self._metrics_cert_files is not None:
             await self._metrics_cert_files.stop()
         await self.loop_lag.stop()
+        self.gc_pauses.uninstall()
         await self.client.close()
         self.log.info(
             "stopped",

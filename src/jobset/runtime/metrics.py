@@ -232,6 +232,16 @@ class RuntimeMetrics:
             buckets=EVENT_LOOP_LAG_BUCKETS,
             registry=r,
         )
+        # And what stops the loop without any task computing: the cyclic garbage collector
+        # (see runtime/gcpause.py).
+        self.gc_duration_seconds = Histogram(
+            "python_gc_duration_seconds",
+            "How long each garbage collection stopped the process (seconds), by generation "
+            "(2: a full collection, which walks every tracked object)",
+            ["generation"],
+            buckets=EVENT_LOOP_LAG_BUCKETS,
+            registry=r,
+        )
 
 
 # A healthy loop answers within a millisecond; 100 ms is where the alert starts.
