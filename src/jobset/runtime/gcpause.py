@@ -26,6 +26,8 @@ from prometheus_client import Histogram
 
 __all__ = ["GcPauses"]
 
+_frozen = False  # whether this process froze its start-up objects already
+
 
 class GcPauses:
     """Observes every garbage collection's duration into `histogram` (label generation)."""
@@ -56,7 +58,14 @@ class GcPauses:
 
     def freeze_startup(self) -> int:
         """Collect once, then move every surviving object out of the collector's reach;
-        returns how many objects are frozen (`gc.get_freeze_count()`)."""
-        gc.collect()
-        gc.freeze()
+        returns how many objects are frozen (`gc.get_freeze_count()`).
+
+        Once per process: a process that runs managers one after another (tests do) would
+        otherwise freeze each one's leftovers, whose reference cycles then never go.
+        """
+        global _frozen  # process-wide, like the collector itself
+        if not _frozen:
+            _frozen = True
+            gc.collect()
+            gc.freeze()
         return gc.get_freeze_count()
