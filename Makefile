@@ -34,8 +34,12 @@ typecheck: $(STAMP)
 	$(BIN)/mypy src
 	$(BIN)/mypy --strict tools
 
+# Two pytest-xdist workers: the suite mostly waits on the processes it starts (load ~0.5 on
+# one worker). Each test file is one xdist group, the in-cluster package another
+# (tests/conftest.py), so module fixtures start once. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 test: lint typecheck prometheus
-	$(BIN)/pytest -q -p no:cacheprovider -m "not soak"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup -m "not soak"
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
 # outage, the API server fuzzed with 10x the examples, the 16k-Job adversarial run,

@@ -317,16 +317,30 @@ def thirdparty_crds(cluster: Cluster) -> Iterator[None]:
             cluster.kubectl("delete", "crd", crd, "--ignore-not-found")
 
 
-def pod_netns() -> list[str]:
-    """The network namespaces the simulator made for pods (`ksim<N>-<pod uid>`)."""
+def bridge_of(sim: SimProcess) -> str:
+    """`ksim<N>`, the bridge of `sim`: the state directory whose owner file names its pid
+    (kubesim.kubelet.network). Other simulators - another test worker's - have their own."""
+    for owner in Path("/run/kubesim").glob("ksim*/owner"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(owner.read_text().split()[0]) == sim.proc.pid:
+                return owner.parent.name
+    raise AssertionError(f"no bridge of the simulator (pid {sim.proc.pid}) in /run/kubesim")
+
+
+def pod_netns(bridge: str) -> list[str]:
+    """The network namespaces the simulator with `bridge` made for pods
+    (`ksim<N>-<pod uid>`)."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    return [line.split()[0] for line in out.stdout.splitlines() if line.startswith("ksim")]
+    names = (line.split()[0] for line in out.stdout.splitlines() if line.strip())
+    return [name for name in names if name.startswith(f"{bridge}-")]
 
 
 def no_controller_left(cluster: Cluster) -> None:
-    """Every controller process has ended, and every pod network namespace is gone."""
+    """Every controller process has ended, and every pod network namespace of this
+    cluster is gone."""
+    bridge = bridge_of(cluster.sim)
     eventually(lambda: not cluster.controller_processes() or None, 120, "no controller process")
-    eventually(lambda: not pod_netns() or None, 60, "no pod network namespace")
+    eventually(lambda: not pod_netns(bridge) or None, 60, "no pod network namespace")
     time.sleep(0.5)
     assert cluster.controller_processes() == []
 
