@@ -252,3 +252,28 @@ def test_costs_add_field_by_field_and_serialise_camel_case() -> None:
         "affinityChecks": 12,
         "total": 22,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# a whole placement, by hand (benchmarks/placement_model.py: 16 Jobs x 8 pods, 16 x 4 nodes)
+
+
+def test_placement_model_totals_match_the_hand_count() -> None:
+    from benchmarks.placement_model import run
+
+    pods, nodes = 16 * 8, 16 * 4
+    # none: every pod filters all 64 nodes (fewer than 100) with the 4 base filters.
+    assert run("none", 16, 8, 4) == SchedulingCost(0, 0, 0, pods * nodes, pods * nodes * 4, 8192)
+    # pinned: NodeAffinity runs too; only the 4 nodes of the pod's pool are scored.
+    assert run("pinned", 16, 8, 4) == SchedulingCost(
+        0, 0, 0, pods * nodes, pods * nodes * 5, pods * 4
+    )
+    # affinity: leader k (0..15) finds k bound leaders (each 1 anti + 1 affinity term) and
+    # k bound pods; each of the 112 followers finds all 16 leaders bound.
+    leaders = sum(range(16))
+    cost = run("affinity", 16, 8, 4)
+    assert cost.existing_anti_affinity_checks == leaders + 112 * 16
+    assert cost.incoming_affinity_checks == 2 * leaders
+    assert cost.prescore_affinity_checks == leaders + 112 * 16
+    # leaders: InterPodAffinity joins the base filters; followers: NodeAffinity as well.
+    assert cost.filter_calls == 16 * nodes * 5 + 112 * nodes * 6
