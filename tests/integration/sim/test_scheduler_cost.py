@@ -83,6 +83,8 @@ def _all_bound(sim: SimProcess, count: int) -> bool:
 def test_counters_move_as_kube_scheduler_would_have_paid(tmp_path: Path) -> None:
     sim = start_sim(tmp_path, "--sim-level", "pods", "--nodes", f"pools=4x2,label={POOL},cpu=8")
     try:
+        refused = sim.kubectl("get", "--raw", "/debug/scheduler", "--token", "x", check=False)
+        assert "Unauthorized" in refused.stderr  # behind the API's bearer token
         start = _report(sim)
         assert start["cycles"] == 0
         assert start["kubeSchedulerEvaluations"]["total"] == 0

@@ -99,8 +99,14 @@ class SchedulingCost:
         return self.affinity_checks + self.filter_calls
 
     def __add__(self, other: SchedulingCost) -> SchedulingCost:
+        # Spelled out rather than over dataclasses.fields(): the loop adds one per pod.
         return SchedulingCost(
-            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(SchedulingCost))
+            self.existing_anti_affinity_checks + other.existing_anti_affinity_checks,
+            self.incoming_affinity_checks + other.incoming_affinity_checks,
+            self.prescore_affinity_checks + other.prescore_affinity_checks,
+            self.nodes_filtered + other.nodes_filtered,
+            self.filter_calls + other.filter_calls,
+            self.nodes_scored + other.nodes_scored,
         )
 
     def as_dict(self) -> dict[str, Any]:
