@@ -259,7 +259,9 @@ class SimCluster:
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
-            self.components.append(Scheduler(self.core, self.rng, events=self.events))
+            scheduler = Scheduler(self.core, self.rng, events=self.events)
+            self.components.append(scheduler)
+            self.http.debug_views["scheduler"] = scheduler.debug_report
             self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
             kubelet = Kubelet(
                 self.core,

@@ -119,6 +119,9 @@ class ApiHttpServer:
         # CLOCK_MONOTONIC that other processes read too), request body bytes]. Benchmarks
         # time a client's request rate from the server's record rather than by polling.
         self.request_spans: dict[tuple[str, str, str], list[float]] = {}
+        # Read-only views of simulated components, served at /debug/<name> (the cluster
+        # registers e.g. "scheduler": what kube-scheduler would have evaluated so far).
+        self.debug_views: dict[str, Callable[[], dict[str, Any]]] = {}
         self.open_watches = 0
         self.ready = True
         # ServiceAccount tokens issued by TokenRequest.
@@ -234,6 +237,10 @@ class ApiHttpServer:
             self._authorize(user, attrs)
         if path == "/debug/requests" and request.method == "GET":
             return json_response(self._request_counts())
+        if len(parts) == 2 and parts[0] == "debug" and request.method == "GET":
+            view = self.debug_views.get(parts[1])
+            if view is not None:
+                return json_response(view())
         if not parts:
             return json_response(
                 {"paths": ["/api", "/apis", "/healthz", "/openapi/v2", "/openapi/v3", "/version"]}

@@ -26,11 +26,13 @@ async def cluster(tmp_path: Path) -> AsyncIterator[SimCluster]:
     await sim.stop()
 
 
-async def _get(cluster: SimCluster, token: str | None) -> tuple[int, Any]:
+async def _get(
+    cluster: SimCluster, token: str | None, path: str = "/debug/requests"
+) -> tuple[int, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with (
         aiohttp.ClientSession() as session,
-        session.get(f"{cluster.url}/debug/requests", headers=headers) as resp,
+        session.get(f"{cluster.url}{path}", headers=headers) as resp,
     ):
         return resp.status, await resp.json(content_type=None)
 
@@ -89,3 +91,12 @@ async def test_requires_the_token_and_counts_nothing_itself(cluster: SimCluster)
     assert status == 200
     status, again = await _get(cluster, cluster.token)
     assert again == body  # reading the counters is not a counted request
+
+
+async def test_scheduler_view_exists_only_where_a_scheduler_runs(cluster: SimCluster) -> None:
+    # `--sim-level none` runs no scheduler: nothing to show (the pods level is covered in
+    # test_scheduler_cost.py); unauthenticated, the path is refused like the rest.
+    status, _ = await _get(cluster, cluster.token, "/debug/scheduler")
+    assert status == 404
+    status, _ = await _get(cluster, None, "/debug/scheduler")
+    assert status == 401

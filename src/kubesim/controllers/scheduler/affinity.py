@@ -281,3 +281,58 @@ class _DomainCount:
         if not self.neg:
             return bool(self.pos)
         return any(self.has(d) for m in self.pos for d in m)
+
+
+# ---------------------------------------------------------------------------------------------
+# Term counts, for the kube-scheduler cost model (cost.py)
+
+
+@dataclass(frozen=True)
+class PodTerms:
+    """How many inter-pod (anti-)affinity terms a pod carries, and whether it constrains nodes:
+    what kube-scheduler's `framework.PodInfo` pre-parses and the cost model multiplies by."""
+
+    required_affinity: int = 0
+    required_anti_affinity: int = 0
+    preferred: int = 0  # preferred podAffinity + podAntiAffinity terms
+    node_constraint: bool = False  # nodeSelector or required nodeAffinity: NodeAffinity runs
+
+    @property
+    def has_affinity(self) -> bool:
+        """In kube-scheduler's `NodeInfo.PodsWithAffinity` (any pod (anti-)affinity term)."""
+        return bool(self.required_affinity or self.required_anti_affinity or self.preferred)
+
+
+NO_TERMS: Final = PodTerms()
+
+
+def _list_len(section: Any, field: str) -> int:
+    if not isinstance(section, Mapping):
+        return 0
+    raw = section.get(field)
+    return len(raw) if isinstance(raw, list | tuple) else 0
+
+
+def pod_terms(pod: Mapping[str, Any]) -> PodTerms:
+    """Count a pod's terms from its spec as written (upstream counts every listed term)."""
+    spec = pod.get("spec") or {}
+    affinity = spec.get("affinity")
+    if not isinstance(affinity, Mapping):
+        affinity = {}
+    node_aff = affinity.get("nodeAffinity")
+    node_constraint = bool(spec.get("nodeSelector")) or (
+        isinstance(node_aff, Mapping)
+        and node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") is not None
+    )
+    pa, anti = affinity.get("podAffinity"), affinity.get("podAntiAffinity")
+    required, preferred = (
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "preferredDuringSchedulingIgnoredDuringExecution",
+    )
+    terms = PodTerms(
+        required_affinity=_list_len(pa, required),
+        required_anti_affinity=_list_len(anti, required),
+        preferred=_list_len(pa, preferred) + _list_len(anti, preferred),
+        node_constraint=node_constraint,
+    )
+    return NO_TERMS if terms == NO_TERMS else terms

@@ -20,6 +20,12 @@ NODE" (action Binding) and `FailedScheduling` with the message of the condition 
 Scheduling), recorded when that message changes - kube-scheduler's event series count
 repeats in memory and writes them rarely, so one Event per distinct verdict is what a user sees.
 
+Each attempt is also costed as kube-scheduler would have paid for it (`cost.py`: affinity
+term tests and filter calls, from the snapshot's totals, O(1) per pod), a pod that reuses a
+verdict included, since kube-scheduler runs a cycle per pod. The totals are served at
+`/debug/scheduler` (`debug_report`) so benchmarks can compare placement strategies on the
+work a real scheduler does, not only on this one's time.
+
 Pods with `schedulingGates` are left alone until the gates are removed; pods for another
 `schedulerName`, bound, finished or being deleted are not this scheduler's business.
 """
@@ -41,7 +47,8 @@ from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339
 from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
-from kubesim.controllers.scheduler.scheduling import needs_scheduling, schedule
+from kubesim.controllers.scheduler.cost import ZERO, SchedulingCost, kube_scheduler_evaluations
+from kubesim.controllers.scheduler.scheduling import FilterScan, needs_scheduling, schedule
 from kubesim.controllers.scheduler.snapshot import ClusterSnapshot
 from kubesim.machinery.errors import ApiError
 
@@ -126,7 +133,18 @@ class Scheduler:
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self.bound = 0  # counters for tests and benchmarks
-        self.attempts = 0
+        self.attempts = 0  # searches this scheduler made
+        self.cycles = 0  # scheduling cycles kube-scheduler would have run (one per pod tried)
+        self.cost: SchedulingCost = ZERO  # what those cycles would have cost it
+
+    def debug_report(self) -> dict[str, Any]:
+        """The counters served at /debug/scheduler."""
+        return {
+            "bound": self.bound,
+            "attempts": self.attempts,
+            "cycles": self.cycles,
+            "kubeSchedulerEvaluations": self.cost.as_dict(),
+        }
 
     def _req(self) -> Request:
         return Request(user=dict(SYSTEM_USER), field_manager="default-scheduler")
@@ -263,7 +281,7 @@ class Scheduler:
             del self._active[key]
         store = self.core.store
         snap = self.snapshot
-        verdicts: dict[bytes, str] = {}
+        verdicts: dict[bytes, tuple[str, SchedulingCost]] = {}
         bindings: list[tuple[dict[str, Any], str]] = []
         rejected: list[tuple[dict[str, Any], str]] = []
         for key in keys:
@@ -271,16 +289,23 @@ class Scheduler:
             if pod is None or not needs_scheduling(pod) or _gated(pod):
                 continue
             sig = _signature(pod)
-            message = verdicts.get(sig)
-            if message is None:
+            self.cycles += 1
+            cached = verdicts.get(sig)
+            if cached is None:
                 self.attempts += 1
-                node, message = schedule(pod, snap, self.rng)
+                scan = FilterScan()
+                node, message = schedule(pod, snap, self.rng, scan=scan)
+                cost = kube_scheduler_evaluations(pod, snap, scan)  # before the assumption
+                self.cost += cost
                 if node is not None:
                     snap.assume(pod, node)
                     bindings.append((pod, node))
                     verdicts.clear()  # a new placement may satisfy someone's affinity
                     continue
-                verdicts[sig] = message
+                verdicts[sig] = (message, cost)
+            else:
+                message, cost = cached
+                self.cost += cost
             rejected.append((pod, message))
             self._unschedulable[key] = None
         if not bindings and not rejected:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kubesim.controllers.scheduler.affinity import (
@@ -42,6 +43,7 @@ __all__ = [
     "MAX_NODES_TO_SCORE",
     "NO_NODES_MESSAGE",
     "SCHEDULING_GATED_MESSAGE",
+    "FilterScan",
     "needs_scheduling",
     "num_feasible_nodes_to_find",
     "schedule",
@@ -118,6 +120,20 @@ def num_feasible_nodes_to_find(num_all_nodes: int) -> int:
         return num_all_nodes
     percentage = max(50 - num_all_nodes // 125, 5)
     return max(num_all_nodes * percentage // 100, 100)
+
+
+@dataclass
+class FilterScan:
+    """How one `schedule()` call searched, for the kube-scheduler cost model (cost.py): the
+    nodes it could choose among (all, or the subset a nodeSelector or pod affinity narrowed
+    it to, which holds every feasible node), how many of them it filtered and how many passed,
+    and whether an existing pod's required anti-affinity term selected the pod (upstream's
+    InterPodAffinity filter runs only then or when the pod has terms of its own)."""
+
+    candidates: int = 0
+    examined: int = 0
+    feasible: int = 0
+    existing_anti_matched: bool = False
 
 
 # Resource check order of NodeResourcesFit, so messages list reasons as kube-scheduler does.
@@ -291,6 +307,7 @@ def schedule(
     rng: random.Random,
     *,
     nodes_to_score: int | None = None,
+    scan: FilterScan | None = None,
 ) -> tuple[str | None, str]:
     """Pick a node for `pod`: (node name, "") or (None, the PodScheduled=False message).
 
@@ -299,7 +316,7 @@ def schedule(
     so runs are reproducible per seed. A pod that is already bound is returned as is; callers
     should pick pods with `needs_scheduling()`. `nodes_to_score` overrides how many feasible
     nodes are compared (default: kube-scheduler's adaptive count, capped at
-    MAX_NODES_TO_SCORE).
+    MAX_NODES_TO_SCORE). `scan`, if given, is filled in with how the nodes were searched.
     """
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
@@ -315,15 +332,20 @@ def schedule(
     wanted = nodes_to_score or min(num_feasible_nodes_to_find(len(order)), MAX_NODES_TO_SCORE)
     feasible: list[NodeInfo] = []
     n = len(names)
+    examined = 0
     if n:
         start = rng.randrange(n)
         nodes = snap.nodes
         for i in range(n):
             info = nodes[names[(start + i) % n]]
+            examined += 1
             if ctx.reasons(info) is None:
                 feasible.append(info)
                 if len(feasible) >= wanted:
                     break
+    if scan is not None:
+        scan.candidates, scan.examined, scan.feasible = n, examined, len(feasible)
+        scan.existing_anti_matched = any(c.any() for _, c in ctx.existing_anti)
     if not feasible:
         return None, _diagnose(ctx, snap)
     best_score = -1

@@ -10,12 +10,14 @@ from typing import Any, Final
 
 from kubesim.controllers.scheduler.affinity import (
     _EMPTY,
+    PodTerms,
     _anti_guard,
     _DomainCount,
     _required_terms,
     _single_key_shape,
     _str_map,
     _Term,
+    pod_terms,
 )
 from kubesim.controllers.scheduler.resources import (
     _NONZERO_CPU_MILLI,
@@ -26,7 +28,7 @@ from kubesim.controllers.scheduler.resources import (
     pod_requests,
 )
 
-__all__ = ["ClusterSnapshot", "NodeInfo"]
+__all__ = ["BoundCounts", "ClusterSnapshot", "NodeInfo"]
 
 
 _UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
@@ -132,6 +134,7 @@ class _PodRecord:
     nonzero_cpu: int
     nonzero_memory: int
     anti_terms: list[_Term]
+    terms: PodTerms
     attached: bool = False
     # (term, domain) pairs this pod contributed to `_anti_entries`, to undo exactly.
     anti_domains: list[tuple[_Term, str]] = field(default_factory=list)
@@ -156,6 +159,26 @@ class _AntiGroup:
     by_value: dict[str, dict[str, int]] = field(default_factory=dict)  # "in": v -> domain -> n
     agg: dict[str, int] = field(default_factory=dict)  # "notin": domain -> n
     excl: dict[str, dict[str, int]] = field(default_factory=dict)  # "notin": v -> domain -> n
+
+
+@dataclass
+class BoundCounts:
+    """Totals over the pods bound to known nodes, kept by `_attach`/`_detach`: what the
+    kube-scheduler cost model (cost.py) multiplies by, so costing a pod is O(1)."""
+
+    pods: int = 0
+    pods_with_affinity: int = 0  # kube-scheduler's NodeInfo.PodsWithAffinity, summed
+    required_affinity_terms: int = 0
+    required_anti_affinity_terms: int = 0  # over NodeInfo.PodsWithRequiredAntiAffinity
+    preferred_terms: int = 0
+
+    def add(self, terms: PodTerms, sign: int) -> None:
+        self.pods += sign
+        if terms.has_affinity:
+            self.pods_with_affinity += sign
+            self.required_affinity_terms += sign * terms.required_affinity
+            self.required_anti_affinity_terms += sign * terms.required_anti_affinity
+            self.preferred_terms += sign * terms.preferred
 
 
 def _group_key(term: _Term, label_key: str) -> tuple[Any, ...]:
@@ -215,6 +238,7 @@ class ClusterSnapshot:
         self._anti_entries: dict[_Term, _AntiEntry] = {}  # terms of no special shape
         self._anti_buckets: dict[tuple[str, ...], dict[_Term, None]] = {}
         self._anti_groups: dict[tuple[Any, ...], _AntiGroup] = {}
+        self.bound = BoundCounts()
 
     # -- nodes ------------------------------------------------------------------------------
 
@@ -300,6 +324,7 @@ class ClusterSnapshot:
             nonzero_cpu=requests.get("cpu") or _NONZERO_CPU_MILLI,
             nonzero_memory=requests.get("memory") or _NONZERO_MEMORY,
             anti_terms=_required_terms(pod, "podAntiAffinity"),
+            terms=pod_terms(pod),
         )
         self._pods[key] = rec
         ns = rec.namespace
@@ -365,6 +390,7 @@ class ClusterSnapshot:
 
     def _attach(self, rec: _PodRecord, info: NodeInfo) -> None:
         rec.attached = True
+        self.bound.add(rec.terms, +1)
         info.pods.append(rec.pod)
         _add_into(info.requested, rec.requests)
         info.nonzero_cpu += rec.nonzero_cpu
@@ -381,6 +407,7 @@ class ClusterSnapshot:
 
     def _detach(self, rec: _PodRecord, info: NodeInfo) -> None:
         rec.attached = False
+        self.bound.add(rec.terms, -1)
         info.pods = [p for p in info.pods if _pod_key(p) != rec.key]
         for name, v in rec.requests.items():
             left = info.requested.get(name, 0) - v
