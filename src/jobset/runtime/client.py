@@ -49,7 +49,7 @@ from kubernetes_asyncio import config as k8s_config
 from jobset import __version__
 from jobset.runtime.logging import get_logger
 from jobset.runtime.metrics import RuntimeMetrics
-from jobset.runtime.ratelimit import TokenBucket
+from jobset.runtime.ratelimit import FairTokenBucket
 
 __all__ = [
     "CONFIGMAPS",
@@ -214,7 +214,8 @@ class Client:
     ) -> None:
         self.api = api
         self.api.user_agent = user_agent
-        self.limiter = TokenBucket(qps, burst)
+        # Round-robin over reconciles (`api_flow`): one big pass cannot queue ahead of all.
+        self.limiter = FairTokenBucket(qps, burst)
         self.metrics = metrics
         self.retry = retry or RetryPolicy()
         self.host = urlsplit(api.configuration.host).netloc

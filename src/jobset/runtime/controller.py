@@ -42,7 +42,7 @@ from jobset.runtime.client import ApiError, Object
 from jobset.runtime.informer import Informer
 from jobset.runtime.logging import get_logger
 from jobset.runtime.metrics import RuntimeMetrics
-from jobset.runtime.ratelimit import RateLimiter
+from jobset.runtime.ratelimit import RateLimiter, api_flow
 from jobset.runtime.workqueue import ShutDown, WorkQueue
 
 __all__ = [
@@ -242,7 +242,10 @@ class Controller:
         budget = self.reconcile_timeout or None
         deadline = asyncio.timeout(budget)
         try:
-            with structlog.contextvars.bound_contextvars(controller=self.name, key=str(req)):
+            with (
+                structlog.contextvars.bound_contextvars(controller=self.name, key=str(req)),
+                api_flow((self.name, req)),  # its requests take turns with other keys'
+            ):
                 async with deadline:
                     result = await self.reconcile(req)
         except asyncio.CancelledError:

@@ -9,9 +9,11 @@ import pytest
 
 from jobset.runtime.ratelimit import (
     BucketRateLimiter,
+    FairTokenBucket,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
     TokenBucket,
+    api_flow,
     default_controller_rate_limiter,
 )
 from tests.clock import FakeClock
@@ -84,3 +86,70 @@ def test_refund_never_exceeds_the_burst() -> None:
     bucket.refund()
     bucket.refund()
     assert [bucket.reserve() for _ in range(3)] == [0.0, 0.0, 1.0]
+
+
+# FairTokenBucket: waiters served round-robin over flows (api_flow), not first come.
+
+
+async def _take(bucket: FairTokenBucket, flow: str, order: list[str]) -> None:
+    with api_flow(flow):
+        await bucket.wait()
+    order.append(flow)
+
+
+async def test_fair_bucket_goes_at_once_while_tokens_last() -> None:
+    bucket = FairTokenBucket(qps=1, burst=3)
+    assert [await bucket.wait() for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert bucket.waiting() == 0
+
+
+async def test_a_new_flow_waits_behind_one_request_per_flow_not_the_big_backlog() -> None:
+    bucket = FairTokenBucket(qps=500, burst=1)
+    order: list[str] = []
+    big = [asyncio.ensure_future(_take(bucket, "big", order)) for _ in range(40)]
+    await asyncio.sleep(0)  # the big flow's 40 are in line first
+    small = [asyncio.ensure_future(_take(bucket, "small", order)) for _ in range(3)]
+    await asyncio.gather(*big, *small)
+    # FIFO would serve "small" after all 40; round-robin alternates with the big flow.
+    positions = [i for i, flow in enumerate(order) if flow == "small"]
+    assert positions[-1] <= 7, order
+    assert order.count("big") == 40 and bucket.waiting() == 0
+
+
+async def test_requests_outside_any_flow_take_turns_as_one_flow() -> None:
+    bucket = FairTokenBucket(qps=500, burst=1)
+    order: list[str] = []
+    big = [asyncio.ensure_future(_take(bucket, "big", order)) for _ in range(20)]
+    await asyncio.sleep(0)
+
+    async def no_flow() -> None:
+        await bucket.wait()
+        order.append("none")
+
+    await asyncio.gather(*big, no_flow())
+    assert order.index("none") <= 3, order
+
+
+async def test_a_cancelled_waiter_leaves_the_line() -> None:
+    bucket = FairTokenBucket(qps=50, burst=1)
+    await bucket.wait()  # the burst is spent
+    order: list[str] = []
+    first = asyncio.ensure_future(_take(bucket, "a", order))
+    second = asyncio.ensure_future(_take(bucket, "b", order))
+    await asyncio.sleep(0)
+    assert bucket.waiting() == 2
+    first.cancel()
+    await asyncio.gather(first, return_exceptions=True)
+    assert bucket.waiting() == 1
+    await second
+    assert order == ["b"]
+
+
+async def test_the_long_run_rate_is_the_buckets() -> None:
+    clock_start = asyncio.get_running_loop().time()
+    bucket = FairTokenBucket(qps=200, burst=1)
+    order: list[str] = []
+    await asyncio.gather(*(_take(bucket, f"f{i % 3}", order) for i in range(21)))
+    # 20 tokens beyond the burst at 200/s cannot come in under 0.1 s.
+    assert asyncio.get_running_loop().time() - clock_start >= 0.095
+    assert sorted(order) == sorted(f"f{i % 3}" for i in range(21))
