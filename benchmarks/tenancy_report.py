@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks import in_place
 from benchmarks.admission import GOAL_P99_MS, GOAL_POD_RATE
 from benchmarks.fairness import GOAL_SECONDS
 
@@ -170,7 +171,7 @@ def section(data: dict[str, Any]) -> list[str]:
         for r in capped:
             lines += [
                 f"{r['strategy']} ran {r['jobs']} Jobs instead of {r['requested_jobs']}: the "
-                "simulator's pod network holds 253 real pods.",
+                f"simulator's pod network holds {in_place.MAX_REAL_PODS} real pods.",
                 "",
             ]
     fair = [c for c in (data.get("fairness") or {}).get("cases") or [] if "error" not in c]

@@ -158,21 +158,23 @@ async def test_recovery_and_fairness_at_tiny_sizes() -> None:
 
 
 def test_in_place_runs_as_many_jobs_as_real_pods_fit() -> None:
-    """The simulator's pod network holds 253 real pods: the in-place case of 32 x 8 runs
-    31 Jobs and says so; simulated strategies run the size asked for."""
-    from benchmarks import recovery, tenancy_report
+    """The simulator's pod network holds 1,021 real pods: the in-place case of 32 x 8 runs in
+    full, 128 x 8 runs 127 Jobs and says so; simulated strategies run the size asked for."""
+    from benchmarks import in_place, recovery, tenancy_report
 
-    assert recovery.sized("InPlaceRestart", 32, 8) == 31
+    assert in_place.MAX_REAL_PODS == 1021
+    assert recovery.sized("InPlaceRestart", 32, 8) == 32
+    assert recovery.sized("InPlaceRestart", 128, 8) == 127
     assert recovery.sized("InPlaceRestart", 2, 2) == 2
-    assert recovery.sized("Recreate", 32, 8) == 32
+    assert recovery.sized("Recreate", 128, 8) == 128
     run = {
         "strategy": "InPlaceRestart",
-        "jobs": 31,
-        "requested_jobs": 32,
-        "pods": 248,
+        "jobs": 127,
+        "requested_jobs": 128,
+        "pods": 1016,
         "fresh_seconds": 2.0,
         "recovery_seconds": 1.0,
         "fresh_over_recovery": 2.0,
     }
     text = "\n".join(tenancy_report.section({"recovery": {"runs": [run]}}))
-    assert "ran 31 Jobs instead of 32" in text
+    assert "ran 127 Jobs instead of 128: the simulator's pod network holds 1021" in text
