@@ -35,11 +35,12 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict tools
 
 # Two pytest-xdist workers: the suite mostly waits on the processes it starts (load ~0.5 on
-# one worker). Each test file is one xdist group, the in-cluster package another
-# (tests/conftest.py), so module fixtures start once. TEST_WORKERS=0 runs in one process.
+# one worker). --dist loadfile keeps each file on one worker, in order, so module fixtures
+# start once. (loadgroup would keep the in-cluster package together, but pytest-xdist 3.8
+# cannot group under pytest 9, which made nodeids read-only.) TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: lint typecheck prometheus
-	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup -m "not soak"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak"
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
 # outage, the API server fuzzed with 10x the examples, the 16k-Job adversarial run,

@@ -5,15 +5,15 @@
   drive it through `/status`, as upstream's envtest tests do). Directories whose tests need
   the JobSet CRD override it with `tests.sims.start_sim_none(..., jobset_crd=True)`.
 
-`make test` runs on two pytest-xdist workers with `--dist loadgroup`; every test is grouped
-by its file, so a module's fixtures start once, and the in-cluster package is one group, so
-its image venv is built once and its clusters never run beside each other.
+`make test` runs on two pytest-xdist workers with `--dist loadfile`: a file's tests run in
+order on one worker, so module fixtures start once and tests that build on the ones before
+them still can. Session and package fixtures (`sim`, the in-cluster image venv) start once
+per worker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,17 +21,6 @@ from kubesim.process import SimProcess, start_sim
 from tests.sims import start_sim_none
 
 __all__ = ["SimProcess", "start_sim", "start_sim_none"]
-
-TESTS = Path(__file__).resolve().parent
-INCLUSTER = TESTS / "integration" / "incluster"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The xdist group of each test: its file, or `incluster` for the in-cluster package."""
-    for item in items:
-        path = Path(item.path).resolve()
-        group = "incluster" if path.is_relative_to(INCLUSTER) else str(path.relative_to(TESTS))
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
