@@ -49,6 +49,7 @@ from typing import Any, Final, Protocol, TypeVar
 import structlog
 
 from jobset.api import constants as c
+from jobset.api.regex import MANY_PATTERNS, message_pattern_count
 from jobset.api.types import headless_service_name, is_suspended, name_of, replicas
 from jobset.api.validation import DEFAULT_LIMITS, Limits
 from jobset.controllers.classify import Children
@@ -101,12 +102,7 @@ PLAN_IN_THREAD_JOBS: Final = 1000
 # ... and so is one whose failure policy has this many message patterns: a failed Job is
 # matched against each rule's patterns in turn (RE2, linear, but 6,000 patterns - a policy
 # as large as an object allows - take tens of ms even when compiled, and far more to compile).
-PLAN_IN_THREAD_PATTERNS: Final = 256
-
-
-def _message_patterns(js: Mapping[str, Any]) -> int:
-    rules = ((js.get("spec") or {}).get("failurePolicy") or {}).get("rules") or ()
-    return sum(len(r.get("onJobFailureMessagePatterns") or ()) for r in rules)
+PLAN_IN_THREAD_PATTERNS: Final = MANY_PATTERNS
 
 
 class ActionError(Exception):
@@ -279,7 +275,7 @@ class JobSetController:
         )
         if (
             len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
-            or _message_patterns(js) >= PLAN_IN_THREAD_PATTERNS
+            or message_pattern_count(js) >= PLAN_IN_THREAD_PATTERNS
         ):
             p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
         else:

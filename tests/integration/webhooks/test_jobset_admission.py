@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from jobset.api.regex import MANY_PATTERNS
 from kubesim.process import SimProcess
 from tests import builders
 from tests.integration.placement.process import HarnessProcess
@@ -332,3 +333,20 @@ def test_invalid_message_pattern_is_admitted_with_a_warning(
     assert "Warning: spec.failurePolicy.rules[0].onJobFailureMessagePatterns[1]" in out, out
     assert "not a valid RE2 (Go regexp) pattern" in out
     sim_none.kubectl("delete", "jobset", "badpattern")
+
+
+def test_a_policy_of_many_patterns_is_checked_off_the_loop_with_the_same_warnings(
+    sim_none: SimProcess, harness: HarnessProcess
+) -> None:
+    # MANY_PATTERNS or more are compiled in a worker thread; the answer is the same.
+    rules = [
+        {"action": "FailJobSet", "onJobFailureMessagePatterns": [f"^ok-{i}$", f"^fine-{i}$"]}
+        for i in range(MANY_PATTERNS // 2)
+    ]
+    rules[-1]["onJobFailureMessagePatterns"].append("(?!x)")
+    code, out = apply(sim_none, jobset("manypatterns", failurePolicy={"rules": rules}))
+    assert code == 0, out
+    last = MANY_PATTERNS // 2 - 1
+    assert f"Warning: spec.failurePolicy.rules[{last}].onJobFailureMessagePatterns[2]" in out, out
+    assert out.count("Warning:") == 1, out
+    sim_none.kubectl("delete", "jobset", "manypatterns")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from jobset.api.regex import compile_go_regexp, go_regexp_error
+from jobset.api.regex import compile_go_regexp, go_regexp_error, message_pattern_count
 
 
 @pytest.mark.parametrize(
@@ -75,3 +75,23 @@ def test_a_policy_sized_set_of_patterns_stays_compiled() -> None:
     for p in patterns:
         compile_go_regexp(p)
     assert compile_go_regexp.cache_info().misses == misses
+
+
+def test_message_patterns_are_counted_over_every_rule_and_bad_shapes_count_zero() -> None:
+    rules = [
+        {"onJobFailureMessagePatterns": ["a", "b"]},
+        {},
+        {"onJobFailureMessagePatterns": ["c"]},
+    ]
+    assert message_pattern_count({"spec": {"failurePolicy": {"rules": rules}}}) == 3
+    for shape in ({}, {"spec": []}, {"spec": {"failurePolicy": {"rules": "x"}}}, []):
+        assert message_pattern_count(shape) == 0
+
+
+def test_the_admission_check_fills_the_cache_the_controller_matches_from() -> None:
+    pattern = "^admission-warms-the-cache-[0-9]+$"
+    before = compile_go_regexp.cache_info()
+    assert go_regexp_error(pattern) is None
+    assert compile_go_regexp.cache_info().currsize == before.currsize + 1
+    compile_go_regexp(pattern)
+    assert compile_go_regexp.cache_info().hits == before.hits + 1
