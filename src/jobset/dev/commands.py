@@ -19,6 +19,7 @@ from jobset.wiring import add_jobset_components, check_flags, run_manager
 
 if TYPE_CHECKING:
     from kubesim.cluster import SimOptions
+    from kubeutil.gcfreeze import GcFreezer
 
 __all__ = [
     "DEV_BIND_ADDRESS",
@@ -149,8 +150,11 @@ def missing_sim_extra(command: str) -> str | None:
 async def run_sim(args: argparse.Namespace) -> int:
     from kubesim.cluster import SimCluster
 
+    freezer, reclaims = _freeze_gc_survivors()
     cluster = SimCluster(sim_options(args))
     await cluster.start()
+    cluster.http.debug_views["gc"] = freezer.report
+    freezer.collect_and_freeze()
     print(
         f"jobset sim ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
         f"sim-level {args.sim_level})",
@@ -162,8 +166,18 @@ async def run_sim(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await cluster.stop()
+    reclaims.cancel()
     print("jobset sim stopped", flush=True)
     return 0
+
+
+def _freeze_gc_survivors() -> tuple[GcFreezer, asyncio.Task[None]]:
+    """Keep this process's full collections short (kubesim.gcfreeze); the task reclaims."""
+    from kubeutil.gcfreeze import GcFreezer
+
+    freezer = GcFreezer()
+    freezer.install()
+    return freezer, asyncio.create_task(freezer.run(), name="gc reclaim")
 
 
 async def run_dev(args: argparse.Namespace) -> int:
@@ -192,8 +206,11 @@ async def run_dev(args: argparse.Namespace) -> int:
         log_level=args.log_level,
     )
     options.validate()
+    freezer, reclaims = _freeze_gc_survivors()
     cluster = SimCluster(sim_options(args))
     await cluster.start()
+    cluster.http.debug_views["gc"] = freezer.report
+    freezer.collect_and_freeze()
     try:
         manager = await Manager.create(options)
         await apply_crds(manager.client)
@@ -218,5 +235,6 @@ async def run_dev(args: argparse.Namespace) -> int:
         code = await run
     finally:
         await cluster.stop()
+        reclaims.cancel()
     status_line(args.log_format, "jobset dev stopped")
     return code

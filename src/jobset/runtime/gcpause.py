@@ -1,4 +1,4 @@
-"""Garbage-collector pauses: measured, and kept off the startup heap.
+"""Garbage-collector pauses, measured.
 
 CPython's cyclic collector stops the one event loop for as long as a collection takes, and a
 full (generation 2) collection walks every tracked object of the process. The controller's
@@ -9,11 +9,9 @@ cache, on the loop every webhook answer and lease renewal waits for (the adversa
 issue 19 saw single event-loop lag samples above 100 ms).
 
 `GcPauses` times every collection from `gc.callbacks` into `python_gc_duration_seconds`
-(by generation; Go binaries export `go_gc_duration_seconds` the same way), and
-`freeze_startup()` runs one full collection and then `gc.freeze()`s the survivors once the
-caches have synced: later collections skip them. Frozen objects are still freed when their
-reference count drops (informer objects are acyclic JSON); only a reference cycle among
-them would outlive its last reference, and start-up objects live as long as the process.
+(by generation; Go binaries export `go_gc_duration_seconds` the same way). What keeps the
+pauses short is `kubeutil.gcfreeze`, which the manager uses in a process of its own
+(`ManagerOptions.gc_freeze`, set by `jobset controller`).
 """
 
 from __future__ import annotations
@@ -25,8 +23,6 @@ from typing import Any
 from prometheus_client import Histogram
 
 __all__ = ["GcPauses"]
-
-_frozen = False  # whether this process froze its start-up objects already
 
 
 class GcPauses:
@@ -55,17 +51,3 @@ class GcPauses:
         if self._installed:
             gc.callbacks.remove(self._callback)
             self._installed = False
-
-    def freeze_startup(self) -> int:
-        """Collect once, then move every surviving object out of the collector's reach;
-        returns how many objects are frozen (`gc.get_freeze_count()`).
-
-        Once per process: a process that runs managers one after another (tests do) would
-        otherwise freeze each one's leftovers, whose reference cycles then never go.
-        """
-        global _frozen  # process-wide, like the collector itself
-        if not _frozen:
-            _frozen = True
-            gc.collect()
-            gc.freeze()
-        return gc.get_freeze_count()

@@ -50,6 +50,7 @@ from jobset.runtime.metrics import RuntimeMetrics, new_registry
 from jobset.runtime.options import ManagerOptions
 from jobset.runtime.ratelimit import RateLimiter
 from kubeutil import tls
+from kubeutil.gcfreeze import GcFreezer
 
 __all__ = ["API_BUDGETS", "Manager"]
 
@@ -81,6 +82,8 @@ class Manager:
         self.servers: dict[str, HttpServer] = {}
         self.loop_lag = LoopLagMonitor(self.metrics.event_loop_lag_seconds)
         self.gc_pauses = GcPauses(self.metrics.gc_duration_seconds)
+        self.gc_freezer = GcFreezer() if options.gc_freeze else None
+        self._gc_reclaims: asyncio.Task[None] | None = None
         self.metrics_auth: DelegatingAuth | None = None
         self.metrics_cert: tls.ServingCert | None = None
         self._metrics_cert_source: tls.ServingCert | None = None
@@ -253,6 +256,9 @@ class Manager:
         try:
             self.loop_lag.start()
             self.gc_pauses.install()
+            if self.gc_freezer is not None:
+                self.gc_freezer.install()
+                self._gc_reclaims = asyncio.create_task(self.gc_freezer.run(), name="gc reclaim")
             await self._start_servers()
             self._started_informers = True
             for inf in self.informers.values():
@@ -305,8 +311,9 @@ class Manager:
         if synced not in done:
             await cancel_and_wait(synced)
             return False
-        frozen = self.gc_pauses.freeze_startup()
-        self.log.info("caches synced", informers=len(self.informers), gc_frozen_objects=frozen)
+        if self.gc_freezer is not None:
+            self.gc_freezer.collect_and_freeze()  # the imports and the synced caches
+        self.log.info("caches synced", informers=len(self.informers))
         return True
 
     def _start_controllers(self) -> None:
@@ -414,6 +421,9 @@ class Manager:
             await self._metrics_cert_files.stop()
         await self.loop_lag.stop()
         self.gc_pauses.uninstall()
+        await cancel_and_wait(self._gc_reclaims)
+        if self.gc_freezer is not None:
+            self.gc_freezer.uninstall()
         await self.client.close()
         self.log.info(
             "stopped",

@@ -15,6 +15,8 @@ to the same registry.
 
 from __future__ import annotations
 
+import gc
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -242,6 +244,13 @@ class RuntimeMetrics:
             buckets=EVENT_LOOP_LAG_BUCKETS,
             registry=r,
         )
+        self.gc_frozen_objects = Gauge(
+            "python_gc_frozen_objects",
+            "Objects frozen out of the garbage collector's walks (kubeutil.gcfreeze): what "
+            "survived the last full collection; dropping back after each periodic reclaim",
+            registry=r,
+        )
+        self.gc_frozen_objects.set_function(gc.get_freeze_count)
 
 
 # A healthy loop answers within a millisecond; 100 ms is where the alert starts.

@@ -71,6 +71,9 @@ class ManagerOptions:
     metrics_secure: bool = False  # HTTPS + TokenReview/SubjectAccessReview on /metrics
     metrics_cert_dir: str | None = None  # tls.crt/tls.key; None: self-signed in memory
     health_port: int | None = 8081
+    # Freeze what survives each full garbage collection (kubeutil.gcfreeze): for a process
+    # of its own (`jobset controller` sets it), never for a manager inside another's heap.
+    gc_freeze: bool = False
     leader_elect: bool = False
     leader_election_id: str = "jobset-controller-leader"
     leader_election_namespace: str = field(default_factory=default_namespace)
@@ -109,6 +112,7 @@ class ManagerOptions:
             metrics_secure=args.metrics_secure,
             metrics_cert_dir=args.metrics_cert_dir or None,
             health_port=port(args.health_port),
+            gc_freeze=True,  # the command's process is the manager's own
             leader_elect=args.leader_elect,
             leader_election_id=args.leader_election_id,
             leader_election_namespace=args.leader_election_namespace or default_namespace(),

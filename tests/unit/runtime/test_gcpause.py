@@ -1,4 +1,4 @@
-"""GcPauses: every collection is timed by generation; start-up survivors are frozen."""
+"""GcPauses: every collection is timed by generation."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobset.runtime import gcpause
 from jobset.runtime.gcpause import GcPauses
 from jobset.runtime.metrics import RuntimeMetrics, new_registry
 
@@ -18,7 +17,6 @@ def pauses() -> Iterator[GcPauses]:
     monitor.install()
     yield monitor
     monitor.uninstall()
-    gc.unfreeze()
 
 
 def _count(monitor: GcPauses, generation: str) -> float:
@@ -49,17 +47,10 @@ def test_uninstall_stops_observing(pauses: GcPauses) -> None:
     assert pauses._callback not in gc.callbacks
 
 
-def test_freeze_startup_takes_survivors_out_of_collections_once_per_process(
-    pauses: GcPauses, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(gcpause, "_frozen", False)
-    survivors = [{"job": i, "labels": {"a": "b"}} for i in range(5000)]
-    frozen = pauses.freeze_startup()
-    assert frozen == gc.get_freeze_count() >= 5000
-    # Everything tracked now is new since the freeze: the survivors are not among it.
-    tracked = {id(o) for o in gc.get_objects()}
-    assert not any(id(s) in tracked for s in survivors)
-    # A second manager in the same process freezes nothing more.
-    later = [[i] for i in range(100)]  # lists are always tracked
-    assert pauses.freeze_startup() == frozen
-    assert id(later[0]) in {id(o) for o in gc.get_objects()}
+def test_the_command_freezes_and_a_manager_in_another_process_does_not() -> None:
+    from jobset.cli import build_parser
+    from jobset.runtime.options import ManagerOptions
+
+    args = build_parser().parse_args(["controller"])
+    assert ManagerOptions.from_args(args).gc_freeze is True
+    assert ManagerOptions().gc_freeze is False
