@@ -24,25 +24,19 @@ import asyncio
 import gc
 from typing import Any, Final
 
-__all__ = ["RECLAIM_SECONDS", "GcFreezer"]
+__all__ = ["RECLAIM_SECONDS", "GcCallback", "GcFreezer"]
 
 RECLAIM_SECONDS: Final = 600.0
 
 
-class GcFreezer:
-    """Freezes the survivors of every full collection once installed; `run()` reclaims
-    every `reclaim_seconds`."""
+class GcCallback:
+    """A `gc.callbacks` entry that can be installed and removed (idempotently)."""
 
-    def __init__(self, reclaim_seconds: float = RECLAIM_SECONDS) -> None:
-        self.reclaim_seconds = reclaim_seconds
-        self.freezes = 0  # full collections whose survivors were frozen
-        self.reclaims = 0
+    def __init__(self) -> None:
         self._installed = False
 
     def _callback(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "stop" and info.get("generation") == 2:
-            gc.freeze()
-            self.freezes += 1
+        raise NotImplementedError
 
     def install(self) -> None:
         if not self._installed:
@@ -53,6 +47,22 @@ class GcFreezer:
         if self._installed:
             gc.callbacks.remove(self._callback)
             self._installed = False
+
+
+class GcFreezer(GcCallback):
+    """Freezes the survivors of every full collection once installed; `run()` reclaims
+    every `reclaim_seconds`."""
+
+    def __init__(self, reclaim_seconds: float = RECLAIM_SECONDS) -> None:
+        super().__init__()
+        self.reclaim_seconds = reclaim_seconds
+        self.freezes = 0  # full collections whose survivors were frozen
+        self.reclaims = 0
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "stop" and info.get("generation") == 2:
+            gc.freeze()
+            self.freezes += 1
 
     def collect_and_freeze(self) -> None:
         """A full collection now, whose survivors the callback freezes: for after start-up,

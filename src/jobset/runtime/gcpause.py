@@ -16,23 +16,24 @@ pauses short is `kubeutil.gcfreeze`, which the manager uses in a process of its 
 
 from __future__ import annotations
 
-import gc
 import time
 from typing import Any
 
 from prometheus_client import Histogram
 
+from kubeutil.gcfreeze import GcCallback
+
 __all__ = ["GcPauses"]
 
 
-class GcPauses:
+class GcPauses(GcCallback):
     """Observes every garbage collection's duration into `histogram` (label generation)."""
 
     def __init__(self, histogram: Histogram) -> None:
+        super().__init__()
         self.histogram = histogram
         self._started = 0.0
         self.max_pause = 0.0  # the longest seen, for logs and tests
-        self._installed = False
 
     def _callback(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
@@ -41,13 +42,3 @@ class GcPauses:
         pause = time.perf_counter() - self._started
         self.max_pause = max(self.max_pause, pause)
         self.histogram.labels(str(info.get("generation", ""))).observe(pause)
-
-    def install(self) -> None:
-        if not self._installed:
-            gc.callbacks.append(self._callback)
-            self._installed = True
-
-    def uninstall(self) -> None:
-        if self._installed:
-            gc.callbacks.remove(self._callback)
-            self._installed = False
