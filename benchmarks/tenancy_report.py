@@ -169,9 +169,14 @@ def section(data: dict[str, Any]) -> list[str]:
         ]
         capped = [r for r in rec if "requested_jobs" in r]
         for r in capped:
+            per_job = r["pods"] // max(1, r["jobs"])
+            why = (
+                f"the simulator's pod network holds {in_place.MAX_REAL_PODS} real pods"
+                if r["requested_jobs"] * per_job > in_place.MAX_REAL_PODS
+                else "its real agents are started at this size to keep the run in its budget"
+            )
             lines += [
-                f"{r['strategy']} ran {r['jobs']} Jobs instead of {r['requested_jobs']}: the "
-                f"simulator's pod network holds {in_place.MAX_REAL_PODS} real pods.",
+                f"{r['strategy']} ran {r['jobs']} Jobs instead of {r['requested_jobs']}: {why}.",
                 "",
             ]
     fair = [c for c in (data.get("fairness") or {}).get("cases") or [] if "error" not in c]

@@ -178,3 +178,7 @@ def test_in_place_runs_as_many_jobs_as_real_pods_fit() -> None:
     }
     text = "\n".join(tenancy_report.section({"recovery": {"runs": [run]}}))
     assert "ran 127 Jobs instead of 128: the simulator's pod network holds 1021" in text
+    # make bench's smaller in-place case is a budget choice, not the network's limit.
+    run |= {"jobs": 4, "requested_jobs": 32, "pods": 32}
+    text = "\n".join(tenancy_report.section({"recovery": {"runs": [run]}}))
+    assert "ran 4 Jobs instead of 32: its real agents are started at this size" in text
