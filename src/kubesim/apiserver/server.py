@@ -384,6 +384,7 @@ class ApiHttpServer:
             field_manager=q.get("fieldManager", "") or _user_agent_manager(request),
             field_validation=q.get("fieldValidation", "Ignore"),
             force=_bool(q.get("force")) if "force" in q else False,
+            body_bytes=request.content_length or 0,
         )
 
     # ------------------------------------------------------------- resources

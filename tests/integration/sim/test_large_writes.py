@@ -1,0 +1,85 @@
+"""A large write does not stop the simulated API server: a 1.44 MiB JobSet (3,000 failure
+rules, the most one object holds) is pruned, defaulted and validated in a worker thread
+(`apicore.OFF_LOOP_BYTES`), so small requests are answered meanwhile - as kube-apiserver
+serves them in other goroutines - and the write itself is judged exactly as before."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from jobset.controllers.jobset_controller import JOBSETS
+from jobset.runtime.client import CONFIGMAPS, ApiError, Client
+from kubesim.apiserver.apicore import OFF_LOOP_BYTES
+from kubesim.process import SimProcess
+from tests.integration.controllers.helpers import jobset, rjob
+from tests.sims import start_sim_none
+
+
+@pytest.fixture(scope="module")
+def sim_crd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
+    s = start_sim_none(tmp_path_factory.mktemp("sim"), jobset_crd=True)
+    yield s
+    s.stop()
+
+
+def _huge_jobset(name: str, rules: int = 3000) -> dict[str, object]:
+    names = [f"r{i:02d}" for i in range(50)]
+    return jobset(
+        name,
+        *(rjob(n, 1) for n in names),
+        failurePolicy={
+            "maxRestarts": 3,
+            "rules": [
+                {
+                    "name": f"rule_{i}",
+                    "action": "FailJobSet",
+                    "onJobFailureReasons": ["BackoffLimitExceeded"],
+                    "onJobFailureMessagePatterns": [f"^never-{i}$"],
+                    "targetReplicatedJobs": names,
+                }
+                for i in range(rules)
+            ],
+        },
+    )
+
+
+async def test_small_requests_are_answered_while_a_huge_jobset_is_validated(
+    sim_crd: SimProcess,
+) -> None:
+    huge = _huge_jobset("huge")
+    assert len(orjson.dumps(huge)) >= OFF_LOOP_BYTES
+    async with await Client.connect(str(sim_crd.kubeconfig), qps=0, burst=0) as client:
+        await client.create(CONFIGMAPS, {"metadata": {"name": "small"}}, "default")
+        done: dict[str, float] = {}
+
+        async def big() -> None:
+            await client.create(JOBSETS, huge, "default")
+            done["big"] = time.perf_counter()
+
+        async def small(i: int) -> None:
+            await asyncio.sleep(0.05 + 0.02 * i)  # once the big one is being handled
+            await client.get(CONFIGMAPS, "small", "default")
+            done[f"small{i}"] = time.perf_counter()
+
+        await asyncio.gather(big(), *(small(i) for i in range(5)))
+        stored = await client.get(JOBSETS, "huge", "default")
+    # Every small GET came back before the big create did: the loop was not held.
+    assert all(done[f"small{i}"] < done["big"] for i in range(5)), done
+    assert len(stored["spec"]["failurePolicy"]["rules"]) == 3000
+
+
+async def test_a_huge_invalid_jobset_is_refused_with_the_same_causes(
+    sim_crd: SimProcess,
+) -> None:
+    bad = _huge_jobset("huge-bad")
+    bad["spec"]["failurePolicy"]["rules"][2999]["action"] = "Explode"  # type: ignore[index]
+    async with await Client.connect(str(sim_crd.kubeconfig), qps=0, burst=0) as client:
+        with pytest.raises(ApiError) as err:
+            await client.create(JOBSETS, bad, "default")
+    assert err.value.status == 422
+    assert "spec.failurePolicy.rules[2999].action" in str(err.value), err.value
