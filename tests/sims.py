@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from jobset.api.constants import JOBSET_NAME_KEY
 from kubesim.process import SimProcess, start_sim
 
-__all__ = ["install_jobset_crd", "refuse_pods", "start_sim_none"]
+__all__ = ["install_jobset_crd", "kubectl_apply", "live_jobs", "refuse_pods", "start_sim_none"]
 
 
 def start_sim_none(directory: Path, *flags: str, jobset_crd: bool = False) -> SimProcess:
@@ -72,3 +76,18 @@ def refuse_pods(s: SimProcess, namespace: str, hook: str) -> None:
     }
     s.kubectl("apply", "-f", "-", input=json.dumps(svc))
     s.kubectl("apply", "-f", "-", input=json.dumps(config))
+
+
+def kubectl_apply(sim: SimProcess, obj: dict[str, Any]) -> None:
+    """`kubectl apply -f -` of one object, as a user applies a manifest."""
+    sim.kubectl("apply", "-f", "-", input=yaml.safe_dump(obj))
+
+
+def live_jobs(sim: SimProcess, jobset: str) -> dict[str, dict[str, Any]]:
+    """The JobSet's Jobs that are not being deleted, by name, from one `kubectl get`."""
+    out = sim.kubectl("get", "jobs", "-l", f"{JOBSET_NAME_KEY}={jobset}", "-o", "json").stdout
+    return {
+        j["metadata"]["name"]: j
+        for j in json.loads(out)["items"]
+        if not j["metadata"].get("deletionTimestamp")
+    }

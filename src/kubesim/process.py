@@ -7,6 +7,7 @@ server's CPU and memory separate from the client's when measuring.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import socket
@@ -97,6 +98,7 @@ def spawn_until_ready(
 _GIVEN: set[int] = set()
 
 
+@functools.cache  # the kernel's setting, read once per process
 def _ephemeral_range() -> tuple[int, int]:
     try:
         low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()

@@ -172,7 +172,8 @@ async def run_sim(args: argparse.Namespace) -> int:
 
 
 def _freeze_gc_survivors() -> tuple[GcFreezer, asyncio.Task[None]]:
-    """Keep this process's full collections short (kubesim.gcfreeze); the task reclaims."""
+    """Keep `jobset sim`'s full collections short (kubeutil.gcfreeze); the task reclaims.
+    (`jobset dev` has its manager do it: `ManagerOptions.gc_freeze`.)"""
     from kubeutil.gcfreeze import GcFreezer
 
     freezer = GcFreezer()
@@ -204,15 +205,15 @@ async def run_dev(args: argparse.Namespace) -> int:
         health_port=None if args.health_port < 0 else args.health_port,
         log_format=args.log_format,
         log_level=args.log_level,
+        gc_freeze=True,  # this process is the manager's (and the simulator's)
     )
     options.validate()
-    freezer, reclaims = _freeze_gc_survivors()
     cluster = SimCluster(sim_options(args))
     await cluster.start()
-    cluster.http.debug_views["gc"] = freezer.report
-    freezer.collect_and_freeze()
     try:
         manager = await Manager.create(options)
+        if manager.gc_freezer is not None:  # gc_freeze above: always
+            cluster.http.debug_views["gc"] = manager.gc_freezer.report
         await apply_crds(manager.client)
         port = args.webhook_port or free_port()
         webhooks = add_jobset_components(manager, args, port, host=DEV_BIND_ADDRESS)
@@ -235,6 +236,5 @@ async def run_dev(args: argparse.Namespace) -> int:
         code = await run
     finally:
         await cluster.stop()
-        reclaims.cancel()
     status_line(args.log_format, "jobset dev stopped")
     return code

@@ -57,11 +57,16 @@ class TokenBucket:
         """Take one token; return the delay (seconds) until it is really available."""
         if self.qps <= 0:
             return 0.0
+        self._refill()
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    def _refill(self) -> float:
+        """Add what has accrued since the last call (up to `burst`); the balance now."""
         now = self._clock()
         self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
         self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+        return self._tokens
 
     def refund(self) -> None:
         """Give back the token of a reservation that will not be used.
@@ -130,12 +135,9 @@ class FairTokenBucket(TokenBucket):
     async def wait(self) -> float:
         if self.qps <= 0:
             return 0.0
-        if not self._lines:
-            now = self._clock()
-            tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-            if tokens >= 1.0:
-                self._tokens, self._last = tokens - 1.0, now
-                return 0.0
+        if not self._lines and self._refill() >= 1.0:
+            self._tokens -= 1.0
+            return 0.0
         t0 = self._clock()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._lines.setdefault(_FLOW.get(), deque()).append(fut)

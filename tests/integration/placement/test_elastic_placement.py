@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from jobset.api import constants as c
 from kubesim.process import SimProcess
@@ -37,6 +36,7 @@ from tests.integration.placement.test_strategies import (
     placement,
     pods_of,
 )
+from tests.sims import kubectl_apply, live_jobs
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.kubectl]
 
@@ -59,16 +59,6 @@ def _patch_replicas(sim: SimProcess, name: str, replicas: dict[int, int]) -> Non
         for i, n in replicas.items()
     ]
     sim.kubectl("patch", "jobset", name, "--type=json", "-p", json.dumps(ops))
-
-
-def _jobs(sim: SimProcess, name: str) -> dict[str, dict[str, Any]]:
-    """Live (not being deleted) Jobs of the JobSet, from one list."""
-    out = sim.kubectl("get", "jobs", "-l", f"{c.JOBSET_NAME_KEY}={name}", "-o", "json").stdout
-    return {
-        j["metadata"]["name"]: j
-        for j in json.loads(out)["items"]
-        if not j["metadata"].get("deletionTimestamp")
-    }
 
 
 def _ready(job: dict[str, Any] | None) -> bool:
@@ -125,9 +115,7 @@ def test_scaled_jobs_stay_alone_in_their_pools_and_reuse_freed_ones(
     w = [f"{name}-w-{i}" for i in range(5)]
     all_pools = sorted(set(node_pools(sim_pods).values()))
     assert len(all_pools) == 4
-    sim_pods.kubectl(
-        "apply", "-f", "-", input=yaml.safe_dump(jobset(name, strategy, 2, "infinity"))
-    )
+    kubectl_apply(sim_pods, jobset(name, strategy, 2, "infinity"))
     try:
         before = _bound(sim_pods, name, w[:2])
         assert _exclusive(before), before
@@ -159,7 +147,7 @@ def test_scaled_jobs_stay_alone_in_their_pools_and_reuse_freed_ones(
         time.sleep(HOLD)
         assert not bound_per_job(sim_pods, name).get(w[4]), placement(sim_pods, name)
         if strategy == "planned":
-            assert w[4] not in _jobs(sim_pods, name)  # not created until a pool is free
+            assert w[4] not in live_jobs(sim_pods, name)  # not created until a pool is free
         where = placement(sim_pods, name)
         assert set(where) == set(w[:4]) and _exclusive(where), where
         freed = next(iter(where[w[3]]))
@@ -168,7 +156,7 @@ def test_scaled_jobs_stay_alone_in_their_pools_and_reuse_freed_ones(
         _patch_replicas(sim_pods, name, {0: 3})
         eventually_sync(
             lambda: (
-                set(_jobs(sim_pods, name)) == set(w[:3])
+                set(live_jobs(sim_pods, name)) == set(w[:3])
                 and {p["metadata"]["labels"]["job-name"] for p in pods_of(sim_pods, name)}
                 == set(w[:3])
             ),
@@ -228,7 +216,7 @@ def _held_while(
     """
     deadline = time.monotonic() + (60 if until_created else HOLD)
     while True:
-        jobs = _jobs(sim, name)
+        jobs = live_jobs(sim, name)
         present = held & set(jobs)
         assert not present or _ready(jobs.get(gate)), (
             f"{sorted(present)} created while {gate} is not ready",
@@ -251,17 +239,13 @@ def test_depends_on_a_scaled_up_replicated_job_waits_for_its_new_jobs(
     name = "el-deps"
     gate_nodes()
     ready_dep = [{"name": "driver", "status": c.DEPENDENCY_READY}]
-    sim_pods.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=yaml.safe_dump(
-            builders.jobset(
-                name,
-                _gate_rjob("driver", 1),
-                _plain_rjob("workers", 1, depends_on=ready_dep),
-                network={"enableDNSHostnames": False},
-            )
+    kubectl_apply(
+        sim_pods,
+        builders.jobset(
+            name,
+            _gate_rjob("driver", 1),
+            _plain_rjob("workers", 1, depends_on=ready_dep),
+            network={"enableDNSHostnames": False},
         ),
     )
     try:
@@ -270,7 +254,7 @@ def test_depends_on_a_scaled_up_replicated_job_waits_for_its_new_jobs(
         # Both grow in one update: the new workers wait for the new driver, which waits
         # for a node.
         _patch_replicas(sim_pods, name, {0: 2, 1: 3})
-        eventually_sync(lambda: f"{name}-driver-1" in _jobs(sim_pods, name), within=30)
+        eventually_sync(lambda: f"{name}-driver-1" in live_jobs(sim_pods, name), within=30)
         new_workers = {f"{name}-workers-1", f"{name}-workers-2"}
         _held_while(sim_pods, name, new_workers, f"{name}-driver-1", False)
         gate_nodes()
@@ -279,11 +263,11 @@ def test_depends_on_a_scaled_up_replicated_job_waits_for_its_new_jobs(
         # Grow again, then shrink the dependency back before its new Job got a node: the
         # scale-down alone lets the held worker start.
         _patch_replicas(sim_pods, name, {0: 3, 1: 4})
-        eventually_sync(lambda: f"{name}-driver-2" in _jobs(sim_pods, name), within=30)
+        eventually_sync(lambda: f"{name}-driver-2" in live_jobs(sim_pods, name), within=30)
         _held_while(sim_pods, name, {f"{name}-workers-3"}, f"{name}-driver-2", False)
         _patch_replicas(sim_pods, name, {0: 2})
         eventually_sync(
-            lambda: _jobs(sim_pods, name),
+            lambda: live_jobs(sim_pods, name),
             lambda jobs: (
                 set(jobs)
                 == {
@@ -305,18 +289,14 @@ def test_in_order_startup_runs_again_for_a_scale_up(
 ) -> None:
     name = "el-order"
     gate_nodes()
-    sim_pods.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=yaml.safe_dump(
-            builders.jobset(
-                name,
-                _gate_rjob("first", 1),
-                _plain_rjob("second", 1),
-                startupPolicy={"startupPolicyOrder": c.STARTUP_IN_ORDER},
-                network={"enableDNSHostnames": False},
-            )
+    kubectl_apply(
+        sim_pods,
+        builders.jobset(
+            name,
+            _gate_rjob("first", 1),
+            _plain_rjob("second", 1),
+            startupPolicy={"startupPolicyOrder": c.STARTUP_IN_ORDER},
+            network={"enableDNSHostnames": False},
         ),
     )
     completed = c.CONDITION_STARTUP_POLICY_COMPLETED
@@ -333,7 +313,7 @@ def test_in_order_startup_runs_again_for_a_scale_up(
         # Growing the first ReplicatedJob starts the ordered startup again: the second's
         # new Job waits until the first's new Job is ready.
         _patch_replicas(sim_pods, name, {0: 2, 1: 2})
-        eventually_sync(lambda: f"{name}-first-1" in _jobs(sim_pods, name), within=30)
+        eventually_sync(lambda: f"{name}-first-1" in live_jobs(sim_pods, name), within=30)
         _held_while(sim_pods, name, {f"{name}-second-1"}, f"{name}-first-1", False)
         conds = _conditions(sim_pods, name)
         assert conds.get(in_progress) == "True" and conds.get(completed) == "False", conds
@@ -348,7 +328,7 @@ def test_in_order_startup_runs_again_for_a_scale_up(
 
         # Growing only the last ReplicatedJob has nothing to wait for.
         _patch_replicas(sim_pods, name, {1: 3})
-        eventually_sync(lambda: f"{name}-second-2" in _jobs(sim_pods, name), within=30)
+        eventually_sync(lambda: f"{name}-second-2" in live_jobs(sim_pods, name), within=30)
         eventually_sync(
             lambda: _conditions(sim_pods, name),
             lambda conds: (

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from jobset.api import constants as c
 from kubesim.process import SimProcess
 from tests import builders
 from tests.eventually import eventually_sync
 from tests.integration.placement.process import HarnessProcess, start_harness
+from tests.sims import kubectl_apply, live_jobs
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.kubectl]
 
@@ -37,10 +37,6 @@ def elastic_harness(sim_none: SimProcess) -> Iterator[HarnessProcess]:
     h.stop()
 
 
-def _apply(sim: SimProcess, obj: dict[str, Any]) -> None:
-    sim.kubectl("apply", "-f", "-", input=yaml.safe_dump(obj))
-
-
 def _patch(sim: SimProcess, name: str, patch: list[dict[str, Any]]) -> tuple[int, str]:
     r = sim.kubectl("patch", "jobset", name, "--type=json", "-p", json.dumps(patch), check=False)
     return r.returncode, r.stdout + r.stderr
@@ -50,18 +46,9 @@ def _get(sim: SimProcess, name: str) -> dict[str, Any]:
     return dict(json.loads(sim.kubectl("get", "jobset", name, "-o", "json").stdout))
 
 
-def _jobs(sim: SimProcess, name: str) -> dict[str, dict[str, Any]]:
-    out = sim.kubectl("get", "jobs", "-l", f"{c.JOBSET_NAME_KEY}={name}", "-o", "json").stdout
-    return {
-        j["metadata"]["name"]: j
-        for j in json.loads(out)["items"]
-        if not j["metadata"].get("deletionTimestamp")
-    }
-
-
 def _wait_jobs(sim: SimProcess, name: str, names: set[str]) -> dict[str, dict[str, Any]]:
     return eventually_sync(
-        lambda: _jobs(sim, name), lambda jobs: set(jobs) == names, within=60, what=str(names)
+        lambda: live_jobs(sim, name), lambda jobs: set(jobs) == names, within=60, what=str(names)
     )
 
 
@@ -95,7 +82,7 @@ def test_replicas_scale_up_and_down_on_a_running_jobset(
     name = "elastic"
     leader = builders.rjob("leader", 1)
     workers = builders.rjob("workers", 2)
-    _apply(
+    kubectl_apply(
         sim_none,
         builders.jobset(
             name,
@@ -149,7 +136,7 @@ def test_elastic_changes_that_strand_the_coordinator_are_refused(
 ) -> None:
     name = "coord"
     workers = builders.rjob("workers", 3, parallelism=2)
-    _apply(
+    kubectl_apply(
         sim_none,
         builders.jobset(
             name, workers, coordinator={"replicatedJob": "workers", "jobIndex": 2, "podIndex": 1}
