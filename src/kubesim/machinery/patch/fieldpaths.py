@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from kubesim.machinery.patch.common import _MISSING, FieldPath, JsonDict, PatchError
@@ -203,6 +204,7 @@ def _fields_to_paths(tree: Any, prefix: FieldPath, out: set[FieldPath]) -> None:
         _fields_to_paths(sub, path, out)
 
 
+@lru_cache(maxsize=8192)
 def _element_sort_key(element: str) -> tuple[Any, ...]:
     """structured-merge-diff's order of path elements: field names, then keys, then values,
     then indexes; within a kind by value (numbers numerically)."""
@@ -252,6 +254,53 @@ def _paths_to_fields(paths: Iterable[FieldPath]) -> JsonDict:
         return out
 
     return emit(trie, ())
+
+
+def _new_fields(value: Any, node: SchemaNode) -> JsonDict:
+    """FieldsV1 of a value that did not exist before: what `_paths_to_fields` makes of the
+    paths `_diff(_MISSING, value)` adds, built in one walk (the fast path of creates)."""
+    if isinstance(value, dict):
+        if not value or node.atomic:
+            return {}
+        out: JsonDict = {".": {}}
+        for key in sorted(value):
+            out["f:" + key] = _new_fields(value[key], node.child(key))
+        return out
+    if isinstance(value, list) and value and node.list_strategy.type != "atomic":
+        index = _list_elements(value, node.list_strategy)
+        if index is None:
+            return {}  # items without identity: the list is one value
+        _, first, duplicates = index
+        out = {".": {}}
+        item = node.item_node
+        for element in sorted(first, key=_element_sort_key):
+            # Duplicated keys are one member, compared (and owned) whole.
+            out[element] = {} if element in duplicates else _new_fields(first[element], item)
+        return out
+    return {}
+
+
+def created_fields(body: Mapping[str, Any], root: SchemaNode, *, typed: bool) -> JsonDict:
+    """FieldsV1 of every field a create of `body` sets, before the unowned metadata is
+    stripped: equal to `_paths_to_fields(_diff(baseline, body, root).changed())` for
+    `update_managed_fields`'s baseline of a create (typed kinds start from empty `spec` and
+    `status`, which are then not members themselves), in one walk without field paths."""
+    out: JsonDict = {}
+    for key in sorted(body):
+        value = body[key]
+        node = root.child(key)
+        if typed and key in ("spec", "status") and isinstance(value, dict):
+            if node.atomic:
+                if value:  # replaced as a whole: the field itself changed
+                    out["f:" + key] = {}
+                continue
+            sub = _new_fields(value, node)
+            sub.pop(".", None)
+            if sub:
+                out["f:" + key] = sub
+            continue
+        out["f:" + key] = _new_fields(value, node)
+    return out
 
 
 def _pretty_path(path: FieldPath) -> str:

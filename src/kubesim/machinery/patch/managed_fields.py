@@ -10,7 +10,12 @@ from typing import Any, Final
 
 from kubesim.machinery.patch.builtin import builtin_patch_schema
 from kubesim.machinery.patch.common import _MISSING, FieldPath, JsonDict
-from kubesim.machinery.patch.fieldpaths import _diff, _fields_to_paths, _paths_to_fields
+from kubesim.machinery.patch.fieldpaths import (
+    _diff,
+    _fields_to_paths,
+    _paths_to_fields,
+    created_fields,
+)
 from kubesim.machinery.patch.schema import PatchSchema
 
 # --------------------------------------------------------------------------- managedFields
@@ -32,6 +37,7 @@ _STRIPPED: Final[frozenset[FieldPath]] = frozenset(
         ("f:metadata", "f:resourceVersion"),
     }
 )
+_STRIPPED_META: Final = frozenset(p[1] for p in _STRIPPED if len(p) == 2)
 
 _LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -54,14 +60,15 @@ class _Entry:
         version = "" if self.operation == "Apply" else self.api_version
         return (self.manager, self.operation, self.subresource, version)
 
-    def encode(self) -> JsonDict:
+    def encode(self, fields_v1: JsonDict | None = None) -> JsonDict:
+        """The entry as stored; `fields_v1`, when given, is its FieldsV1 already encoded."""
         out: JsonDict = {"manager": self.manager, "operation": self.operation}
         if self.api_version:
             out["apiVersion"] = self.api_version
         if self.time:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = _paths_to_fields(self.fields)
+        out["fieldsV1"] = _paths_to_fields(self.fields) if fields_v1 is None else fields_v1
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -111,13 +118,34 @@ def _without_managed_fields(obj: Mapping[str, Any]) -> JsonDict:
 
 
 def _with_managed_fields(obj: Mapping[str, Any], entries: Sequence[_Entry]) -> JsonDict:
+    return _with_encoded_entries(obj, _encode_entries(entries))
+
+
+def _with_encoded_entries(obj: Mapping[str, Any], encoded: list[JsonDict]) -> JsonDict:
     out = dict(obj)
     meta = dict(out.get("metadata") or {})
-    if entries:
-        meta["managedFields"] = _encode_entries(entries)
+    if encoded:
+        meta["managedFields"] = encoded
     else:
         meta.pop("managedFields", None)
     out["metadata"] = meta
+    return out
+
+
+def _stripped_created(fields: JsonDict, body: Mapping[str, Any]) -> JsonDict | None:
+    """`created_fields` without the fields nobody owns (`_STRIPPED`), or None if one of those
+    is not a plain value (its sub-fields would stay owned: the general path handles that)."""
+    meta = body["metadata"]
+    plain = [body.get("apiVersion"), body.get("kind")] + [meta.get(k[2:]) for k in _STRIPPED_META]
+    if any(isinstance(value, dict | list) for value in plain):
+        return None
+    out = {k: v for k, v in fields.items() if k not in ("f:apiVersion", "f:kind")}
+    kept = {k: v for k, v in out.get("f:metadata", {}).items() if k not in _STRIPPED_META}
+    kept.pop(".", None)
+    if kept:
+        out["f:metadata"] = kept
+    else:
+        out.pop("f:metadata", None)
     return out
 
 
@@ -175,6 +203,20 @@ def update_managed_fields(
         # Update entry on top would make every later apply by the same manager conflict.
         return new
     new_body = _without_managed_fields(new)
+    if old is None and not entries:
+        # A plain create (nearly every write of a controller): its entry holds every field
+        # it sets, built in one walk instead of field paths, a diff and a trie - a third
+        # of the simulated API server's CPU per created Job went there.
+        created = _stripped_created(
+            created_fields(new_body, schema.root, typed=schema.typed), new_body
+        )
+        if created is not None:
+            if not created:
+                return _with_managed_fields(new_body, [])
+            entry = _Entry(
+                manager, operation, str(new.get("apiVersion") or ""), subresource, now, frozenset()
+            )
+            return _with_encoded_entries(new_body, [entry.encode(created)])
     if old is not None:
         baseline: Any = _without_managed_fields(old)
     elif schema.typed:
