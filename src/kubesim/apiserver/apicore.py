@@ -60,12 +60,13 @@ class Request:
     body_bytes: int = 0  # the request body's size, which decides OFF_LOOP_BYTES
 
 
-# A create or update whose body is at least this large is pruned, defaulted and validated in
-# a worker thread. For a custom resource of 1.44 MiB (a JobSet of 3,000 failure rules) that
+# A create or update whose body is at least this large is pruned, defaulted, validated and
+# its managedFields recorded in a worker thread. For a custom resource of 1.44 MiB (a JobSet of 3,000 failure rules) that
 # is about a second of schema walking and CEL; kube-apiserver serves other requests in other
 # goroutines meanwhile, and on the one loop this server would answer nobody. The steps are
 # pure functions of the object, its old version (both replaced, never mutated, on write) and
-# the compiled schema; the store is read and written only back on the loop.
+# the compiled schema; the store is read and written only back on the loop, where the version
+# check and the commit follow each other with no await between.
 OFF_LOOP_BYTES = 256 * 1024
 
 P = ParamSpec("P")
@@ -449,10 +450,11 @@ class ApiCore:
             raise invalid(rt.group, rt.kind, obj["metadata"]["name"], causes)
         if self.admission is not None:
             await self.admission.validate(attrs, obj, None)
+        if not applied:  # an apply already recorded its manager's Apply entry
+            obj = await self._off_loop(req, self._managed, obj, None, req, "Update", rt)
+        # No await from this check to the commit: nothing can be stored in between.
         if self.store.get(rt.key, (namespace, obj["metadata"]["name"])) is not None:
             raise already_exists(rt.group, rt.plural, obj["metadata"]["name"])
-        if not applied:  # an apply already recorded its manager's Apply entry
-            obj = self._managed(obj, None, req, "Update", rt)
         if req.dry_run:
             return obj
         return self._commit(rt, obj, None)
@@ -636,6 +638,10 @@ class ApiCore:
             raise invalid(rt.group, rt.kind, name, causes)
         if self.admission is not None:
             await self.admission.validate(attrs, obj, old)
+        if operation != "Apply":
+            # The diff of a large object (a 1.44 MiB JobSet: 0.2-0.3 s) runs off the loop,
+            # before the version check: from the check to the commit nothing awaits.
+            obj = await self._off_loop(req, self._managed, obj, old, req, "Update", rt, subresource)
         current = self.store.get(rt.key, (namespace, name))
         if current is None:
             raise not_found(rt.group, rt.plural, name)
@@ -647,8 +653,6 @@ class ApiCore:
                 "the object has been modified; please apply your changes to the latest version "
                 "and try again",
             )
-        if operation != "Apply":
-            obj = self._managed(obj, old, req, "Update", rt, subresource)
         if _same_object(obj, old):
             return old  # no-op writes do not bump resourceVersion, as in Kubernetes
         if req.dry_run:
