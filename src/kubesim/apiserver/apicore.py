@@ -443,8 +443,9 @@ class ApiCore:
         obj = await self._off_loop(req, self._run_hooks, rt, obj, None, req)
         attrs = AdmissionAttributes(rt, "", namespace, meta["name"], "CREATE", req)
         if self.admission is not None:
-            obj = await self.admission.mutate(attrs, obj, None)
-            obj = await self._off_loop(req, self._run_hooks, rt, obj, None, req)
+            mutated = await self.admission.mutate(attrs, obj, None)
+            if mutated is not obj:  # a webhook patched it: prune and default the result
+                obj = await self._off_loop(req, self._run_hooks, rt, mutated, None, req)
         causes = await self._off_loop(req, self._validate, rt, strategy, obj, None)
         if causes:
             raise invalid(rt.group, rt.kind, obj["metadata"]["name"], causes)
@@ -631,8 +632,9 @@ class ApiCore:
         obj = await self._off_loop(req, self._run_hooks, rt, obj, old, req)
         attrs = AdmissionAttributes(rt, subresource, namespace, name, "UPDATE", req)
         if self.admission is not None:
-            obj = await self.admission.mutate(attrs, obj, old)
-            obj = await self._off_loop(req, self._run_hooks, rt, obj, old, req)
+            mutated = await self.admission.mutate(attrs, obj, old)
+            if mutated is not obj:  # a webhook patched it: prune and default the result
+                obj = await self._off_loop(req, self._run_hooks, rt, mutated, old, req)
         causes = await self._off_loop(req, self._validate, rt, strategy, obj, old)
         if causes:
             raise invalid(rt.group, rt.kind, name, causes)

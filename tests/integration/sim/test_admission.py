@@ -311,6 +311,81 @@ async def test_mutating_webhooks_patch_in_order_before_validation(
     assert seen["object"]["metadata"]["labels"]["team"] == "ml"  # validation sees the result
 
 
+async def test_a_mutated_custom_resource_is_pruned_and_defaulted_again(
+    api: client.ApiClient, hooks: HookServer
+) -> None:
+    """What a mutating webhook adds is pruned and defaulted as the request body was; an
+    object no webhook patched is stored as it was prepared (the steps are not run twice)."""
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "size": {"type": "integer", "default": 3},
+                                        "color": {"type": "string"},
+                                    },
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    await client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
+    hooks.handlers["/widget"] = lambda r: (
+        patch(
+            [
+                {"op": "remove", "path": "/spec/size"},  # defaulted again
+                {"op": "add", "path": "/spec/unknown", "value": "x"},  # pruned
+                {"op": "add", "path": "/spec/color", "value": "red"},
+            ]
+        )
+        if r["object"]["metadata"]["name"] == "patched"
+        else {"allowed": True}
+    )
+    rule = {
+        "apiGroups": ["example.com"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE"],
+        "resources": ["widgets"],
+    }
+    await register(
+        api, "widgets", webhook("widget.example.com", hooks, "/widget", rules=[rule]), mutating=True
+    )
+    objects = client.CustomObjectsApi(api)
+
+    async def create(name: str, spec: dict[str, Any]) -> Any:
+        body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}}
+        return await objects.create_namespaced_custom_object(
+            "example.com", "v1", "default", "widgets", {**body, "spec": spec}
+        )
+
+    patched = await create("patched", {"size": 5, "more": 1})
+    assert patched["spec"] == {"size": 3, "color": "red"}
+    plain = await create("plain", {"more": 1, "color": "blue"})
+    assert plain["spec"] == {"size": 3, "color": "blue"}
+    assert [r["object"]["spec"] for r in hooks.calls("/widget")] == [
+        {"size": 5},
+        {"size": 3, "color": "blue"},
+    ]  # the webhooks saw the request pruned and defaulted
+
+
 async def test_reinvocation_if_needed(api: client.ApiClient, hooks: HookServer) -> None:
     hooks.handlers["/late"] = lambda _r: patch(
         [{"op": "add", "path": "/metadata/labels/late", "value": "yes"}]
