@@ -104,6 +104,23 @@ def test_all_created_counts_existing_jobs_without_naming_replicas(
     assert named[0] == 0
 
 
+def test_all_created_is_constant_time_while_jobs_are_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every pass of a long creation asks; with fewer Jobs than the spec wants the answer is
+    no without reading a name. With enough Jobs the names decide (a foreign Job does not
+    stand in for a missing one)."""
+    js = jobset(rjob("a", 1000))
+    jobs = [{"metadata": {"name": f"js-a-{i}"}} for i in range(1000)]
+    parsed = _count_calls(monkeypatch, jobset_controller, "existing_indices")
+    assert not jobset_controller._all_created(js, Children(active=jobs[:999]))
+    assert parsed[0] == 0
+    foreign = {"metadata": {"name": "other-a-0"}}
+    assert not jobset_controller._all_created(js, Children(active=[*jobs[:999], foreign]))
+    assert jobset_controller._all_created(js, Children(active=jobs))
+    assert parsed[0] == 2
+
+
 def _containers(obj: Any) -> Iterator[int]:
     """The ids of every dict and list in `obj` (what a mutation could reach)."""
     if isinstance(obj, dict):
