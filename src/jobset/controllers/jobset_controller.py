@@ -47,6 +47,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol, TypeVar
 
+import orjson
 import structlog
 
 from jobset.api import constants as c
@@ -570,7 +571,7 @@ class JobSetController:
             if js is None or not placer.place(js, job):
                 return False  # no free domain yet: the planner wakes this JobSet later
         try:
-            made = await self.client.create(JOBS, job)
+            made = await self.client.create_raw(JOBS, job)
         except ApiError as err:
             if err.already_exists:
                 return False
@@ -585,9 +586,9 @@ class JobSetController:
         owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
         ns, name = str(meta.get("namespace") or ""), str(meta["name"])
         cached = self.jobs.store.get_by_name(ns, name)
-        uid = ((made or {}).get("metadata") or {}).get("uid")
         # The watch may have delivered the new Job before this response: then it is seen.
-        if owner and not (cached is not None and cached["metadata"].get("uid") == uid):
+        # The answer is parsed only then, for its uid (most answers come first: unparsed).
+        if owner and not (cached is not None and cached["metadata"].get("uid") == _uid(made)):
             self.awaited.expect(f"{ns}/{owner}", name)
         self.log.debug("created job", job=job["metadata"]["name"])
         return True
@@ -687,6 +688,15 @@ class JobSetController:
             f"{err.message}. Ensure MutablePodResourcesForSuspendedJobs is enabled on the API "
             "server.",
         )
+
+
+def _uid(answer: bytes) -> Any:
+    """metadata.uid of a create's answer (None when it has none or is not JSON)."""
+    try:
+        made = orjson.loads(answer) if answer else None
+    except orjson.JSONDecodeError:
+        return None
+    return ((made if isinstance(made, dict) else {}).get("metadata") or {}).get("uid")
 
 
 def _all_created(js: Mapping[str, Any], children: Children) -> bool:

@@ -10,6 +10,7 @@ import asyncio
 import threading
 from typing import Any
 
+import orjson
 import pytest
 
 from jobset.controllers import jobs as jobs_module
@@ -42,6 +43,9 @@ class FakeClient:
         await asyncio.sleep(0)
         self.created.append(str(obj["metadata"]["name"]))
         return obj
+
+    async def create_raw(self, res: Resource, obj: Object, namespace: str | None = None) -> bytes:
+        return orjson.dumps(await self.create(res, obj, namespace))
 
     async def update_status(self, res: Resource, obj: Object) -> Object:
         return obj
