@@ -262,3 +262,81 @@ def test_volume_claim_policies() -> None:
     assert job["spec"]["template"]["spec"]["volumes"] == [
         {"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt-js"}}
     ]
+
+
+def _keys_one_job_at_a_time(
+    js: dict[str, Any], rj: dict[str, Any], index: int, restart_job: bool
+) -> dict[str, str]:
+    """The keys as `jobset_keys` built them per Job before `JobKeys`: every count and
+    offset looked up for this one Job (the reference the shared computation must equal)."""
+    from jobset.api import constants as c
+    from jobset.api import types as t
+    from jobset.controllers.classify import job_restarts
+
+    status = js.get("status") or {}
+    name = t.job_name(js, rj, index)
+    keys = {
+        c.JOBSET_NAME_KEY: t.name_of(js),
+        c.JOBSET_UID_KEY: str(js["metadata"].get("uid") or ""),
+        c.REPLICATED_JOB_NAME_KEY: rj["name"],
+        c.RESTART_ATTEMPT_KEY: str(int(status.get("restarts") or 0)),
+    }
+    if restart_job:
+        targets = job_restarts(js, status, rj["name"])
+        keys[c.JOB_RESTART_ATTEMPT_KEY] = str(targets[index] if index < len(targets) else 0)
+    group_index = t.group_job_index(js, t.group_name(rj), rj["name"], index)
+    global_index = t.global_job_index(js, rj["name"], index)
+    keys |= {
+        c.REPLICATED_JOB_REPLICAS_KEY: str(t.replicas(rj)),
+        c.GLOBAL_REPLICAS_KEY: str(t.global_replicas(js)),
+        c.JOB_INDEX_KEY: str(index),
+        c.JOB_KEY: t.job_key(NS, name),
+        c.JOB_GLOBAL_INDEX_KEY: "" if global_index is None else str(global_index),
+        c.GROUP_NAME_KEY: t.group_name(rj),
+        c.GROUP_REPLICAS_KEY: str(t.group_replicas(js, t.group_name(rj))),
+        c.JOB_GROUP_INDEX_KEY: "" if group_index is None else str(group_index),
+    }
+    if js["spec"].get("coordinator") is not None:
+        keys[c.COORDINATOR_KEY] = t.coordinator_endpoint(js)
+    return keys
+
+
+@pytest.mark.parametrize("restart_job", [False, True])
+def test_keys_shared_per_replicated_job_equal_the_per_job_ones(restart_job: bool) -> None:
+    """`JobKeys` works out a ReplicatedJob's counts and offsets once: the same keys, in the
+    same order (the JSON body's bytes depend on it), as computed for each Job alone."""
+    from jobset.controllers.jobs import JobKeys, jobset_keys
+
+    js = _two_groups()
+    js["status"]["replicatedJobsStatus"] = [
+        {"name": "workers", "jobRestarts": [3, 0, 1]},
+        {"name": "ps", "jobRestarts": [2]},
+    ]
+    for rj in js["spec"]["replicatedJobs"]:
+        shared = JobKeys(js, rj, restart_job=restart_job)
+        for index in range(rj["replicas"] + 1):  # one past the end: targets run out
+            expected = _keys_one_job_at_a_time(js, rj, index, restart_job)
+            assert list(shared.keys(index).items()) == list(expected.items())
+            assert jobset_keys(js, rj, index, restart_job=restart_job) == expected
+    stranger = rjob("not-in-jobset", 1)  # absent from the JobSet: empty index keys
+    assert JobKeys(js, stranger).keys(0) == _keys_one_job_at_a_time(js, stranger, 0, False)
+
+
+@pytest.mark.parametrize("restart_job", [False, True])
+def test_pending_bodies_encode_as_jobs_built_alone(restart_job: bool) -> None:
+    """What `PendingJobs` builds with its per-ReplicatedJob caches encodes to the same bytes
+    as each Job built on its own (placement annotations and a coordinator included)."""
+    import orjson
+
+    js = _two_groups()
+    js["metadata"]["annotations"] = {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}
+    pending = PendingJobs(js, restart_job=restart_job)
+    for rj in js["spec"]["replicatedJobs"]:
+        pending.add(rj, list(range(rj["replicas"])))
+    alone = [
+        construct_job(js, rj, i, restart_job=restart_job)
+        for rj in js["spec"]["replicatedJobs"]
+        for i in range(rj["replicas"])
+    ]
+    assert [orjson.dumps(j) for j in pending] == [orjson.dumps(j) for j in alone]
+    assert len(alone) == 6
