@@ -99,11 +99,16 @@ def _cpu(ps: psutil.Process) -> float:
 
 async def controller_bodies(client: Client, name: str, n: int) -> list[bytes]:
     """The Job bodies the controller sends for JobSet `name` (created here, read back as the
-    controller's cache holds it, planned by its planner, encoded as its client does)."""
+    controller's cache holds it, planned by its planner, encoded as it encodes them: from
+    its per-ReplicatedJob body template, checked here against each Job built and encoded
+    in full)."""
     await client.create(JOBSETS, jobset(name, n, command=FINISH))
     js = strip_managed_fields(await client.get(JOBSETS, name, NAMESPACE))
     p = plan(PlanInput(jobset=js, jobs=[], now=datetime.now(UTC)))
-    return [orjson.dumps(dict(job)) for job in p.create_jobs]
+    bodies = [job.body for job in p.create_jobs.encoded()]
+    if bodies != [orjson.dumps(dict(job)) for job in p.create_jobs]:
+        raise AssertionError("the controller's encoded Job bodies differ from its Jobs")
+    return bodies
 
 
 def _span(rows: list[dict[str, Any]], n: int) -> dict[str, Any]:

@@ -64,7 +64,7 @@ from jobset.controllers.in_place_restart_pods import (
     in_place_pod_key,
 )
 from jobset.controllers.jobcache import job_record
-from jobset.controllers.jobs import all_exist, existing_indices
+from jobset.controllers.jobs import NewJob, all_exist, existing_indices
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
 from jobset.controllers.stored_validation import StoredValidation
@@ -476,13 +476,18 @@ class JobSetController:
             )
         if p.create_jobs:
 
-            async def create(job: Mapping[str, Any]) -> None:
+            async def create(job: Mapping[str, Any] | NewJob) -> None:
                 nonlocal created
                 if await self._create_job(job):
                     created += 1
 
+            # Bodies from the ReplicatedJob's encoded template (`PendingJobs.encoded`),
+            # unless placement picks each Job's domain in its dict before it is sent.
+            items: Iterable[Mapping[str, Any] | NewJob] = (
+                p.create_jobs if self.placer is not None else p.create_jobs.encoded()
+            )
             share = CreationSlice(
-                p.create_jobs,
+                items,
                 seconds=self.creation_slice,
                 others_waiting=lambda: len(self.controller.queue) > 0,
             )
@@ -558,39 +563,43 @@ class JobSetController:
         self.placer = placer
         placer.wake = lambda ns, name: self.controller.queue.add(Request(ns, name))
 
-    async def _create_job(self, job: Mapping[str, Any]) -> bool:
+    async def _create_job(self, job: Mapping[str, Any] | NewJob) -> bool:
         """Create one child Job; True when the server created it (not when it existed
         already, nor when placement held it back)."""
-        meta = job["metadata"]
         placer = self.placer
-        if placer is not None:
-            ns = str(meta.get("namespace") or "")
-            owner = (meta.get("ownerReferences") or [{}])[0].get("name", "")
-            js = self.jobsets.store.get_by_name(ns, owner)
-            job = dict(job)
-            if js is None or not placer.place(js, job):
-                return False  # no free domain yet: the planner wakes this JobSet later
+        body: Mapping[str, Any] | bytes
+        if isinstance(job, NewJob):
+            name, ns, owner, body = job.name, job.namespace, job.owner, job.body
+        else:
+            meta = job["metadata"]
+            name, ns = str(meta["name"]), str(meta.get("namespace") or "")
+            owner = str((meta.get("labels") or {}).get(c.JOBSET_NAME_KEY) or "")
+            if placer is not None:
+                ref = (meta.get("ownerReferences") or [{}])[0].get("name", "")
+                js = self.jobsets.store.get_by_name(ns, ref)
+                job = dict(job)
+                if js is None or not placer.place(js, job):
+                    return False  # no free domain yet: the planner wakes this JobSet later
+            body = job
         try:
-            made = await self.client.create_raw(JOBS, job)
+            made = await self.client.create_raw(JOBS, body, ns or None)
         except ApiError as err:
             if err.already_exists:
                 return False
             if placer is not None:
-                placer.release(str(meta.get("namespace") or ""), str(meta["name"]))
+                placer.release(ns, name)
             raise ApiError(
                 err.status,
                 err.reason,
-                f'job "{job["metadata"]["name"]}" creation failed with error: {err.message}',
+                f'job "{name}" creation failed with error: {err.message}',
                 err.body,
             ) from err
-        owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
-        ns, name = str(meta.get("namespace") or ""), str(meta["name"])
         cached = self.jobs.store.get_by_name(ns, name)
         # The watch may have delivered the new Job before this response: then it is seen.
         # The answer is parsed only then, for its uid (most answers come first: unparsed).
         if owner and not (cached is not None and cached["metadata"].get("uid") == _uid(made)):
             self.awaited.expect(f"{ns}/{owner}", name)
-        self.log.debug("created job", job=job["metadata"]["name"])
+        self.log.debug("created job", job=name)
         return True
 
     async def _delete_job(self, job: Mapping[str, Any]) -> None:

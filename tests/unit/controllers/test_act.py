@@ -54,8 +54,11 @@ class FakeClient:
                 self.finished_creates += 1
         return copy.deepcopy(obj)
 
-    async def create_raw(self, res: Resource, obj: Object, namespace: str | None = None) -> bytes:
-        return orjson.dumps(await self.create(res, obj, namespace))
+    async def create_raw(
+        self, res: Resource, obj: Object | bytes, namespace: str | None = None
+    ) -> bytes:
+        parsed = orjson.loads(obj) if isinstance(obj, bytes) else obj  # bodies come encoded
+        return orjson.dumps(await self.create(res, parsed, namespace))
 
     async def update_status(self, res: Resource, obj: Object) -> Object:
         self.status_writes.append(copy.deepcopy(obj["status"]))
@@ -85,15 +88,15 @@ async def test_bodies_are_built_as_they_are_sent(monkeypatch: pytest.MonkeyPatch
     ctl = _controller(client, max_parallelism=5)
     built = 0
     most_alive = 0
-    original = jobs_module.construct_job
+    original = jobs_module.NewJob  # every body sent, from the template or built in full
 
-    def counting(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def counting(*args: Any, **kwargs: Any) -> jobs_module.NewJob:
         nonlocal built, most_alive
         built += 1
         most_alive = max(most_alive, built - client.finished_creates)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(jobs_module, "construct_job", counting)
+    monkeypatch.setattr(jobs_module, "NewJob", counting)
     js = jobset(rjob("w", 300))
     ctl.jobsets.store.put(object_key(js), js)
     await ctl.reconcile(Request(NS, "js"))

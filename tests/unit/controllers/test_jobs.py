@@ -340,3 +340,82 @@ def test_pending_bodies_encode_as_jobs_built_alone(restart_job: bool) -> None:
     ]
     assert [orjson.dumps(j) for j in pending] == [orjson.dumps(j) for j in alone]
     assert len(alone) == 6
+
+
+def _shapes() -> dict[str, tuple[dict[str, Any], bool, bool]]:
+    """JobSets to encode: (JobSet, restart_job, whether its Jobs can share a template)."""
+    from jobset.api import constants as c
+    from jobset.api.presets import FRAMEWORK_KEY
+
+    exclusive = {c.EXCLUSIVE_KEY: "rack"}
+    node_selector = {c.EXCLUSIVE_KEY: "rack", c.NODE_SELECTOR_STRATEGY_KEY: "true"}
+    escaped = rjob("odd", 3)
+    escaped["template"]["metadata"] = {
+        "labels": {"team": "ml"},
+        "annotations": {"note": 'quote " backslash \\ unicode é \u2028 \x02'},
+    }
+    holed = rjob("odd", 3)
+    holed["template"]["metadata"] = {"annotations": {"note": "a hole: \x01N\x01"}}
+    mounted = rjob("a", 2)
+    mounted["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "ckpt", "mountPath": "/ckpt"}
+    ]
+    return {
+        "groups and coordinator": (_two_groups(), False, True),
+        "suspended, exclusive placement, no DNS": (
+            jobset(
+                rjob("a", 12),
+                annotations=exclusive,
+                suspend=True,
+                network={"enableDNSHostnames": False},
+            ),
+            False,
+            True,
+        ),
+        "escapes": (jobset(escaped), False, True),
+        "a hole's text in an annotation": (jobset(holed), False, False),
+        "restart per Job": (_two_groups(), True, False),
+        "presets": (jobset(rjob("w", 3), annotations={FRAMEWORK_KEY: "pytorch"}), False, False),
+        "node-selector strategy": (jobset(rjob("w", 3), annotations=node_selector), False, False),
+        "volume claims": (
+            jobset(
+                mounted,
+                volumeClaimPolicies=[
+                    {"templates": [_claim("ckpt")], "retentionPolicy": {"whenDeleted": "Delete"}}
+                ],
+            ),
+            False,
+            False,
+        ),
+    }
+
+
+@pytest.mark.parametrize("shape", list(_shapes()))
+def test_encoded_bodies_equal_the_encoded_jobs(shape: str) -> None:
+    """`PendingJobs.encoded` sends byte for byte `orjson.dumps` of each Job it builds (what
+    the controller sent before), from a template where the Jobs differ only in their
+    name and index keys, built in full otherwise."""
+    import orjson
+
+    from jobset.api import constants as c
+    from jobset.controllers.jobs import BodyTemplate, JobKeys, template_json
+
+    js, restart_job, shares = _shapes()[shape]
+    pending = PendingJobs(js, restart_job=restart_job)
+    for rj in js["spec"]["replicatedJobs"]:
+        pending.add(rj, list(range(rj["replicas"] + 2))[1:])  # not from 0; past replicas
+    sent = list(pending.encoded())
+    built = list(pending)
+    assert [n.body for n in sent] == [orjson.dumps(j) for j in built]
+    assert [n.name for n in sent] == [j["metadata"]["name"] for j in built]
+    assert {n.namespace for n in sent} == {NS}
+    assert [n.owner for n in sent] == [j["metadata"]["labels"][c.JOBSET_NAME_KEY] for j in built]
+    for rj in js["spec"]["replicatedJobs"]:
+        found = BodyTemplate.of(
+            js,
+            rj,
+            template=template_json(rj),
+            keys=JobKeys(js, rj, restart_job=restart_job),
+            restart_job=restart_job,
+        )
+        assert (found is not None) == shares

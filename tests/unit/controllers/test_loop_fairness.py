@@ -44,8 +44,11 @@ class FakeClient:
         self.created.append(str(obj["metadata"]["name"]))
         return obj
 
-    async def create_raw(self, res: Resource, obj: Object, namespace: str | None = None) -> bytes:
-        return orjson.dumps(await self.create(res, obj, namespace))
+    async def create_raw(
+        self, res: Resource, obj: Object | bytes, namespace: str | None = None
+    ) -> bytes:
+        parsed = orjson.loads(obj) if isinstance(obj, bytes) else obj  # bodies come encoded
+        return orjson.dumps(await self.create(res, parsed, namespace))
 
     async def update_status(self, res: Resource, obj: Object) -> Object:
         return obj
