@@ -281,12 +281,16 @@ _HOLE_INDEX: Final = {ord(n): i for i, n in enumerate("NIKGR")}
 
 
 class NewJob:
-    """A Job to create as the controller sends it: the JSON body, and the names it needs."""
+    """A Job to create as the controller sends it: its JSON body and the names it needs,
+    or (`body` None) the Job itself, for placement to write its domain into first."""
 
-    __slots__ = ("body", "name", "namespace", "owner")
+    __slots__ = ("body", "job", "name", "namespace", "owner")
 
-    def __init__(self, name: str, namespace: str, owner: str, body: bytes) -> None:
-        self.name, self.namespace, self.owner, self.body = name, namespace, owner, body
+    def __init__(
+        self, name: str, namespace: str, owner: str, body: bytes | None, job: Job | None = None
+    ) -> None:
+        self.name, self.namespace, self.owner = name, namespace, owner
+        self.body, self.job = body, job
 
 
 class BodyTemplate:
@@ -418,12 +422,23 @@ class PendingJobs(Sequence[Job]):
             self._js, rjob, idx, restart_job=self._restart_job, template=serialised, keys=keys
         )
 
-    def encoded(self) -> Iterator[NewJob]:
+    def encoded(self, *, exclusive_as_jobs: bool = False) -> Iterator[NewJob]:
         """The Jobs in order as the controller POSTs them: each body is
         `orjson.dumps(job)` of the Job `__iter__` gives at that position, from the
-        ReplicatedJob's `BodyTemplate` where it has one. Built one at a time, like those."""
+        ReplicatedJob's `BodyTemplate` where it has one. Built one at a time, like those.
+
+        `exclusive_as_jobs`: the Jobs with exclusive placement come as Jobs (`NewJob.job`),
+        not bodies - a placement strategy may pick their domain before they are sent.
+        """
         for rjob, indices in self._groups:
             serialised, keys = self._shared(rjob)
+            if exclusive_as_jobs and c.EXCLUSIVE_KEY in keys.placement:
+                for idx in indices:
+                    job = self._build(rjob, idx)
+                    meta = job["metadata"]
+                    owner_label = str((meta.get("labels") or {}).get(c.JOBSET_NAME_KEY) or "")
+                    yield NewJob(str(meta["name"]), keys.namespace, owner_label, None, job)
+                continue
             if id(rjob) not in self._bodies:
                 self._bodies[id(rjob)] = BodyTemplate.of(
                     self._js,

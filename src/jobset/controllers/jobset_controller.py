@@ -140,7 +140,10 @@ class JobPlacer(Protocol):
 
     wake: Callable[[str, str], None] | None
 
-    def place(self, jobset: Mapping[str, Any], job: dict[str, Any]) -> bool: ...
+    def place(self, jobset: Mapping[str, Any], job: dict[str, Any]) -> bool:
+        """Called for the Jobs with exclusive placement only (the others are created as
+        they are built); False holds the Job back."""
+        ...
 
     def release(self, namespace: str, job_name: str) -> None: ...
 
@@ -476,16 +479,15 @@ class JobSetController:
             )
         if p.create_jobs:
 
-            async def create(job: Mapping[str, Any] | NewJob) -> None:
+            async def create(job: NewJob) -> None:
                 nonlocal created
                 if await self._create_job(job):
                     created += 1
 
-            # Bodies from the ReplicatedJob's encoded template (`PendingJobs.encoded`),
-            # unless placement picks each Job's domain in its dict before it is sent.
-            items: Iterable[Mapping[str, Any] | NewJob] = (
-                p.create_jobs if self.placer is not None else p.create_jobs.encoded()
-            )
+            # Bodies from the ReplicatedJob's encoded template (`PendingJobs.encoded`);
+            # Jobs with exclusive placement as Jobs when a placement planner may pick
+            # their domain (`JobPlacer.place` leaves every other Job as it is).
+            items = p.create_jobs.encoded(exclusive_as_jobs=self.placer is not None)
             share = CreationSlice(
                 items,
                 seconds=self.creation_slice,
@@ -568,9 +570,12 @@ class JobSetController:
         already, nor when placement held it back)."""
         placer = self.placer
         body: Mapping[str, Any] | bytes
-        if isinstance(job, NewJob):
+        if isinstance(job, NewJob) and job.body is not None:
             name, ns, owner, body = job.name, job.namespace, job.owner, job.body
         else:
+            if isinstance(job, NewJob):
+                assert job.job is not None  # a NewJob is a body or a Job
+                job = job.job
             meta = job["metadata"]
             name, ns = str(meta["name"]), str(meta.get("namespace") or "")
             owner = str((meta.get("labels") or {}).get(c.JOBSET_NAME_KEY) or "")

@@ -419,3 +419,25 @@ def test_encoded_bodies_equal_the_encoded_jobs(shape: str) -> None:
             restart_job=restart_job,
         )
         assert (found is not None) == shares
+
+
+def test_exclusive_jobs_come_as_jobs_for_a_placement_planner() -> None:
+    """With `exclusive_as_jobs`, the Jobs of a ReplicatedJob with exclusive placement come
+    built (for placement to write their domain into), the others as encoded bodies."""
+    import orjson
+
+    from jobset.api import constants as c
+
+    placed = rjob("placed", 2)
+    placed["template"]["metadata"] = {"annotations": {c.EXCLUSIVE_KEY: "rack"}}
+    js = jobset(placed, rjob("free", 2))
+    pending = PendingJobs(js)
+    for rj in js["spec"]["replicatedJobs"]:
+        pending.add(rj, [0, 1])
+    sent = list(pending.encoded(exclusive_as_jobs=True))
+    built = list(pending)
+    assert [n.body is None for n in sent] == [True, True, False, False]
+    assert [n.job for n in sent[:2]] == built[:2]
+    assert [n.body for n in sent[2:]] == [orjson.dumps(j) for j in built[2:]]
+    assert [n.name for n in sent] == [j["metadata"]["name"] for j in built]
+    assert all(n.job is None and n.body is not None for n in pending.encoded())
