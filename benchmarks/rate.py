@@ -8,9 +8,10 @@ so the only work is creating them):
 
 - `controller`: `jobset controller --qps 0` over one JobSet of N single-pod Jobs;
 - `minimal`: `benchmarks/minimal_client.py` (plain aiohttp, no project code) POSTs the
-  controller's own Job bodies for that JobSet - built by the controller's planner and
-  encoded as its client encodes them; the sim's byte count checks they are the same size -
-  at the controller's parallelism (50 in flight);
+  controller's own Job bodies for that JobSet - planned by the controller's planner and
+  encoded as the controller sends them (`PendingJobs.encoded`, checked byte for byte
+  against each Job built and encoded in full); the sim's byte count checks they are the
+  same size - at the controller's parallelism (50 in flight);
 - `limit`: `LIMIT_CLIENTS` minimal clients in parallel processes, N/`LIMIT_CLIENTS` Jobs
   each: what the simulated API server can take at most on this machine.
 
