@@ -3,7 +3,7 @@
 It shares no code with the project (no `jobset`, `kubesim` or `benchmarks` import): the
 kubeconfig is read with PyYAML, TLS set up with `ssl`, and every body is sent exactly as
 given - the bytes `benchmarks.rate` wrote, which are the controller's own Job bodies for
-that JobSet, encoded as the controller's client encodes them. No rate limiter, no retries,
+that JobSet, encoded as the controller sends them. No rate limiter, no retries,
 no metrics, no parsing of answers (only the status code is checked): the least a client can
 do per Job. `--parallelism` requests are in flight at once (the controller's per-JobSet
 parallelism), over as many kept-alive connections.

@@ -8,9 +8,10 @@ so the only work is creating them):
 
 - `controller`: `jobset controller --qps 0` over one JobSet of N single-pod Jobs;
 - `minimal`: `benchmarks/minimal_client.py` (plain aiohttp, no project code) POSTs the
-  controller's own Job bodies for that JobSet - built by the controller's planner and
-  encoded as its client encodes them; the sim's byte count checks they are the same size -
-  at the controller's parallelism (50 in flight);
+  controller's own Job bodies for that JobSet - planned by the controller's planner and
+  encoded as the controller sends them (`PendingJobs.encoded`, checked byte for byte
+  against each Job built and encoded in full); the sim's byte count checks they are the
+  same size - at the controller's parallelism (50 in flight);
 - `limit`: `LIMIT_CLIENTS` minimal clients in parallel processes, N/`LIMIT_CLIENTS` Jobs
   each: what the simulated API server can take at most on this machine.
 
@@ -99,11 +100,16 @@ def _cpu(ps: psutil.Process) -> float:
 
 async def controller_bodies(client: Client, name: str, n: int) -> list[bytes]:
     """The Job bodies the controller sends for JobSet `name` (created here, read back as the
-    controller's cache holds it, planned by its planner, encoded as its client does)."""
+    controller's cache holds it, planned by its planner, encoded as it encodes them: from
+    its per-ReplicatedJob body template, checked here against each Job built and encoded
+    in full)."""
     await client.create(JOBSETS, jobset(name, n, command=FINISH))
     js = strip_managed_fields(await client.get(JOBSETS, name, NAMESPACE))
     p = plan(PlanInput(jobset=js, jobs=[], now=datetime.now(UTC)))
-    return [orjson.dumps(dict(job)) for job in p.create_jobs]
+    bodies = [job.body for job in p.create_jobs.encoded()]
+    if bodies != [orjson.dumps(dict(job)) for job in p.create_jobs]:
+        raise AssertionError("the controller's encoded Job bodies differ from its Jobs")
+    return bodies
 
 
 def _span(rows: list[dict[str, Any]], n: int) -> dict[str, Any]:

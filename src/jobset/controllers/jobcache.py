@@ -49,18 +49,26 @@ _JOB_COUNTS: Final = ("active", "ready", "succeeded", "failed")
 _RESUME_POD_FIELDS: Final = ("nodeSelector", "tolerations", "schedulingGates")
 
 _interned = Interner()
+_REF_VALUE_TYPES: Final = (str, bool)
+_FLAT_VALUE_TYPES: Final = (int, str, float, type(None))
 
 
 def _owner_references(refs: Any) -> Any:
     """The ownerReferences list, one shared copy per distinct content (all children of a
     JobSet carry the same one)."""
-    if not isinstance(refs, list) or not all(isinstance(ref, dict) for ref in refs):
+    if not isinstance(refs, list):
         return refs
-    items = [tuple(ref.items()) for ref in refs]
-    # Owner references hold strings and booleans only; a key of anything else (where
-    # `True == 1` could merge different values) is not worth the care.
-    if not all(isinstance(v, str | bool) for item in items for _, v in item):
-        return refs
+    items = []
+    for ref in refs:  # loops, not all() over generators: this runs for every Job event
+        if not isinstance(ref, dict):
+            return refs
+        item = tuple(ref.items())
+        # Owner references hold strings and booleans only; a key of anything else (where
+        # `True == 1` could merge different values) is not worth the care.
+        for _, v in item:
+            if not isinstance(v, _REF_VALUE_TYPES):
+                return refs
+        items.append(item)
 
     def build() -> list[dict[str, Any]]:
         return [
@@ -205,7 +213,10 @@ def _shared_flat(
     """`fields` - scalars, and a `conditions` list of shared Complete conditions with these
     statuses (None: no list) - or the shared dict equal to it. A key keeps each value's
     type: `True == 1` in Python, not in JSON."""
-    scalars = [(k, type(v), v) for k, v in fields.items() if k != "conditions"]
-    if not all(isinstance(v, int | str | float | None) for _, _, v in scalars):
-        return fields
+    scalars = []
+    for k, v in fields.items():
+        if k != "conditions":
+            if not isinstance(v, _FLAT_VALUE_TYPES):
+                return fields
+            scalars.append((k, type(v), v))
     return _interned.shared((kind, conditions, *scalars), lambda: fields)

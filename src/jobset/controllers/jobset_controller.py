@@ -47,6 +47,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol, TypeVar
 
+import orjson
 import structlog
 
 from jobset.api import constants as c
@@ -63,7 +64,7 @@ from jobset.controllers.in_place_restart_pods import (
     in_place_pod_key,
 )
 from jobset.controllers.jobcache import job_record
-from jobset.controllers.jobs import all_exist, existing_indices
+from jobset.controllers.jobs import NewJob, all_exist, existing_indices
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
 from jobset.controllers.stored_validation import StoredValidation
@@ -139,7 +140,10 @@ class JobPlacer(Protocol):
 
     wake: Callable[[str, str], None] | None
 
-    def place(self, jobset: Mapping[str, Any], job: dict[str, Any]) -> bool: ...
+    def place(self, jobset: Mapping[str, Any], job: dict[str, Any]) -> bool:
+        """Called for the Jobs with exclusive placement only (the others are created as
+        they are built); False holds the Job back."""
+        ...
 
     def release(self, namespace: str, job_name: str) -> None: ...
 
@@ -475,13 +479,17 @@ class JobSetController:
             )
         if p.create_jobs:
 
-            async def create(job: Mapping[str, Any]) -> None:
+            async def create(job: NewJob) -> None:
                 nonlocal created
                 if await self._create_job(job):
                     created += 1
 
+            # Bodies from the ReplicatedJob's encoded template (`PendingJobs.encoded`);
+            # Jobs with exclusive placement as Jobs when a placement planner may pick
+            # their domain (`JobPlacer.place` leaves every other Job as it is).
+            items = p.create_jobs.encoded(exclusive_as_jobs=self.placer is not None)
             share = CreationSlice(
-                p.create_jobs,
+                items,
                 seconds=self.creation_slice,
                 others_waiting=lambda: len(self.controller.queue) > 0,
             )
@@ -557,39 +565,46 @@ class JobSetController:
         self.placer = placer
         placer.wake = lambda ns, name: self.controller.queue.add(Request(ns, name))
 
-    async def _create_job(self, job: Mapping[str, Any]) -> bool:
+    async def _create_job(self, job: Mapping[str, Any] | NewJob) -> bool:
         """Create one child Job; True when the server created it (not when it existed
         already, nor when placement held it back)."""
-        meta = job["metadata"]
         placer = self.placer
-        if placer is not None:
-            ns = str(meta.get("namespace") or "")
-            owner = (meta.get("ownerReferences") or [{}])[0].get("name", "")
-            js = self.jobsets.store.get_by_name(ns, owner)
-            job = dict(job)
-            if js is None or not placer.place(js, job):
-                return False  # no free domain yet: the planner wakes this JobSet later
+        body: Mapping[str, Any] | bytes
+        if isinstance(job, NewJob) and job.body is not None:
+            name, ns, owner, body = job.name, job.namespace, job.owner, job.body
+        else:
+            if isinstance(job, NewJob):
+                assert job.job is not None  # a NewJob is a body or a Job
+                job = job.job
+            meta = job["metadata"]
+            name, ns = str(meta["name"]), str(meta.get("namespace") or "")
+            owner = str((meta.get("labels") or {}).get(c.JOBSET_NAME_KEY) or "")
+            if placer is not None:
+                ref = (meta.get("ownerReferences") or [{}])[0].get("name", "")
+                js = self.jobsets.store.get_by_name(ns, ref)
+                job = dict(job)
+                if js is None or not placer.place(js, job):
+                    return False  # no free domain yet: the planner wakes this JobSet later
+            body = job
         try:
-            made = await self.client.create(JOBS, job)
+            made = await self.client.create_raw(JOBS, body, ns or None)
         except ApiError as err:
             if err.already_exists:
                 return False
             if placer is not None:
-                placer.release(str(meta.get("namespace") or ""), str(meta["name"]))
+                placer.release(ns, name)
             raise ApiError(
                 err.status,
                 err.reason,
-                f'job "{job["metadata"]["name"]}" creation failed with error: {err.message}',
+                f'job "{name}" creation failed with error: {err.message}',
                 err.body,
             ) from err
-        owner = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
-        ns, name = str(meta.get("namespace") or ""), str(meta["name"])
         cached = self.jobs.store.get_by_name(ns, name)
-        uid = ((made or {}).get("metadata") or {}).get("uid")
         # The watch may have delivered the new Job before this response: then it is seen.
-        if owner and not (cached is not None and cached["metadata"].get("uid") == uid):
+        # The answer is parsed only then, for its uid (most answers come first: unparsed).
+        if owner and not (cached is not None and cached["metadata"].get("uid") == _uid(made)):
             self.awaited.expect(f"{ns}/{owner}", name)
-        self.log.debug("created job", job=job["metadata"]["name"])
+        self.log.debug("created job", job=name)
         return True
 
     async def _delete_job(self, job: Mapping[str, Any]) -> None:
@@ -687,6 +702,15 @@ class JobSetController:
             f"{err.message}. Ensure MutablePodResourcesForSuspendedJobs is enabled on the API "
             "server.",
         )
+
+
+def _uid(answer: bytes) -> Any:
+    """metadata.uid of a create's answer (None when it has none or is not JSON)."""
+    try:
+        made = orjson.loads(answer) if answer else None
+    except orjson.JSONDecodeError:
+        return None
+    return ((made if isinstance(made, dict) else {}).get("metadata") or {}).get("uid")
 
 
 def _all_created(js: Mapping[str, Any], children: Children) -> bool:

@@ -144,3 +144,76 @@ def test_request_timeout_forms() -> None:
     given = aiohttp.ClientTimeout(sock_read=7)
     assert _timeout(given) is given
     assert _timeout(None).total is None
+    assert _timeout(60.0) is _timeout(60.0)  # immutable: one per value, shared
+    assert _timeout((5, 30)) is _timeout((5, 30))
+
+
+async def test_create_raw_answers_the_stored_object_unparsed(sim_none: SimProcess) -> None:
+    """`create_raw` sends what `create` sends and hands back the server's answer as bytes:
+    the object as stored (uid, resourceVersion), what `create` returns parsed."""
+    import orjson
+
+    client = await Client.connect(str(sim_none.kubeconfig))
+    try:
+        ns = f"raw-{uuid.uuid4().hex[:6]}"
+        await client.create(NAMESPACES, {"metadata": {"name": ns}})
+        raw = await client.create_raw(
+            CONFIGMAPS, {"metadata": {"name": "a", "namespace": ns}, "data": {"k": "v"}}
+        )
+        parsed = await client.create(
+            CONFIGMAPS, {"metadata": {"name": "b", "namespace": ns}, "data": {"k": "v"}}
+        )
+        stored = await client.get(CONFIGMAPS, "a", ns)
+    finally:
+        await client.close()
+    assert isinstance(raw, bytes)
+    made = orjson.loads(raw)
+    assert made["metadata"]["uid"] == stored["metadata"]["uid"]
+    assert made["data"] == {"k": "v"} == parsed["data"]
+    assert parsed["metadata"]["name"] == "b" and parsed["metadata"]["uid"]
+
+
+async def test_watch_lines_with_surrounding_whitespace(tmp_path: Path) -> None:
+    """Watch events are parsed with their line's whitespace around them (CRLF, blanks);
+    lines of whitespace alone are skipped, a stream of them too."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await resp.write(
+            b'{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n'
+            b"\n \r\n\t\n"
+            b'  {"type":"MODIFIED","object":{"metadata":{"name":"b"}}} \r\n'
+            b'{"type":"DELETED","object":{"metadata":{"name":"c"}}}'
+        )
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    client = await Client.connect(str(kubeconfig))
+    try:
+        async with client.watch(CONFIGMAPS, "default") as events:
+            got = [(e["type"], e["object"]["metadata"]["name"]) async for e in events]
+    finally:
+        await client.close()
+        await runner.cleanup()
+    assert got == [("ADDED", "a"), ("MODIFIED", "b"), ("DELETED", "c")]

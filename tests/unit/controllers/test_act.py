@@ -9,6 +9,7 @@ import copy
 import itertools
 from typing import Any
 
+import orjson
 import pytest
 
 from jobset.controllers import jobs as jobs_module
@@ -53,6 +54,12 @@ class FakeClient:
                 self.finished_creates += 1
         return copy.deepcopy(obj)
 
+    async def create_raw(
+        self, res: Resource, obj: Object | bytes, namespace: str | None = None
+    ) -> bytes:
+        parsed = orjson.loads(obj) if isinstance(obj, bytes) else obj  # bodies come encoded
+        return orjson.dumps(await self.create(res, parsed, namespace))
+
     async def update_status(self, res: Resource, obj: Object) -> Object:
         self.status_writes.append(copy.deepcopy(obj["status"]))
         return obj
@@ -81,15 +88,15 @@ async def test_bodies_are_built_as_they_are_sent(monkeypatch: pytest.MonkeyPatch
     ctl = _controller(client, max_parallelism=5)
     built = 0
     most_alive = 0
-    original = jobs_module.construct_job
+    original = jobs_module.NewJob  # every body sent, from the template or built in full
 
-    def counting(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def counting(*args: Any, **kwargs: Any) -> jobs_module.NewJob:
         nonlocal built, most_alive
         built += 1
         most_alive = max(most_alive, built - client.finished_creates)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(jobs_module, "construct_job", counting)
+    monkeypatch.setattr(jobs_module, "NewJob", counting)
     js = jobset(rjob("w", 300))
     ctl.jobsets.store.put(object_key(js), js)
     await ctl.reconcile(Request(NS, "js"))
@@ -199,3 +206,46 @@ async def test_count_changes_are_coalesced_conditions_are_not() -> None:
     await ctl.reconcile(Request(NS, "js"))
     assert len(client.status_writes) == 2  # Completed: at once, with the counts
     assert client.status_writes[-1]["terminalState"] == "Completed"
+
+
+class _WatchFirstClient(FakeClient):
+    """The server stores each Job with a uid, and the watch may deliver it to the cache
+    before the create's answer arrives (`watch_first`); `cached_uid` puts an older Job of
+    the same name in the cache instead (a deleted Job's replacement racing its watch)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ctl: JobSetController | None = None
+        self.watch_first = False
+        self.cached_uid: str | None = None
+
+    async def create(self, res: Resource, obj: Object, namespace: str | None = None) -> Object:
+        made = await super().create(res, obj, namespace)
+        made["metadata"].update(uid=f"uid-{next(_uids)}", resourceVersion="1")
+        assert self.ctl is not None
+        if self.watch_first or self.cached_uid is not None:
+            seen = copy.deepcopy(made)
+            if self.cached_uid is not None:
+                seen["metadata"]["uid"] = self.cached_uid
+            self.ctl.jobs.store.put(object_key(seen), job_record(seen))
+        return made
+
+
+@pytest.mark.parametrize(
+    ("watch_first", "cached_uid", "awaited"),
+    [(False, None, True), (True, None, False), (False, "uid-older", True)],
+)
+async def test_a_created_job_is_awaited_unless_the_cache_shows_it(
+    watch_first: bool, cached_uid: str | None, awaited: bool
+) -> None:
+    """The create's answer is read (for its uid) only when the cache holds a Job of that
+    name: the same Job (the watch came first) is not awaited, an older one is."""
+    client = _WatchFirstClient()
+    ctl = _controller(client)
+    client.ctl = ctl
+    client.watch_first, client.cached_uid = watch_first, cached_uid
+    js = jobset(rjob("w", 1))
+    ctl.jobsets.store.put(object_key(js), js)
+    body = jobs_module.construct_job(js, js["spec"]["replicatedJobs"][0], 0)
+    assert await ctl._create_job(body)
+    assert ctl.awaited.pending(f"{NS}/js") == (frozenset({"js-w-0"}) if awaited else frozenset())

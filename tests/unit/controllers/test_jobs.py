@@ -262,3 +262,182 @@ def test_volume_claim_policies() -> None:
     assert job["spec"]["template"]["spec"]["volumes"] == [
         {"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt-js"}}
     ]
+
+
+def _keys_one_job_at_a_time(
+    js: dict[str, Any], rj: dict[str, Any], index: int, restart_job: bool
+) -> dict[str, str]:
+    """The keys as `jobset_keys` built them per Job before `JobKeys`: every count and
+    offset looked up for this one Job (the reference the shared computation must equal)."""
+    from jobset.api import constants as c
+    from jobset.api import types as t
+    from jobset.controllers.classify import job_restarts
+
+    status = js.get("status") or {}
+    name = t.job_name(js, rj, index)
+    keys = {
+        c.JOBSET_NAME_KEY: t.name_of(js),
+        c.JOBSET_UID_KEY: str(js["metadata"].get("uid") or ""),
+        c.REPLICATED_JOB_NAME_KEY: rj["name"],
+        c.RESTART_ATTEMPT_KEY: str(int(status.get("restarts") or 0)),
+    }
+    if restart_job:
+        targets = job_restarts(js, status, rj["name"])
+        keys[c.JOB_RESTART_ATTEMPT_KEY] = str(targets[index] if index < len(targets) else 0)
+    group_index = t.group_job_index(js, t.group_name(rj), rj["name"], index)
+    global_index = t.global_job_index(js, rj["name"], index)
+    keys |= {
+        c.REPLICATED_JOB_REPLICAS_KEY: str(t.replicas(rj)),
+        c.GLOBAL_REPLICAS_KEY: str(t.global_replicas(js)),
+        c.JOB_INDEX_KEY: str(index),
+        c.JOB_KEY: t.job_key(NS, name),
+        c.JOB_GLOBAL_INDEX_KEY: "" if global_index is None else str(global_index),
+        c.GROUP_NAME_KEY: t.group_name(rj),
+        c.GROUP_REPLICAS_KEY: str(t.group_replicas(js, t.group_name(rj))),
+        c.JOB_GROUP_INDEX_KEY: "" if group_index is None else str(group_index),
+    }
+    if js["spec"].get("coordinator") is not None:
+        keys[c.COORDINATOR_KEY] = t.coordinator_endpoint(js)
+    return keys
+
+
+@pytest.mark.parametrize("restart_job", [False, True])
+def test_keys_shared_per_replicated_job_equal_the_per_job_ones(restart_job: bool) -> None:
+    """`JobKeys` works out a ReplicatedJob's counts and offsets once: the same keys, in the
+    same order (the JSON body's bytes depend on it), as computed for each Job alone."""
+    from jobset.controllers.jobs import JobKeys, jobset_keys
+
+    js = _two_groups()
+    js["status"]["replicatedJobsStatus"] = [
+        {"name": "workers", "jobRestarts": [3, 0, 1]},
+        {"name": "ps", "jobRestarts": [2]},
+    ]
+    for rj in js["spec"]["replicatedJobs"]:
+        shared = JobKeys(js, rj, restart_job=restart_job)
+        for index in range(rj["replicas"] + 1):  # one past the end: targets run out
+            expected = _keys_one_job_at_a_time(js, rj, index, restart_job)
+            assert list(shared.keys(index).items()) == list(expected.items())
+            assert jobset_keys(js, rj, index, restart_job=restart_job) == expected
+    stranger = rjob("not-in-jobset", 1)  # absent from the JobSet: empty index keys
+    assert JobKeys(js, stranger).keys(0) == _keys_one_job_at_a_time(js, stranger, 0, False)
+
+
+@pytest.mark.parametrize("restart_job", [False, True])
+def test_pending_bodies_encode_as_jobs_built_alone(restart_job: bool) -> None:
+    """What `PendingJobs` builds with its per-ReplicatedJob caches encodes to the same bytes
+    as each Job built on its own (placement annotations and a coordinator included)."""
+    import orjson
+
+    js = _two_groups()
+    js["metadata"]["annotations"] = {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}
+    pending = PendingJobs(js, restart_job=restart_job)
+    for rj in js["spec"]["replicatedJobs"]:
+        pending.add(rj, list(range(rj["replicas"])))
+    alone = [
+        construct_job(js, rj, i, restart_job=restart_job)
+        for rj in js["spec"]["replicatedJobs"]
+        for i in range(rj["replicas"])
+    ]
+    assert [orjson.dumps(j) for j in pending] == [orjson.dumps(j) for j in alone]
+    assert len(alone) == 6
+
+
+def _shapes() -> dict[str, tuple[dict[str, Any], bool, bool]]:
+    """JobSets to encode: (JobSet, restart_job, whether its Jobs can share a template)."""
+    from jobset.api import constants as c
+    from jobset.api.presets import FRAMEWORK_KEY
+
+    exclusive = {c.EXCLUSIVE_KEY: "rack"}
+    node_selector = {c.EXCLUSIVE_KEY: "rack", c.NODE_SELECTOR_STRATEGY_KEY: "true"}
+    escaped = rjob("odd", 3)
+    escaped["template"]["metadata"] = {
+        "labels": {"team": "ml"},
+        "annotations": {"note": 'quote " backslash \\ unicode é \u2028 \x02'},
+    }
+    holed = rjob("odd", 3)
+    holed["template"]["metadata"] = {"annotations": {"note": "a hole: \x01N\x01"}}
+    mounted = rjob("a", 2)
+    mounted["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "ckpt", "mountPath": "/ckpt"}
+    ]
+    return {
+        "groups and coordinator": (_two_groups(), False, True),
+        "suspended, exclusive placement, no DNS": (
+            jobset(
+                rjob("a", 12),
+                annotations=exclusive,
+                suspend=True,
+                network={"enableDNSHostnames": False},
+            ),
+            False,
+            True,
+        ),
+        "escapes": (jobset(escaped), False, True),
+        "a hole's text in an annotation": (jobset(holed), False, False),
+        "restart per Job": (_two_groups(), True, False),
+        "presets": (jobset(rjob("w", 3), annotations={FRAMEWORK_KEY: "pytorch"}), False, False),
+        "node-selector strategy": (jobset(rjob("w", 3), annotations=node_selector), False, False),
+        "volume claims": (
+            jobset(
+                mounted,
+                volumeClaimPolicies=[
+                    {"templates": [_claim("ckpt")], "retentionPolicy": {"whenDeleted": "Delete"}}
+                ],
+            ),
+            False,
+            False,
+        ),
+    }
+
+
+@pytest.mark.parametrize("shape", list(_shapes()))
+def test_encoded_bodies_equal_the_encoded_jobs(shape: str) -> None:
+    """`PendingJobs.encoded` sends byte for byte `orjson.dumps` of each Job it builds (what
+    the controller sent before), from a template where the Jobs differ only in their
+    name and index keys, built in full otherwise."""
+    import orjson
+
+    from jobset.api import constants as c
+    from jobset.controllers.jobs import BodyTemplate, JobKeys, template_json
+
+    js, restart_job, shares = _shapes()[shape]
+    pending = PendingJobs(js, restart_job=restart_job)
+    for rj in js["spec"]["replicatedJobs"]:
+        pending.add(rj, list(range(rj["replicas"] + 2))[1:])  # not from 0; past replicas
+    sent = list(pending.encoded())
+    built = list(pending)
+    assert [n.body for n in sent] == [orjson.dumps(j) for j in built]
+    assert [n.name for n in sent] == [j["metadata"]["name"] for j in built]
+    assert {n.namespace for n in sent} == {NS}
+    assert [n.owner for n in sent] == [j["metadata"]["labels"][c.JOBSET_NAME_KEY] for j in built]
+    for rj in js["spec"]["replicatedJobs"]:
+        found = BodyTemplate.of(
+            js,
+            rj,
+            template=template_json(rj),
+            keys=JobKeys(js, rj, restart_job=restart_job),
+            restart_job=restart_job,
+        )
+        assert (found is not None) == shares
+
+
+def test_exclusive_jobs_come_as_jobs_for_a_placement_planner() -> None:
+    """With `exclusive_as_jobs`, the Jobs of a ReplicatedJob with exclusive placement come
+    built (for placement to write their domain into), the others as encoded bodies."""
+    import orjson
+
+    from jobset.api import constants as c
+
+    placed = rjob("placed", 2)
+    placed["template"]["metadata"] = {"annotations": {c.EXCLUSIVE_KEY: "rack"}}
+    js = jobset(placed, rjob("free", 2))
+    pending = PendingJobs(js)
+    for rj in js["spec"]["replicatedJobs"]:
+        pending.add(rj, [0, 1])
+    sent = list(pending.encoded(exclusive_as_jobs=True))
+    built = list(pending)
+    assert [n.body is None for n in sent] == [True, True, False, False]
+    assert [n.job for n in sent[:2]] == built[:2]
+    assert [n.body for n in sent[2:]] == [orjson.dumps(j) for j in built[2:]]
+    assert [n.name for n in sent] == [j["metadata"]["name"] for j in built]
+    assert all(n.job is None and n.body is not None for n in pending.encoded())

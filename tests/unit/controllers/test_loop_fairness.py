@@ -10,6 +10,7 @@ import asyncio
 import threading
 from typing import Any
 
+import orjson
 import pytest
 
 from jobset.controllers import jobs as jobs_module
@@ -42,6 +43,12 @@ class FakeClient:
         await asyncio.sleep(0)
         self.created.append(str(obj["metadata"]["name"]))
         return obj
+
+    async def create_raw(
+        self, res: Resource, obj: Object | bytes, namespace: str | None = None
+    ) -> bytes:
+        parsed = orjson.loads(obj) if isinstance(obj, bytes) else obj  # bodies come encoded
+        return orjson.dumps(await self.create(res, parsed, namespace))
 
     async def update_status(self, res: Resource, obj: Object) -> Object:
         return obj
