@@ -206,7 +206,7 @@ class K8sEvaluator(Evaluator):
         var_tree, body = args.children
         ident: Any = next(var_tree.find_data("ident"))
         var_name = ident.children[0].value
-        scope = dict(self.scope)
+        scope = self.scope.copy()  # a LazyVariables stays lazy
         body_eval = K8sEvaluator(body, scope)
 
         def run(item: Any) -> Any:
