@@ -504,10 +504,15 @@ def one_line(d: dict[str, Any]) -> str:
     if "error" in lo:
         text = f"admission load failed ({lo['error'][:200]})"
     else:
+        side = lo.get("server_side", {})
         text = (
             f"admission at {lo['target_pods_per_second']:.0f} pods/s: {lo['pods_per_second']:.0f} "
             f"sustained, p50 {lo['p50_ms']:.1f} ms, p99 {lo['p99_ms']:.1f} ms, "
-            f"webhook {lo['webhook_core_share']:.2f} core, {lo['errors']} errors"
+            f"webhook {lo['webhook_core_share']:.2f} core, "
+            f"{lo['webhook_cpu_ms_per_pod']:.2f} ms CPU/pod, "
+            f"{side.get('review_mean_ms', 0):.2f} ms/review server-side, "
+            f"waited {lo.get('webhook_runqueue_wait_seconds', 0):.1f} s for a CPU, "
+            f"{lo['errors']} errors"
         )
     ratio = d.get("pod_rate_with_over_without")
     return text + (f"; Job pod creation with/without webhook {ratio:.2f}" if ratio else "")

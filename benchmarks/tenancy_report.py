@@ -98,6 +98,7 @@ def section(data: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     adm = data.get("admission") or {}
     lo = adm.get("load") or {}
+    side = lo.get("server_side") or {}
     if "p99_ms" in lo:
         lines += [
             "### Pod admission under load",
@@ -105,12 +106,28 @@ def section(data: dict[str, Any]) -> list[str]:
             "`benchmarks/admission.py`: open-loop generators (3 processes) send each pod's "
             "mutating then validating review straight to the webhook process (the controller "
             "harness, one asyncio process) at the target rate; latency from when the pod was "
-            "due. Then the simulated Job controller creates the pods of "
+            "due. The webhook's own time against the machine's: its mean server-side "
+            "review time, event-loop lag p99 (bucket bound), the seconds its loop waited "
+            "for a CPU, the generators' CPU per pod and the load average at the end. "
+            "Then the simulated Job controller creates the pods of "
             f"{adm.get('with_webhook', {}).get('pods', '?')} pods' worth of Jobs with the "
             "webhooks registered and without.",
             "",
             markdown_table(
-                ["target pods/s", "sustained", "p50 ms", "p99 ms", "max ms", "CPU ms/pod", "core"],
+                [
+                    "target pods/s",
+                    "sustained",
+                    "p50 ms",
+                    "p99 ms",
+                    "max ms",
+                    "CPU ms/pod",
+                    "core",
+                    "server ms/review",
+                    "loop lag p99 ms",
+                    "CPU wait s",
+                    "generators CPU ms/pod",
+                    "load avg",
+                ],
                 [
                     [
                         f"{lo['target_pods_per_second']:.0f}",
@@ -120,6 +137,15 @@ def section(data: dict[str, Any]) -> list[str]:
                         f"{lo['max_ms']:.1f}",
                         f"{lo['webhook_cpu_ms_per_pod']:.3f}",
                         f"{lo['webhook_core_share']:.2f}",
+                        f"{side.get('review_mean_ms', 0):.3f}" if side else "-",
+                        f"<= {side.get('loop_lag_p99_le_ms', 0):g}" if side else "-",
+                        f"{lo['webhook_runqueue_wait_seconds']:.1f}"
+                        if "webhook_runqueue_wait_seconds" in lo
+                        else "-",
+                        f"{lo['generator_cpu_ms_per_pod']:.2f}"
+                        if "generator_cpu_ms_per_pod" in lo
+                        else "-",
+                        f"{lo['load_average_1m'][-1]:.1f}" if "load_average_1m" in lo else "-",
                     ]
                 ],
             ),
