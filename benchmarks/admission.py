@@ -5,16 +5,21 @@ The webhook process is the controller harness (`tests/integration/placement/harn
 --no-reconciler`: the pod and JobSet webhooks over TLS with their caches, as `jobset
 controller` serves them, in one asyncio process - one core at most).
 
-- `load`: an open-loop generator sends, at `RATE` pods a second for `SECONDS`, each pod's
-  two admission calls in the order kube-apiserver makes them (mutating, then validating)
-  straight to the webhook port. The pods are what the Job controller creates for a JobSet
-  with exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology`, the affinity
-  strategy): leader pods (completion index 0), the ones the mutating webhook does the most
-  for (it computes their exclusive affinities), built from the controller's own Job
-  bodies. A pod's latency runs from the time it was due (not when it was sent: a stalled
-  webhook must not hide its backlog) to the validating answer. Reported: admissions/s
-  sustained, p50/p99/max latency, the webhook process's CPU seconds per admission and its
-  share of one core.
+- `load`: open-loop generators (`GENERATORS` processes) send, at `RATE` pods a second for
+  `SECONDS`, each pod's two admission calls in the order kube-apiserver makes them
+  (mutating, then validating) straight to the webhook port, over `WARM_CONNECTIONS`
+  kept-alive connections each, opened before the run (`benchmarks/keepalive.py`). The pods
+  are what the Job controller creates for a JobSet with exclusive placement
+  (`alpha.jobset.sigs.k8s.io/exclusive-topology`, the affinity strategy): leader pods
+  (completion index 0), the ones the mutating webhook does the most for (it computes their
+  exclusive affinities), built from the controller's own Job bodies. A pod's latency runs
+  from the time it was due (not when it was sent: a stalled webhook must not hide its
+  backlog) to the validating answer. Reported: admissions/s sustained, p50/p99/max latency,
+  the worst latency per half second, the webhook process's CPU seconds per admission and
+  its share of one core - and, to tell the webhook's time from the shared machine's, its
+  server-side review time, event-loop lag and GC pauses (scraped from its /metrics), the
+  seconds its loop thread waited runnable for a CPU, the generators' CPU per pod and the
+  load average.
 - `jobs`: on `jobset sim --sim-level pods`, `JOBS` Jobs of `PODS` pods each (JobSet pods,
   as the controller builds them) are created at once and the time until every pod exists is
   taken from the harness's pod watch - once with the webhooks registered, once without
@@ -152,8 +157,11 @@ def _pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-GENERATORS = 3  # load-generator processes: one Python process cannot send 2,000 TLS
-# requests a second and time them too
+GENERATORS = 2  # load-generator processes, one per core of the benchmark machine: with the
+# lean client one could send all 2,000 requests a second (~0.3 ms CPU per pod), but two keep
+# each one's own loop lag (which counts in the latency) small. Three made the p99 4-8 x
+# worse on 2 cores: more processes than cores, each send waking one that preempts the
+# webhook under test.
 # Kept-alive connections of each generator, all opened before the run (kube-apiserver at
 # this rate holds its connections already); beyond them requests wait for a free one, and
 # that wait counts in their latency. A pool that dials whenever none is free (Go's default

@@ -103,7 +103,8 @@ def section(data: dict[str, Any]) -> list[str]:
         lines += [
             "### Pod admission under load",
             "",
-            "`benchmarks/admission.py`: open-loop generators (3 processes) send each pod's "
+            f"`benchmarks/admission.py`: open-loop generators ({lo.get('generators', '?')} "
+            "processes) send each pod's "
             "mutating then validating review straight to the webhook process (the controller "
             "harness, one asyncio process) at the target rate; latency from when the pod was "
             "due. The webhook's own time against the machine's: its mean server-side "
