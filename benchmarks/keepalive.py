@@ -117,7 +117,7 @@ class KeepAlivePool:
             self.closed_idle += 1
         if self.live < self.limit:
             return await self._dial()
-        waiter = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[_Connection] = asyncio.get_running_loop().create_future()
         self.waiting.append(waiter)
         return await waiter
 
