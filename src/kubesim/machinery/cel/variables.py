@@ -8,8 +8,11 @@ was converted for it). cel-go, which kube-apiserver uses, wraps unstructured obj
 too (`UnstructuredToVal`), so an expression costs what it reads.
 
 It is a `dict` (what `K8sEvaluator` keeps its scope in): names bound or already converted
-are plain entries; `get` converts a pending JSON value on first use and keeps it. `copy()`
-keeps the pending ones pending (the evaluator copies its scope for each macro).
+are plain entries; `get` converts a pending JSON value on first use and keeps it. A field
+path on a pending variable (`oldObject.metadata.labels`) is converted alone, without the
+rest of the object (`pending`, read by `K8sEvaluator.member_dot`): converting JSON is
+structural, so the value is the same. `copy()` keeps the pending ones pending (the
+evaluator copies its scope for each macro).
 """
 
 from __future__ import annotations
@@ -54,6 +57,17 @@ class LazyVariables(dict[str, Any]):
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or key in self._pending
+
+    def pending(self, key: str, default: Any = None) -> Any:
+        """The JSON value of `key` if it is still unconverted (and not shadowed by a bound
+        name), else `default`: `K8sEvaluator` then converts only the field path it reads."""
+        if dict.__contains__(self, key):
+            return default
+        return self._pending.get(key, default)
+
+    def convert(self, raw: Any) -> Any:
+        """A JSON value as a CEL value, as the variables' own are converted."""
+        return self._convert(raw)
 
     def copy(self) -> LazyVariables:
         out = LazyVariables(self._pending, self._convert)

@@ -759,7 +759,7 @@ def test_lazy_variables_convert_only_what_the_expression_reads() -> None:
         condition, object=pod, oldObject=None, request={"operation": "CREATE"}
     )
     assert result == celtypes.BoolType(True)
-    assert variables.converted == {"request"}
+    assert variables.converted == set()  # `request.operation`: a path, converted alone
     result, variables = _lazy(
         condition,
         object=pod,
@@ -767,7 +767,13 @@ def test_lazy_variables_convert_only_what_the_expression_reads() -> None:
         request={"operation": "UPDATE"},
     )
     assert result == celtypes.BoolType(True)
-    assert variables.converted == {"request", "object", "oldObject"}
+    # Field paths are converted alone: neither pod is converted whole for the comparison.
+    assert variables.converted == set()
+    result, variables = _lazy(
+        "object == oldObject", object=pod, oldObject=dict(pod), request={"operation": "UPDATE"}
+    )
+    assert result == celtypes.BoolType(True)
+    assert variables.converted == {"object", "oldObject"}
 
 
 @pytest.mark.parametrize(
@@ -779,6 +785,14 @@ def test_lazy_variables_convert_only_what_the_expression_reads() -> None:
         "sets.contains(['c', 'd'], object.spec.containers.map(c, c.name))",
         "has(object.metadata.annotations)",
         "oldObject == null && object.metadata.labels.a == '1'",
+        "has(object.metadata.labels.b)",
+        "object.metadata.labels.b == '1'",
+        "object.spec.missing.x == 1",
+        "object.metadata.labels.a.size == 1",
+        "object.spec.containers[1].name == 'd'",
+        "size(object.spec.containers) == 2 && object.metadata == {'labels': {'a': '1'}}",
+        "object.spec.containers.all(object, has(object.name))",
+        "request.operation == 'CREATE' && oldObject.metadata.labels == null",
     ],
 )
 def test_lazy_variables_evaluate_as_converted_ones(expression: str) -> None:
@@ -793,8 +807,15 @@ def test_lazy_variables_evaluate_as_converted_ones(expression: str) -> None:
         "request": {"operation": "CREATE", "name": "d"},
     }
     program = compile_expression(expression, _ADMISSION_VARIABLES)
-    eager = program.evaluate({k: json_to_cel(v) for k, v in raw.items()})
-    assert program.evaluate(LazyVariables(raw)) == eager
+
+    def outcome(variables: dict[str, Any]) -> Any:
+        try:
+            return program.evaluate(variables)
+        except CelError as exc:  # the same error either way, not just an error
+            return ("error", str(exc), exc.overload)
+
+    eager = outcome({k: json_to_cel(v) for k, v in raw.items()})
+    assert outcome(LazyVariables(raw)) == eager
 
 
 def test_lazy_variables_unknown_names_stay_unknown() -> None:
