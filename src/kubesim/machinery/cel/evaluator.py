@@ -192,14 +192,16 @@ class K8sEvaluator(Evaluator):
         names: list[str] = []
         node: Any = tree
         while isinstance(node, lark.Tree) and node.data == "member_dot":
-            names.append(node.children[1].value)
+            field: Any = node.children[1]
+            names.append(field.value)
             node = node.children[0]
         if not (isinstance(node, lark.Tree) and node.data == "primary"):
             return _MISSING
         ident: Any = node.children[0]
         if not (isinstance(ident, lark.Tree) and ident.data == "ident"):
             return _MISSING
-        raw = scope.pending(ident.children[0].value, _MISSING)
+        token: Any = ident.children[0]
+        raw = scope.pending(token.value, _MISSING)
         for name in reversed(names):
             if not isinstance(raw, dict) or name not in raw:
                 return _MISSING
