@@ -39,7 +39,13 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "goal": g2,
                 "measured": f"{ratio:.2f} x ({w['pods_per_second']:.0f} vs "
-                f"{wo['pods_per_second']:.0f} pods/s, {w['pods']} pods)",
+                f"{wo['pods_per_second']:.0f} pods/s, {w['pods']} pods)"
+                + (
+                    f"; sim CPU {w['sim_cpu_ms_per_pod']:.2f} vs {wo['sim_cpu_ms_per_pod']:.2f}"
+                    f" ms/pod, webhook {w['webhook_cpu_ms_per_pod']:.2f} ms/pod"
+                    if "sim_cpu_ms_per_pod" in w and "sim_cpu_ms_per_pod" in wo
+                    else ""
+                ),
                 "met": ratio >= GOAL_POD_RATE,
             }
         )
