@@ -5,21 +5,26 @@ The webhook process is the controller harness (`tests/integration/placement/harn
 --no-reconciler`: the pod and JobSet webhooks over TLS with their caches, as `jobset
 controller` serves them, in one asyncio process - one core at most).
 
-- `load`: an open-loop generator sends, at `RATE` pods a second for `SECONDS`, each pod's
-  two admission calls in the order kube-apiserver makes them (mutating, then validating)
-  straight to the webhook port. The pods are what the Job controller creates for a JobSet
-  with exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology`, the affinity
-  strategy): leader pods (completion index 0), the ones the mutating webhook does the most
-  for (it computes their exclusive affinities), built from the controller's own Job
-  bodies. A pod's latency runs from the time it was due (not when it was sent: a stalled
-  webhook must not hide its backlog) to the validating answer. Reported: admissions/s
-  sustained, p50/p99/max latency, the webhook process's CPU seconds per admission and its
-  share of one core.
+- `load`: open-loop generators (`GENERATORS` processes) send, at `RATE` pods a second for
+  `SECONDS`, each pod's two admission calls in the order kube-apiserver makes them
+  (mutating, then validating) straight to the webhook port, over `WARM_CONNECTIONS`
+  kept-alive connections each, opened before the run (`benchmarks/keepalive.py`). The pods
+  are what the Job controller creates for a JobSet with exclusive placement
+  (`alpha.jobset.sigs.k8s.io/exclusive-topology`, the affinity strategy): leader pods
+  (completion index 0), the ones the mutating webhook does the most for (it computes their
+  exclusive affinities), built from the controller's own Job bodies. A pod's latency runs
+  from the time it was due (not when it was sent: a stalled webhook must not hide its
+  backlog) to the validating answer. Reported: admissions/s sustained, p50/p99/max latency,
+  the worst latency per half second, the webhook process's CPU seconds per admission and
+  its share of one core - and, to tell the webhook's time from the shared machine's, its
+  server-side review time, event-loop lag and GC pauses (scraped from its /metrics), the
+  seconds its loop thread waited runnable for a CPU, the generators' CPU per pod and the
+  load average.
 - `jobs`: on `jobset sim --sim-level pods`, `JOBS` Jobs of `PODS` pods each (JobSet pods,
   as the controller builds them) are created at once and the time until every pod exists is
   taken from the harness's pod watch - once with the webhooks registered, once without
   (configurations deleted; the same webhook process still runs). Ratio: with / without
-  pods per second.
+  pods per second; each phase also gives the simulator's and the webhook's CPU per pod.
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ from typing import Any
 import aiohttp
 import orjson
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness import ROOT
+from benchmarks.keepalive import KeepAlivePool, request_bytes
 from benchmarks.workload import FINISH, JOBSETS, NAMESPACE, jobset
 from jobset.api import constants as c
 from jobset.controllers.crd import apply_crds
@@ -51,7 +58,7 @@ from jobset.runtime.client import JOBS, NAMESPACES, PODS, ApiError, Client, Obje
 from jobset.runtime.informer import FuncHandler, Informer
 from jobset.webhooks.certcontroller import MUTATING_CONFIGURATIONS, VALIDATING_CONFIGURATIONS
 from jobset.webhooks.manifests import MUTATING, VALIDATING
-from kubesim.process import SimProcess, start_sim
+from kubesim.process import SimProcess, free_port, start_sim
 from tests.integration.placement.process import HarnessProcess, start_harness
 
 RATE = 1000.0
@@ -150,38 +157,54 @@ def _pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-GENERATORS = 3  # load-generator processes: one Python process cannot send 2,000 TLS
-# requests a second and time them too
+GENERATORS = 2  # load-generator processes, one per core of the benchmark machine: with the
+# lean client one could send all 2,000 requests a second (~0.3 ms CPU per pod), but two keep
+# each one's own loop lag (which counts in the latency) small. Three made the p99 4-8 x
+# worse on 2 cores: more processes than cores, each send waking one that preempts the
+# webhook under test.
+# Kept-alive connections of each generator, all opened before the run (kube-apiserver at
+# this rate holds its connections already); beyond them requests wait for a free one, and
+# that wait counts in their latency. A pool that dials whenever none is free (Go's default
+# transport) turned each 100 ms stall of this shared machine into a burst of ~250 TLS
+# handshakes, a second of the webhook's CPU, and a 1.5 s p99 (docs/benchmarks.md).
+WARM_CONNECTIONS = 32
 
 
 async def generate(port: int, bodies: list[bytes], rate: float, seconds: float) -> dict[str, Any]:
-    """One generator process: open loop at `rate` pods/s; returns latencies (ms)."""
-    url = f"https://127.0.0.1:{port}"
+    """One generator process: open loop at `rate` pods/s; returns latencies (ms), in the
+    order the pods were due."""
     tls = ssl.create_default_context()
     tls.check_hostname = False  # loopback load generator: the webhook's serving cert is
     tls.verify_mode = ssl.CERT_NONE  # for the Service name; the sim verifies it, not this
     total = int(rate * seconds)
-    latencies: list[float] = []
+    latencies = [0.0] * max(total, WARM_CONNECTIONS)
     errors = 0
-    connector = aiohttp.TCPConnector(limit=100, ssl=tls)
-    headers = {"Content-Type": "application/json"}
-    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
-        for b in bodies[:20]:  # warm up: connections, the handlers' first calls
-            async with session.post(url + c.MUTATING_POD_WEBHOOK_PATH, data=b) as r:
-                await r.read()
-        print("generator ready", flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    host = f"127.0.0.1:{port}"
+    paths = (c.MUTATING_POD_WEBHOOK_PATH, c.VALIDATING_POD_WEBHOOK_PATH)
+    requests = [tuple(request_bytes(host, p, b) for p in paths) for b in bodies]
+    pool = KeepAlivePool("127.0.0.1", port, tls, limit=WARM_CONNECTIONS)
+    try:
+        await pool.warm(WARM_CONNECTIONS)
+        dialled = pool.opened
 
         async def one(i: int, due: float) -> None:
             nonlocal errors
-            body = bodies[i % len(bodies)]
-            for path in (c.MUTATING_POD_WEBHOOK_PATH, c.VALIDATING_POD_WEBHOOK_PATH):
-                async with session.post(url + path, data=body) as r:
-                    raw = await r.read()
-                    if r.status != 200 or b'"allowed":true' not in raw.replace(b" ", b""):
-                        errors += 1
-            latencies.append(1000 * (time.monotonic() - due))
+            for raw in requests[i % len(requests)]:
+                try:
+                    status, answer = await pool.post(raw)
+                except OSError:
+                    errors += 1
+                    continue
+                if status != 200 or b'"allowed":true' not in answer.replace(b" ", b""):
+                    errors += 1
+            latencies[i] = 1000 * (time.monotonic() - due)
 
+        # Warm up the handlers' first calls on every connection.
+        await asyncio.gather(*(one(i, time.monotonic()) for i in range(WARM_CONNECTIONS)))
+        errors = 0
+        print("generator ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        cpu0 = time.process_time()
         t0 = time.monotonic() + 0.05
         tasks = []
         for i in range(total):
@@ -192,11 +215,102 @@ async def generate(port: int, bodies: list[bytes], rate: float, seconds: float) 
             tasks.append(asyncio.ensure_future(one(i, due)))
         await asyncio.gather(*tasks)
         wall = time.monotonic() - t0
-    return {"latencies_ms": latencies, "errors": errors, "seconds": wall}
+        cpu = time.process_time() - cpu0
+    finally:
+        pool.close()
+    return {
+        "latencies_ms": latencies[:total],
+        "errors": errors,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "connections_opened_during_run": pool.opened - dialled,
+        "idle_connections_closed_by_server": pool.closed_idle,
+    }
+
+
+def runqueue_wait(pid: int) -> float:
+    """Seconds the process's main thread (its event loop) has spent runnable but waiting
+    for a CPU (Linux schedstat; 0 where it is not available): on a shared machine, the
+    part of a stall that is the machine's, not the webhook's."""
+    try:
+        fields = Path(f"/proc/{pid}/schedstat").read_text().split()
+    except OSError:
+        return 0.0
+    return int(fields[1]) / 1e9
+
+
+Histograms = dict[str, dict[float, float]]  # metric name -> bucket bound -> count (+ sum)
+
+
+async def scrape(metrics_port: int) -> Histograms:
+    """The webhook process's histograms this benchmark reports, summed over labels:
+    server-side review time, event-loop lag, GC pauses (bucket bound -> cumulative count;
+    key -1: the sum, -2: the count)."""
+    wanted = {
+        "controller_runtime_webhook_latency_seconds",
+        "asyncio_event_loop_lag_seconds",
+        "python_gc_duration_seconds",
+    }
+    out: Histograms = {name: {} for name in wanted}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{metrics_port}/metrics") as resp,
+    ):
+        text = await resp.text()
+    for family in text_string_to_metric_families(text):
+        if family.name not in wanted:
+            continue
+        h = out[family.name]
+        for sample in family.samples:
+            if sample.name.endswith("_bucket"):
+                le = float(sample.labels["le"])
+                h[le] = h.get(le, 0.0) + sample.value
+            elif sample.name.endswith("_sum"):
+                h[-1] = h.get(-1, 0.0) + sample.value
+            elif sample.name.endswith("_count"):
+                h[-2] = h.get(-2, 0.0) + sample.value
+    return out
+
+
+def _bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
+    """The upper bound of the bucket holding quantile `q` of what was observed between
+    two scrapes (inf: past the last bound; 0: nothing observed)."""
+    count = after.get(-2, 0.0) - before.get(-2, 0.0)
+    if count <= 0:
+        return 0.0
+    for le in sorted(k for k in after if k >= 0):
+        if after[le] - before.get(le, 0.0) >= q * count:
+            return le
+    return float("inf")
+
+
+def server_side(before: Histograms, after: Histograms) -> dict[str, Any]:
+    """What the webhook process itself adds, between two scrapes."""
+    out: dict[str, Any] = {}
+    for key, name in (
+        ("review", "controller_runtime_webhook_latency_seconds"),
+        ("loop_lag", "asyncio_event_loop_lag_seconds"),
+        ("gc_pause", "python_gc_duration_seconds"),
+    ):
+        b, a = before[name], after[name]
+        n = a.get(-2, 0.0) - b.get(-2, 0.0)
+        total = a.get(-1, 0.0) - b.get(-1, 0.0)
+        out[f"{key}_count"] = int(n)
+        out[f"{key}_mean_ms"] = round(1000 * total / n, 3) if n else 0.0
+        out[f"{key}_p99_le_ms"] = round(1000 * _bucket_quantile(b, a, 0.99), 1)
+    out["gc_pause_total_ms"] = round(
+        1000
+        * (
+            after["python_gc_duration_seconds"].get(-1, 0.0)
+            - before["python_gc_duration_seconds"].get(-1, 0.0)
+        ),
+        1,
+    )
+    return out
 
 
 async def load(
-    port: int, pods: list[Object], harness_ps: psutil.Process, tmp: Path
+    port: int, pods: list[Object], harness_ps: psutil.Process, tmp: Path, metrics_port: int
 ) -> dict[str, Any]:
     bodies = tmp / "reviews.jsonl"
     bodies.write_bytes(b"\n".join(review(p) for p in pods) + b"\n")
@@ -222,7 +336,10 @@ async def load(
             line = await asyncio.wait_for(p.stdout.readline(), 60)
             if not line.startswith(b"generator ready"):
                 raise RuntimeError(f"generator not ready: {line!r}")
+        before = await scrape(metrics_port)
+        load0 = psutil.getloadavg()[0]
         cpu0 = sum(harness_ps.cpu_times()[:2])
+        wait0 = runqueue_wait(harness_ps.pid)
         t0 = time.monotonic()
         for p in procs:
             assert p.stdin is not None
@@ -234,6 +351,9 @@ async def load(
             results.append(orjson.loads(out.splitlines()[-1]))
         wall = time.monotonic() - t0
         cpu = sum(harness_ps.cpu_times()[:2]) - cpu0
+        waited = runqueue_wait(harness_ps.pid) - wait0
+        after = await scrape(metrics_port)
+        load1 = psutil.getloadavg()[0]
     finally:
         for p in procs:
             if p.returncode is None:
@@ -241,6 +361,19 @@ async def load(
                     p.kill()
                 await p.wait()
     ms = [x for r in results for x in r["latencies_ms"]]
+    # The worst latency of the pods due in each half second: a stall shows as one bad
+    # slot, a webhook that cannot keep up as slots growing worse to the end.
+    per_slot = int(RATE / GENERATORS / 2)
+    slots = max(len(r["latencies_ms"]) for r in results) // per_slot
+    worst = [
+        round(
+            max(
+                max(r["latencies_ms"][k * per_slot : (k + 1) * per_slot] or [0.0]) for r in results
+            ),
+            1,
+        )
+        for k in range(slots)
+    ]
     total = len(ms)
     span = max(r["seconds"] for r in results)
     return {
@@ -255,9 +388,24 @@ async def load(
         "p99_ms": round(_pct(ms, 0.99), 2),
         "max_ms": round(max(ms), 2),
         "mean_ms": round(statistics.fmean(ms), 2),
+        "worst_ms_by_half_second": worst,
         "webhook_cpu_seconds": round(cpu, 3),
         "webhook_cpu_ms_per_pod": round(1000 * cpu / total, 4),
         "webhook_core_share": round(cpu / wall, 3),
+        "webhook_runqueue_wait_seconds": round(waited, 3),
+        # The webhook's own share of the latency: each review's decode, handler and encode
+        # (controller-runtime's webhook latency), how late its event loop ran what was due,
+        # its GC pauses - against what the generators spent and the machine's load.
+        "server_side": server_side(before, after),
+        "connections_opened_during_run": sum(r["connections_opened_during_run"] for r in results),
+        "idle_connections_closed_by_server": sum(
+            r["idle_connections_closed_by_server"] for r in results
+        ),
+        "generator_cpu_ms_per_pod": round(
+            1000 * sum(r["cpu_seconds"] for r in results) / max(total, 1), 4
+        ),
+        "load_average_1m": [round(load0, 2), round(load1, 2)],
+        "cores": psutil.cpu_count(),
     }
 
 
@@ -280,12 +428,18 @@ class PodCounter:
         )
 
 
-async def job_pods(client: Client, jobs: list[Object], within: float) -> dict[str, Any]:
+async def job_pods(
+    client: Client, jobs: list[Object], within: float, procs: dict[str, psutil.Process]
+) -> dict[str, Any]:
+    """Time until every pod of `jobs` exists, and the CPU each of `procs` spent meanwhile
+    (ms per pod: what a webhook call costs the caller and the webhook, apart from the
+    machine's load, which moves the seconds)."""
     owner = str(jobs[0]["metadata"]["labels"][c.JOBSET_NAME_KEY])
     counter = PodCounter(client, owner)
     counter.informer.start()
     await counter.informer.wait_for_sync(60)
     want = sum(int(j["spec"]["parallelism"]) for j in jobs)
+    cpu0 = {k: sum(p.cpu_times()[:2]) for k, p in procs.items()}
     try:
         t0 = time.monotonic()
         await asyncio.gather(*(client.create(JOBS, j) for j in jobs))
@@ -295,12 +449,14 @@ async def job_pods(client: Client, jobs: list[Object], within: float) -> dict[st
                 raise TimeoutError(f"{len(counter.times)} of {want} pods after {within:.0f}s")
             await asyncio.sleep(0.02)
         last = sorted(counter.times)[want - 1]
+        cpu = {k: sum(p.cpu_times()[:2]) - cpu0[k] for k, p in procs.items()}
     finally:
         await counter.informer.stop()
     return {
         "pods": want,
         "seconds": round(last - t0, 3),
         "pods_per_second": round(want / (last - t0), 1),
+        **{f"{k}_cpu_ms_per_pod": round(1000 * v / want, 3) for k, v in cpu.items()},
     }
 
 
@@ -315,8 +471,10 @@ async def _cluster(*sim_args: str) -> Any:
         await apply_crds(client)
         with contextlib.suppress(ApiError):
             await client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
-        harness = start_harness(sim, "--no-reconciler")
-        yield client, harness, tmp
+        metrics_port = free_port()
+        harness = start_harness(sim, "--no-reconciler", "--metrics-port", str(metrics_port))
+        procs = {"sim": psutil.Process(sim.proc.pid), "webhook": psutil.Process(harness.proc.pid)}
+        yield client, harness, tmp, metrics_port, procs
     finally:
         if harness is not None:
             harness.stop()
@@ -329,26 +487,26 @@ async def _cluster(*sim_args: str) -> Any:
 async def run(within: float = 120.0) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
-        async with _cluster("--sim-level", "none") as (client, harness, tmp):
+        async with _cluster("--sim-level", "none") as (client, harness, tmp, metrics_port, _p):
             jobs = await _jobs_of(client, _exclusive("adm", DISTINCT_PODS, 1))
             pods = [leader_pod(j) for j in jobs]
             harness_ps = psutil.Process(harness.proc.pid)
-            out["load"] = await load(harness.webhook_port, pods, harness_ps, tmp)
+            out["load"] = await load(harness.webhook_port, pods, harness_ps, tmp, metrics_port)
     except Exception as exc:
         out["load"] = {"error": repr(exc)}
     try:
         nodes = f"pools={JOBS_B}x1,cpu=64,memory=256Gi,pods=110"
-        async with _cluster("--sim-level", "pods", "--nodes", nodes) as (client, _h, _t):
+        async with _cluster("--sim-level", "pods", "--nodes", nodes) as (client, _h, _t, _m, procs):
             with_jobs = await _jobs_of(client, jobset("with", JOBS_B, command=FINISH))
             for j in with_jobs:
                 j["spec"]["parallelism"] = j["spec"]["completions"] = PODS_B
             without = await _jobs_of(client, jobset("wout", JOBS_B, command=FINISH))
             for j in without:
                 j["spec"]["parallelism"] = j["spec"]["completions"] = PODS_B
-            out["with_webhook"] = await job_pods(client, with_jobs, within)
+            out["with_webhook"] = await job_pods(client, with_jobs, within, procs)
             await client.delete(MUTATING_CONFIGURATIONS, MUTATING)
             await client.delete(VALIDATING_CONFIGURATIONS, VALIDATING)
-            out["without_webhook"] = await job_pods(client, without, within)
+            out["without_webhook"] = await job_pods(client, without, within, procs)
     except Exception as exc:
         out.setdefault("with_webhook", {"error": repr(exc)})
         out.setdefault("without_webhook", {"error": repr(exc)})
@@ -363,10 +521,15 @@ def one_line(d: dict[str, Any]) -> str:
     if "error" in lo:
         text = f"admission load failed ({lo['error'][:200]})"
     else:
+        side = lo.get("server_side", {})
         text = (
             f"admission at {lo['target_pods_per_second']:.0f} pods/s: {lo['pods_per_second']:.0f} "
             f"sustained, p50 {lo['p50_ms']:.1f} ms, p99 {lo['p99_ms']:.1f} ms, "
-            f"webhook {lo['webhook_core_share']:.2f} core, {lo['errors']} errors"
+            f"webhook {lo['webhook_core_share']:.2f} core, "
+            f"{lo['webhook_cpu_ms_per_pod']:.2f} ms CPU/pod, "
+            f"{side.get('review_mean_ms', 0):.2f} ms/review server-side, "
+            f"waited {lo.get('webhook_runqueue_wait_seconds', 0):.1f} s for a CPU, "
+            f"{lo['errors']} errors"
         )
     ratio = d.get("pod_rate_with_over_without")
     return text + (f"; Job pod creation with/without webhook {ratio:.2f}" if ratio else "")

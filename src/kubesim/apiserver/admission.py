@@ -81,7 +81,6 @@ import jsonpatch
 import orjson
 import structlog
 from celpy import celtypes
-from celpy.adapter import json_to_cel
 
 from kubesim.apiserver import certs
 from kubesim.apiserver.apicore import AdmissionAttributes, ApiCore
@@ -101,7 +100,7 @@ from kubesim.controllers.endpoints import (
     resolve_service,
     simulated_pod_host,
 )
-from kubesim.machinery.cel import CelError
+from kubesim.machinery.cel import CelError, LazyVariables
 from kubesim.machinery.errors import ApiError, Cause
 
 __all__ = ["ADDRESS_ANNOTATION", "Webhook", "WebhookAdmission"]
@@ -373,8 +372,8 @@ class WebhookAdmission:
         elif hook.match_policy == "Equivalent":
             equivalents = [
                 rt
-                for rt in self.core.registry.all()
-                if rt.key == attrs.rt.key and rt.version != attrs.rt.version
+                for rt in self.core.registry.sharing_storage(attrs.rt.key)
+                if rt.version != attrs.rt.version
             ]
             for rule in hook.rules:
                 found = next(
@@ -391,13 +390,16 @@ class WebhookAdmission:
         """All matchConditions true → call; any false → skip; otherwise an error (→ policy)."""
         if not hook.match_conditions:
             return True
-        variables = {
-            "object": json_to_cel(request.get("object")),
-            "oldObject": json_to_cel(request.get("oldObject")),
-            "request": json_to_cel(
-                {k: v for k, v in request.items() if k not in ("object", "oldObject")}
-            ),
-        }
+        # Converted to CEL values only when a condition reads them, as cel-go's lazy
+        # unstructured values are: `request.operation == 'CREATE' || ...` never converts
+        # the pod being created.
+        variables = LazyVariables(
+            {
+                "object": request.get("object"),
+                "oldObject": request.get("oldObject"),
+                "request": {k: v for k, v in request.items() if k not in ("object", "oldObject")},
+            }
+        )
         errors: list[str] = []
         for cond in hook.match_conditions:
             if cond.program is None:

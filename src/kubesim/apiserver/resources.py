@@ -178,18 +178,26 @@ class Registry:
     def __init__(self) -> None:
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         self._by_gvk: dict[tuple[str, str, str], ResourceType] = {}
+        # Storage key -> (group, version, plural) -> type: every type served from one store.
+        self._by_key: dict[tuple[str, str], dict[tuple[str, str, str], ResourceType]] = {}
         for rt in BUILTIN_TYPES:
             self.add(rt)
 
     def add(self, rt: ResourceType) -> None:
-        self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
+        gvr = (rt.group, rt.version, rt.plural)
+        replaced = self._by_gvr.get(gvr)
+        if replaced is not None:
+            self._by_key.get(replaced.key, {}).pop(gvr, None)
+        self._by_gvr[gvr] = rt
         self._by_gvk[(rt.group, rt.version, rt.kind)] = rt
+        self._by_key.setdefault(rt.key, {})[gvr] = rt
 
     def remove_group_resource(self, group: str, plural: str) -> list[ResourceType]:
         gone = [rt for rt in self._by_gvr.values() if rt.group == group and rt.plural == plural]
         for rt in gone:
             self._by_gvr.pop((rt.group, rt.version, rt.plural), None)
             self._by_gvk.pop((rt.group, rt.version, rt.kind), None)
+            self._by_key.get(rt.key, {}).pop((rt.group, rt.version, rt.plural), None)
         return gone
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
@@ -197,6 +205,11 @@ class Registry:
 
     def by_kind(self, group: str, version: str, kind: str) -> ResourceType | None:
         return self._by_gvk.get((group, version, kind))
+
+    def sharing_storage(self, key: tuple[str, str]) -> list[ResourceType]:
+        """The served types stored under `key` (`ResourceType.key`): a dict lookup, for
+        admission asks on every request a webhook's rules do not match as such."""
+        return list(self._by_key.get(key, {}).values())
 
     def all(self) -> list[ResourceType]:
         return list(self._by_gvr.values())

@@ -679,19 +679,9 @@ class ApiHttpServer:
         return web.Response(text=text, content_type="text/plain")
 
     async def _bind(self, t: Target, body: Any, req: Request) -> dict[str, Any]:
-        node = ((body or {}).get("target") or {}).get("name")
-        if not node:
-            raise bad_request("binding target name is required")
-        pod = self.core.get(t.rt, t.namespace or "", t.name)
-        if (pod.get("spec") or {}).get("nodeName"):
-            raise ApiError(
-                409,
-                "Conflict",
-                f'Operation cannot be fulfilled on pods/binding "{t.name}": pod {t.name} is '
-                f'already assigned to node "{pod["spec"]["nodeName"]}"',
-            )
-        spec = {**pod["spec"], "nodeName": node}
-        await self.core.update(t.rt, t.namespace or "", t.name, {**pod, "spec": spec}, req)
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request must be a JSON object")
+        await self.core.bind(t.rt, t.namespace or "", t.name, body, req)
         return {
             "kind": "Status",
             "apiVersion": "v1",

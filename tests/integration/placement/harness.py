@@ -11,8 +11,8 @@ fails, and `wake` re-queues JobSets that waited for a domain. This is exactly th
 docs/placement.md asks of the reconciler.
 
     python -m tests.integration.placement.harness --kubeconfig K --webhook-port P \
-        --health-port H [--cert-validity S --cert-lookahead S] [--no-reconciler] \
-        [--feature-gates K=V,...]
+        --health-port H [--metrics-port M] [--cert-validity S --cert-lookahead S] \
+        [--no-reconciler] [--feature-gates K=V,...]
 
 Prints `harness ready` once /readyz passes.
 """
@@ -46,6 +46,7 @@ async def main(argv: list[str]) -> int:
     p.add_argument("--kubeconfig", required=True)
     p.add_argument("--webhook-port", type=int, required=True)
     p.add_argument("--health-port", type=int, default=0)
+    p.add_argument("--metrics-port", type=int, default=-1, help="plain HTTP /metrics (-1: none)")
     p.add_argument("--cert-validity", type=float, default=0.0, help="seconds (0: default)")
     p.add_argument("--cert-lookahead", type=float, default=0.0, help="seconds (0: default)")
     p.add_argument("--no-reconciler", action="store_true")
@@ -59,8 +60,9 @@ async def main(argv: list[str]) -> int:
     manager = await Manager.create(
         ManagerOptions(
             kubeconfig=args.kubeconfig,
-            metrics_port=None,
+            metrics_port=None if args.metrics_port < 0 else args.metrics_port,
             health_port=args.health_port,
+            gc_freeze=True,  # this process is the manager's own, as `jobset controller`'s is
             qps=1000,
             burst=2000,
             concurrency=args.concurrency,

@@ -618,3 +618,97 @@ async def test_dry_run_and_side_effects(api: client.ApiClient, hooks: HookServer
     assert hooks.calls("/fx") == []
     await create_cm(api, "wet")  # not a dry run: called normally
     assert len(hooks.calls("/fx")) == 1
+
+
+# ---------------------------------------------------------------------------------- binding
+
+
+async def bind(core: client.CoreV1Api, binding: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """POST pods/binding: the HTTP code and the Status answered. Read raw: kube-apiserver
+    answers a Status, which the client cannot read as the V1Binding it expects
+    (kubernetes-client/python issue 547)."""
+    name = binding["metadata"]["name"]
+    resp = await core.create_namespaced_pod_binding(
+        name, "default", binding, _preload_content=False
+    )
+    try:
+        return resp.status, json.loads(await resp.read())
+    finally:
+        resp.release()
+
+
+async def test_a_binding_is_admitted_as_a_binding_not_as_a_pod_update(
+    api: client.ApiClient, hooks: HookServer
+) -> None:
+    """kube-apiserver's pods/binding: webhooks for `pods/binding` see a CREATE of the
+    Binding; webhooks for `pods` are not called for it, though the pod's nodeName changes."""
+    await register(
+        api,
+        "pods",
+        webhook(
+            "pods.example.com", hooks, "/pods", resources=("pods",), operations=("CREATE", "UPDATE")
+        ),
+        webhook("bindings.example.com", hooks, "/bindings", resources=("pods/binding",)),
+    )
+    core = client.CoreV1Api(api)
+    pod: Any = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    created = await core.create_namespaced_pod("default", pod)
+    binding: Any = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"},
+    }
+    assert (await bind(core, binding))[0] == 201
+    assert [(r["operation"], r.get("subResource")) for r in hooks.calls("/pods")] == [
+        ("CREATE", None)
+    ]
+    (seen,) = hooks.calls("/bindings")
+    assert (seen["operation"], seen["subResource"], seen["name"]) == ("CREATE", "binding", "p")
+    assert seen["object"]["kind"] == "Binding"
+    assert seen["object"]["target"]["name"] == "node-a"
+    assert seen["resource"] == {"group": "", "version": "v1", "resource": "pods"}
+    bound = await core.read_namespaced_pod("p", "default")
+    assert bound.spec.node_name == "node-a"
+    assert bound.metadata.resource_version != created.metadata.resource_version
+
+    code, status = await bind(core, binding)
+    assert code == 409 and 'already assigned to node "node-a"' in status["message"]
+
+
+async def test_a_denied_binding_leaves_the_pod_unbound(
+    api: client.ApiClient, hooks: HookServer
+) -> None:
+    hooks.handlers["/bindings"] = lambda _req: {
+        "allowed": False,
+        "status": {"code": 403, "message": "not on that node"},
+    }
+    await register(
+        api,
+        "bindings",
+        webhook("bindings.example.com", hooks, "/bindings", resources=("pods/binding",)),
+    )
+    core = client.CoreV1Api(api)
+    pod: Any = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    created = await core.create_namespaced_pod("default", pod)
+    binding: Any = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p", "uid": created.metadata.uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"},
+    }
+    code, status = await bind(core, binding)
+    assert code == 403
+    assert status["message"] == (
+        'admission webhook "bindings.example.com" denied the request: not on that node'
+    )
+    assert (await core.read_namespaced_pod("p", "default")).spec.node_name is None
+    hooks.handlers["/bindings"] = allow()
+    stale = {**binding, "metadata": {"name": "p", "uid": "another-pod"}}
+    code, status = await bind(core, stale)
+    assert code == 409 and "Precondition failed: UID in precondition" in status["message"]
+    assert (await bind(core, binding))[0] == 201
+    assert (await core.read_namespaced_pod("p", "default")).spec.node_name == "node-a"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+from collections.abc import AsyncIterator
 
 import aiohttp
+from prometheus_client import CollectorRegistry
 
 from jobset.webhooks import certs
-from jobset.webhooks.review import AdmissionRequest, AdmissionResponse
+from jobset.webhooks.review import MAX_REQUEST_BYTES, AdmissionRequest, AdmissionResponse
 from jobset.webhooks.server import ServingCert, WebhookServer
 
 REVIEW = {
@@ -105,6 +107,53 @@ async def test_a_handler_bug_answers_500_without_its_details() -> None:
         message = response["status"]["message"]
         assert "/buggy" in message and "u-1" in message
         assert "secret-claim" not in message and "KeyError" not in message
+    finally:
+        await server.stop()
+        serving.close()
+
+
+async def test_an_oversized_chunked_body_is_denied_413_and_a_fitting_one_served() -> None:
+    """Without a Content-Length the size is only known while reading: the server stops at
+    the limit and still answers with an AdmissionReview, and counts the answers."""
+    bundle = certs.issue_bundle(["localhost"])
+    serving = ServingCert()
+    serving.update(bundle.cert, bundle.key)
+    registry = CollectorRegistry()
+    server = WebhookServer(serving, host="127.0.0.1", port=0, registry=registry)
+
+    async def allow(_: AdmissionRequest) -> AdmissionResponse:
+        return AdmissionResponse.allow()
+
+    server.register("/x", allow)
+    await server.start()
+    ctx = ssl.create_default_context(cadata=bundle.ca_cert.decode())
+
+    async def chunks(body: bytes) -> AsyncIterator[bytes]:
+        for i in range(0, len(body), 1 << 20):
+            yield body[i : i + (1 << 20)]
+
+    big = json.dumps(
+        {**REVIEW, "request": {**REVIEW["request"], "object": {"x": "a" * MAX_REQUEST_BYTES}}}
+    ).encode()
+    try:
+        async with aiohttp.ClientSession() as s:
+            for body, allowed in ((json.dumps(REVIEW).encode(), True), (big, False)):
+                async with s.post(
+                    f"https://localhost:{server.port}/x",
+                    data=chunks(body),
+                    headers={"Content-Type": "application/json"},
+                    ssl=ctx,
+                ) as r:
+                    assert r.status == 200 and "Content-Length" not in r.request_info.headers
+                    response = json.loads(await r.read())["response"]
+                assert response["allowed"] is allowed
+                if not allowed:
+                    assert response["status"]["code"] == 413
+                    assert "too large" in response["status"]["message"]
+        counted = {"webhook": "/x", "code": "200"}
+        assert registry.get_sample_value("controller_runtime_webhook_requests_total", counted) == 2
+        latency = "controller_runtime_webhook_latency_seconds_count"
+        assert registry.get_sample_value(latency, {"webhook": "/x"}) == 2
     finally:
         await server.stop()
         serving.close()

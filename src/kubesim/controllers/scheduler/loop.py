@@ -336,7 +336,8 @@ class Scheduler:
     # ------------------------------------------------------------------ writes
 
     async def _bind(self, pod: dict[str, Any], node: str) -> bool:
-        """Set spec.nodeName, then PodScheduled=True (the binding subresource does both)."""
+        """Bind through the binding subresource (spec.nodeName, with the admission
+        kube-apiserver gives a Binding), then set PodScheduled=True."""
         meta = pod["metadata"]
         ns, name, uid = meta.get("namespace", ""), meta["name"], meta.get("uid")
         current = self.core.store.get(_PODS, (ns, name))
@@ -347,11 +348,16 @@ class Scheduler:
         ):
             return False
         try:
-            await self.core.update(
+            await self.core.bind(
                 self._pods_rt,
                 ns,
                 name,
-                {**current, "spec": {**current["spec"], "nodeName": node}},
+                {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": name, "namespace": ns, "uid": uid},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+                },
                 self._req(),
             )
         except ApiError as err:

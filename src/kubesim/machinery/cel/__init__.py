@@ -13,6 +13,8 @@ Where things live:
   for a server that validates every write; it also gives cel-go's `has()` (`has(a.b.c)` fails
   when `a.b` does not exist) and error-absorbing `&&`, `||`, `all()`, `exists()`.
 - `functions.py` - the function table, merged from each library's `FUNCTIONS`.
+- `variables.py` - `LazyVariables`: variables given as JSON, converted to CEL values only
+  when an expression reads them (a webhook's matchCondition need not convert the pod).
 - `values.py` - `CelError`, error values, type tests, namespace markers (`sets`, `optional`, ...).
 - `standard.py` - cel-go's semantics where celpy's differ: heterogeneous equality (`1 == 1.0`),
   cross-type numeric comparisons, `+`, `in`, `[]`, conversions; `SetList` / `MapList` (lists
@@ -34,10 +36,12 @@ from kubesim.machinery.cel.compiler import CelProgram, compile_expression
 from kubesim.machinery.cel.regex import re2_compile
 from kubesim.machinery.cel.standard import MapList, Optional, SetList, equals
 from kubesim.machinery.cel.values import CelError
+from kubesim.machinery.cel.variables import LazyVariables
 
 __all__ = [
     "CelError",
     "CelProgram",
+    "LazyVariables",
     "MapList",
     "Optional",
     "SetList",

@@ -43,7 +43,8 @@ class CelProgram:
     def evaluate(self, variables: dict[str, Any]) -> Any:
         """Evaluate with `variables` (CEL values); raise CelError on an evaluation error."""
         if self._namespaces:
-            variables = {**variables, **self._namespaces}
+            variables = variables.copy()  # a LazyVariables stays lazy
+            variables.update(self._namespaces)
         evaluator = K8sEvaluator(self._ast, variables)
         try:
             result = evaluator.visit(self._ast)

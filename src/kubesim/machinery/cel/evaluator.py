@@ -11,6 +11,7 @@ from celpy.evaluation import CELEvalError, Evaluator
 from kubesim.machinery.cel.functions import ACTIVATION, ALL_FUNCTIONS, MACROS
 from kubesim.machinery.cel.standard import Optional, _logical_and, _logical_or
 from kubesim.machinery.cel.values import _MISSING, _err, _is_bool
+from kubesim.machinery.cel.variables import LazyVariables
 
 # --------------------------------------------------------------------------------------------
 # Evaluation
@@ -169,6 +170,10 @@ class K8sEvaluator(Evaluator):
     def member_dot(self, tree: lark.Tree[Any]) -> Any:
         children: Any = tree.children
         member_tree, name_token = children
+        if isinstance(self.scope, LazyVariables):
+            value = self._pending_path(tree, self.scope)
+            if value is not _MISSING:
+                return value
         target = self.visit(member_tree)
         if isinstance(target, CELEvalError):
             return target
@@ -178,6 +183,30 @@ class K8sEvaluator(Evaluator):
                 return _err(f"no such key: {name_token.value}")
             return value
         return _err(f"type '{_cel_type_name(target)}' does not support field selection")
+
+    @staticmethod
+    def _pending_path(tree: lark.Tree[Any], scope: LazyVariables) -> Any:
+        """`a.b.c` on a still unconverted variable `a`: only the value at the path is
+        converted (`_MISSING` when the path is not all present maps: the normal
+        evaluation then reports what is missing, as it would have)."""
+        names: list[str] = []
+        node: Any = tree
+        while isinstance(node, lark.Tree) and node.data == "member_dot":
+            field: Any = node.children[1]
+            names.append(field.value)
+            node = node.children[0]
+        if not (isinstance(node, lark.Tree) and node.data == "primary"):
+            return _MISSING
+        ident: Any = node.children[0]
+        if not (isinstance(ident, lark.Tree) and ident.data == "ident"):
+            return _MISSING
+        token: Any = ident.children[0]
+        raw = scope.pending(token.value, _MISSING)
+        for name in reversed(names):
+            if not isinstance(raw, dict) or name not in raw:
+                return _MISSING
+            raw = raw[name]
+        return scope.convert(raw)
 
     def member_index(self, tree: lark.Tree[Any]) -> Any:
         member_tree, index_tree = tree.children
@@ -206,7 +235,7 @@ class K8sEvaluator(Evaluator):
         var_tree, body = args.children
         ident: Any = next(var_tree.find_data("ident"))
         var_name = ident.children[0].value
-        scope = dict(self.scope)
+        scope = self.scope.copy()  # a LazyVariables stays lazy
         body_eval = K8sEvaluator(body, scope)
 
         def run(item: Any) -> Any:

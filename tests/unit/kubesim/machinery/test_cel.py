@@ -38,6 +38,7 @@ from celpy.adapter import json_to_cel
 from kubesim.machinery.cel import (
     CelError,
     CelProgram,
+    LazyVariables,
     MapList,
     Optional,
     SetList,
@@ -734,3 +735,92 @@ def test_set_and_map_lists_compare_without_order() -> None:
     # `+` replaces elements with the same key and appends the others
     other = map_list([{"name": "y", "v": 9}, {"name": "z", "v": 3}])
     assert run("(self + oldSelf).map(e, e.v)", self=new, oldSelf=other) == [1, 9, 3]
+
+
+# ---------------------------------------------------------------- LazyVariables
+
+
+_ADMISSION_VARIABLES = ("object", "oldObject", "request")
+
+
+def _lazy(expression: str, **raw: Any) -> tuple[Any, LazyVariables]:
+    variables = LazyVariables(raw)
+    return compile_expression(expression, _ADMISSION_VARIABLES).evaluate(variables), variables
+
+
+def test_lazy_variables_convert_only_what_the_expression_reads() -> None:
+    """A webhook's matchCondition short-circuits on `request.operation`: the object being
+    created is never converted to CEL values."""
+    pod = {"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [{"name": "c"}]}}
+    condition = (
+        "request.operation == 'CREATE' || oldObject.metadata.labels != object.metadata.labels"
+    )
+    result, variables = _lazy(
+        condition, object=pod, oldObject=None, request={"operation": "CREATE"}
+    )
+    assert result == celtypes.BoolType(True)
+    assert variables.converted == set()  # `request.operation`: a path, converted alone
+    result, variables = _lazy(
+        condition,
+        object=pod,
+        oldObject={"metadata": {"labels": {"a": "2"}}},
+        request={"operation": "UPDATE"},
+    )
+    assert result == celtypes.BoolType(True)
+    # Field paths are converted alone: neither pod is converted whole for the comparison.
+    assert variables.converted == set()
+    result, variables = _lazy(
+        "object == oldObject", object=pod, oldObject=dict(pod), request={"operation": "UPDATE"}
+    )
+    assert result == celtypes.BoolType(True)
+    assert variables.converted == {"object", "oldObject"}
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "object.spec.containers.all(c, c.name.startsWith('c') && has(object.metadata.labels))",
+        "object.spec.containers.exists(c, c.name == request.name)",
+        "object.spec.containers.map(c, c.name) == ['c', 'd']",
+        "sets.contains(['c', 'd'], object.spec.containers.map(c, c.name))",
+        "has(object.metadata.annotations)",
+        "oldObject == null && object.metadata.labels.a == '1'",
+        "has(object.metadata.labels.b)",
+        "object.metadata.labels.b == '1'",
+        "object.spec.missing.x == 1",
+        "object.metadata.labels.a.size == 1",
+        "object.spec.containers[1].name == 'd'",
+        "size(object.spec.containers) == 2 && object.metadata == {'labels': {'a': '1'}}",
+        "object.spec.containers.all(object, has(object.name))",
+        "request.operation == 'CREATE' && oldObject.metadata.labels == null",
+    ],
+)
+def test_lazy_variables_evaluate_as_converted_ones(expression: str) -> None:
+    """Inside macros (which copy the scope) and with library namespaces, lazily converted
+    variables give what converting everything first gives."""
+    raw = {
+        "object": {
+            "metadata": {"labels": {"a": "1"}},
+            "spec": {"containers": [{"name": "c"}, {"name": "d"}]},
+        },
+        "oldObject": None,
+        "request": {"operation": "CREATE", "name": "d"},
+    }
+    program = compile_expression(expression, _ADMISSION_VARIABLES)
+
+    def outcome(variables: dict[str, Any]) -> Any:
+        try:
+            return program.evaluate(variables)
+        except CelError as exc:  # the same error either way, not just an error
+            return ("error", str(exc), exc.overload)
+
+    eager = outcome({k: json_to_cel(v) for k, v in raw.items()})
+    assert outcome(LazyVariables(raw)) == eager
+
+
+def test_lazy_variables_unknown_names_stay_unknown() -> None:
+    variables = LazyVariables({"object": {"a": 1}})
+    assert variables.get("request") is None and "request" not in variables
+    with pytest.raises(KeyError):
+        variables["request"]
+    assert variables["object"] == json_to_cel({"a": 1}) and "object" in variables
