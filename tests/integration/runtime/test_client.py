@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +18,10 @@ from jobset.runtime.client import CONFIGMAPS, NAMESPACES, Client, env_proxy_for
 from kubesim.process import SimProcess
 
 
-async def test_user_agent_and_client_side_rate_limit(tmp_path: Path) -> None:
-    seen: list[tuple[float, str, str]] = []
-
-    async def handler(request: web.Request) -> web.Response:
-        seen.append(
-            (
-                time.monotonic(),
-                request.headers.get("User-Agent", ""),
-                request.headers.get("Authorization", ""),
-            )
-        )
-        return web.json_response({"kind": "ConfigMap", "metadata": {"name": "x"}})
-
+async def _serve(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]], tmp_path: Path, token: str
+) -> tuple[web.AppRunner, Path]:
+    """`handler` for every GET, served over plain HTTP on loopback, and a kubeconfig for it."""
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
     runner = web.AppRunner(app)
@@ -45,11 +37,28 @@ async def test_user_agent_and_client_side_rate_limit(tmp_path: Path) -> None:
                 "kind": "Config",
                 "current-context": "c",
                 "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-                "users": [{"name": "u", "user": {"token": "secret-token"}}],
+                "users": [{"name": "u", "user": {"token": token}}],
                 "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
             }
         )
     )
+    return runner, kubeconfig
+
+
+async def test_user_agent_and_client_side_rate_limit(tmp_path: Path) -> None:
+    seen: list[tuple[float, str, str]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(
+            (
+                time.monotonic(),
+                request.headers.get("User-Agent", ""),
+                request.headers.get("Authorization", ""),
+            )
+        )
+        return web.json_response({"kind": "ConfigMap", "metadata": {"name": "x"}})
+
+    runner, kubeconfig = await _serve(handler, tmp_path, token="secret-token")
     client = await Client.connect(str(kubeconfig), qps=20, burst=2)
     try:
         await asyncio.gather(*(client.get(CONFIGMAPS, "x", "default") for _ in range(6)))
@@ -189,26 +198,7 @@ async def test_watch_lines_with_surrounding_whitespace(tmp_path: Path) -> None:
         await resp.write_eof()
         return resp
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            }
-        )
-    )
+    runner, kubeconfig = await _serve(handler, tmp_path, token="t")
     client = await Client.connect(str(kubeconfig))
     try:
         async with client.watch(CONFIGMAPS, "default") as events:
