@@ -152,11 +152,13 @@ class PodCounts:
 
 @dataclass
 class Sampler:
-    """Peak RSS of some processes every 50 ms, and the host's lowest available memory."""
+    """Peak RSS of some processes every 50 ms, the host's lowest available memory and its
+    highest 1-minute load average."""
 
     procs: dict[str, psutil.Process]
     peak: dict[str, int] = field(default_factory=dict)
     min_available: int = 0
+    max_load: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> Sampler:
@@ -170,6 +172,7 @@ class Sampler:
                 with contextlib.suppress(psutil.Error):
                     self.peak[name] = max(self.peak.get(name, 0), ps.memory_info().rss)
             self.min_available = min(self.min_available, psutil.virtual_memory().available)
+            self.max_load = max(self.max_load, os.getloadavg()[0])
             time.sleep(0.05)
 
     def stop(self) -> None:
@@ -294,6 +297,7 @@ async def run_step(
             "rss_start_mib": {k: round(v / 2**20, 1) for k, v in rss0.items()},
             "rss_peak_mib": {k: round(v / 2**20, 1) for k, v in sampler.peak.items()},
             "host_min_available_gib": round(sampler.min_available / 2**30, 2),
+            "load_1m_max": round(sampler.max_load, 2),
         }
         if stop_reason is not None:
             result["stopped"] = stop_reason

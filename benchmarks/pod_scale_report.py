@@ -79,6 +79,7 @@ def _row(ser: dict[str, Any], s: dict[str, Any]) -> list[str]:
         f"{s.get('ratio_to_anchor', 0):.2f}",
         " / ".join(f"{cpu[p]:.1f} ({share.get(p, 0):.2f})" for p in PROCESSES if p in cpu),
         " / ".join(f"{rss[p]:.0f}" for p in ("controller", "sim") if p in rss),
+        f"{s.get('load_1m_max', max(s.get('load_1m') or [0])):.1f}",
         "yes" if s.get("completed") else f"no: {s.get('stopped', '')[:120]}",
     ]
 
@@ -96,6 +97,7 @@ HEADERS = [
     "x anchor",
     "CPU s (core share) controller / sim / harness",
     "peak RSS MiB controller / sim",
+    "load (1 min, max)",
     "completed",
 ]
 

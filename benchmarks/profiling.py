@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +38,22 @@ class Spy:
     out: Path
 
 
+def executable() -> str | None:
+    """py-spy beside this interpreter (the bench extra installs it into the venv), else on
+    PATH."""
+    here = Path(sys.executable).parent / "py-spy"
+    return str(here) if here.exists() else shutil.which("py-spy")
+
+
 def available() -> bool:
-    return shutil.which("py-spy") is not None
+    return executable() is not None
 
 
 def start(name: str, pid: int, out: Path, rate: int = 50) -> Spy:
-    cmd = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate)]
+    exe = executable()
+    if exe is None:
+        raise FileNotFoundError("py-spy is not installed (pip install py-spy)")
+    cmd = [exe, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate)]
     cmd += ["--output", str(out), "--nonblocking"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return Spy(name, proc, out)

@@ -39,7 +39,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchmarks import admission, fairness, pod_scale, rate, recovery, report
+from benchmarks import admission, fairness, pod_scale, profiling, rate, recovery, report
 from benchmarks.harness import Options, machine, phase
 from benchmarks.scenarios import RUNNERS, SCENARIOS
 from jobset.runtime.logging import configure_logging
@@ -224,7 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         steps = _pod_scale_sizes(args.pod_scale, args.large)
         if steps:
             console.print(f"pod scale at --sim-level pods: {steps} pods ...")
-            extra["pod_scale"] = asyncio.run(pod_scale.run(steps, progress=console.print))
+            # bench-large also records where each process's CPU went (py-spy, if installed).
+            prof = RESULTS / "profiles" if args.large and profiling.available() else None
+            extra["pod_scale"] = asyncio.run(
+                pod_scale.run(steps, progress=console.print, profile=prof)
+            )
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
