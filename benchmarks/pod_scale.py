@@ -50,8 +50,22 @@ from typing import Any, Final
 import psutil
 
 from benchmarks import profiling
-from benchmarks.harness import Options, start_controller, wait_idle, wait_ready
-from benchmarks.workload import CONTROLLER_AGENT, JOBSETS, NAMESPACE, RUN_FOREVER, jobset
+from benchmarks.harness import (
+    Options,
+    controller_metrics,
+    request_counts,
+    start_controller,
+    wait_idle,
+    wait_ready,
+)
+from benchmarks.workload import (
+    CONTROLLER_AGENT,
+    JOBSETS,
+    NAMESPACE,
+    OBSERVER_USER_AGENT,
+    RUN_FOREVER,
+    jobset,
+)
 from jobset.controllers.crd import apply_crds
 from jobset.runtime.client import NAMESPACES, PODS, ApiError, Client, Object
 from jobset.runtime.informer import FuncHandler, Informer
@@ -233,7 +247,9 @@ async def run_step(
     me = psutil.Process()
     sim_ps = psutil.Process(sim.proc.pid)
     try:
-        client = await Client.connect(str(sim.kubeconfig), qps=0, burst=0)
+        client = await Client.connect(
+            str(sim.kubeconfig), qps=0, burst=0, user_agent=OBSERVER_USER_AGENT
+        )
         await apply_crds(client)
         for ns in (NAMESPACE, "jobset-system"):
             with contextlib.suppress(ApiError):
@@ -277,6 +293,10 @@ async def run_step(
             "harness": _cpu(me) - cpu0["harness"],
         }
         jobs_created, last_job = await _jobs_created_at(client)
+        requests = await request_counts(client, CONTROLLER_AGENT)
+        reconciles = None
+        with contextlib.suppress(Exception):  # a controller that exited has no metrics
+            reconciles = (await controller_metrics(proc)).get("controller_runtime_reconcile_total")
         wall = t_end - t0
         seconds: dict[str, float] = {
             what: round(t - t0, 3) for what, t in sorted(watch.reached.items(), key=lambda i: i[1])
@@ -291,6 +311,8 @@ async def run_step(
             "pods_scheduled": len(watch.scheduled),
             "pods_running": len(watch.running),
             "jobs_created": jobs_created,
+            "controller_reconciles": None if reconciles is None else int(reconciles),
+            "controller_requests": dict(sorted(requests.items())),
             "pods_per_second": round(len(watch.running) / wall, 1) if wall else 0.0,
             "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
             "cpu_share": {k: round(v / wall, 3) for k, v in cpu.items()} if wall else {},
@@ -510,10 +532,10 @@ def main(argv: list[str] | None = None) -> int:
             series=[x == "service" for x in names],
         )
     )
-    for ser in data["series"]:
-        print(json.dumps({k: v for k, v in ser.items() if k != "steps"}, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(data, indent=2) + "\n")
+    for ser in data["series"]:
+        print(json.dumps({k: v for k, v in ser.items() if k != "steps"}, indent=2))
     return 0 if all(ser["largest"] is not None for ser in data["series"]) else 1
 
 

@@ -30,6 +30,8 @@ STEP_FIELDS = {
     "cpu_share",
     "rss_peak_mib",
     "load_1m",
+    "controller_reconciles",
+    "controller_requests",
 }
 
 
@@ -48,6 +50,12 @@ async def test_both_series_bring_every_pod_up_at_a_tiny_size(tmp_path: Path) -> 
         assert 0 < secs["created"] <= secs["scheduled"] <= secs["running"], secs
         assert 0 < secs["jobs_created"] <= secs["created"], secs
         assert step["jobs_created"] == 5
+        # The controller's own requests (the harness has its own user agent): 5 Jobs, and a
+        # Service only when the JobSet asks for DNS hostnames.
+        requests = step["controller_requests"]
+        assert requests["create jobs"] == 5 and "create jobsets" not in requests
+        assert requests.get("create services", 0) == (1 if ser["dns_hostnames"] else 0)
+        assert step["controller_reconciles"] >= 1
         assert set(step["cpu_seconds"]) == {"controller", "sim", "harness"}
         assert step["cpu_seconds"]["sim"] > 0 and step["rss_peak_mib"]["sim"] > 0
         assert ser["largest"]["pods"] == 40 and ser["stopped"] is None
