@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         "--pods",
         choices=("yes", "no"),
         default="yes",
-        help="fairness, recovery (--sim-level pods) and pod admission, after the rate",
+        help="fairness, recovery (--sim-level pods), pod admission and pod scale, after the rate",
     )
     p.add_argument(
         "--pod-scale",
