@@ -21,7 +21,7 @@ The controller's, the simulator's and the harness's CPU seconds over the step (p
 each as a share of the wall time, so the report can say which process held the 2 cores)
 and the controller's and simulator's peak RSS (sampled every 50 ms).
 
-Steps grow (`LARGE_PODS`: 1k, 4k, 16k, 50k, 100k pods in `make bench-large`) until one
+Steps grow (`LARGE_PODS`: 1k, 4k, 16k, 50k, 100k, 200k pods in `make bench-large`) until one
 does not complete: it passes the per-step time limit or a process passes the memory limit.
 The largest size that completed is the answer; the step that stopped the climb is kept
 with how far it got. `make bench` runs one small step (`BENCH_PODS`).
@@ -82,7 +82,7 @@ ANCHOR_RATE: Final = ANCHOR_PODS / ANCHOR_SECONDS  # 416.7 pods/s
 PODS_PER_JOB: Final = 8  # one Job per 8-host slice of a multislice-like training run
 PODS_PER_NODE: Final = 8  # one-CPU pods per 8-CPU node
 SPARE_NODES: Final = 1.25
-LARGE_PODS: Final = (1_000, 4_000, 16_000, 50_000, 100_000)
+LARGE_PODS: Final = (1_000, 4_000, 16_000, 50_000, 100_000, 200_000)
 BENCH_PODS: Final = 1_000  # `make bench`: one step of ~20-30 s on a loaded machine
 STEP_LIMIT: Final = 600.0  # seconds from create to all Running, per step
 # RSS of the controller plus the simulator; also stopped when the host has less than

@@ -47,6 +47,12 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
         met: bool | None
         if reached is not None:
             met = bool(reached)
+            at = next(s for s in steps if s["completed"] and s["pods"] >= ANCHOR_PODS)
+            if at is not step:
+                text += (
+                    f"; {_size(at)}: all Running in {at['seconds']['running']:.1f} s, "
+                    f"{at['pods_per_second']:.0f} pods/s = {at['ratio_to_anchor']:.2f} x"
+                )
         elif stopped is not None:
             text += f"; stopped at {stopped['pods']:,} pods: {stopped['reason'][:160]}"
             met = False

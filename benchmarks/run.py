@@ -10,7 +10,7 @@ controller time (1.0: as fast as the minimum; > 1: faster); absolute seconds are
 but mean nothing across runs on a shared machine.
 
 With `--pods yes` (the default), fairness, recovery, pod admission and the pod-scale climb
-(`benchmarks/pod_scale.py`: one step of 1,000 pods here, 1k to 100k with `--large`) run
+(`benchmarks/pod_scale.py`: one step of 1,000 pods here, 1k to 200k with `--large`) run
 after the rate and before the scenarios.
 
 `--budget` (seconds, default 570) keeps `make bench` under 10 minutes: before each step the

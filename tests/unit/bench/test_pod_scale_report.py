@@ -77,6 +77,10 @@ def test_goal_met_when_50k_pods_run_within_120_s() -> None:
 
 def test_goal_not_met_when_50k_pods_take_longer_or_the_climb_stops_before() -> None:
     assert _goal(_series([_step(50000, 250.0)], None))["met"] is False
+    # A larger step completed too: the goal names both, judged at 50k.
+    goal = _goal(_series([_step(50000, 250.0), _step(100000, 400.0)], None))
+    assert goal["met"] is False and "largest 100,000 pods" in goal["measured"]
+    assert "50,000 pods (6,250 Jobs x 8): all Running in 250.0 s" in goal["measured"]
     stopped = {"pods": 50000, "reason": "time limit: not all Running after 600 s"}
     goal = _goal(_series([_step(16000, 300.0), _step(50000, None, completed=False)], stopped))
     assert goal["met"] is False
