@@ -68,7 +68,8 @@ demo: $(DEMO_STAMP)
 	$(BIN)/python -m jobset.dev.demo
 
 # Controller vs a minimal baseline client at 1k/4k/16k Jobs on `jobset sim` (< 10 min on 2 cores);
-# bench-large adds 64k Jobs and has no time budget. Results: benchmarks/RESULTS.md, docs/benchmarks.md.
+# bench-large adds 64k Jobs and the pod-scale climb to 200k pods, and has no time budget.
+# Results: benchmarks/RESULTS.md, docs/benchmarks.md.
 .PHONY: bench-large
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run

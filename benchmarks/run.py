@@ -9,6 +9,10 @@ side goes first alternates from size to size. The headline is the ratio baseline
 controller time (1.0: as fast as the minimum; > 1: faster); absolute seconds are printed
 but mean nothing across runs on a shared machine.
 
+With `--pods yes` (the default), fairness, recovery, pod admission and the pod-scale climb
+(`benchmarks/pod_scale.py`: one step of 1,000 pods here, 1k to 200k with `--large`) run
+after the rate and before the scenarios.
+
 `--budget` (seconds, default 570) keeps `make bench` under 10 minutes: before each step the
 time it will take is predicted from the same scenario at the previous size (scaled by the
 number of Jobs); a step that would overrun the budget is skipped and listed as skipped.
@@ -35,7 +39,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchmarks import admission, fairness, rate, recovery, report
+from benchmarks import admission, fairness, pod_scale, profiling, rate, recovery, report
 from benchmarks.harness import Options, machine, phase
 from benchmarks.scenarios import RUNNERS, SCENARIOS
 from jobset.runtime.logging import configure_logging
@@ -85,6 +89,15 @@ def predict(durations: dict[tuple[str, int], float], scenario: str, n: int) -> f
     return (d2 + slope * (n - m2)) * 1.15
 
 
+def _pod_scale_sizes(flag: str, large: bool) -> list[int]:
+    """The pod-scale steps: `make bench` one small step (its budget), `--large` the climb."""
+    if flag == "none":
+        return []
+    if flag:
+        return sorted(int(x) for x in flag.split(",") if x)
+    return list(pod_scale.LARGE_PODS) if large else [pod_scale.BENCH_PODS]
+
+
 def run_placement(console: Console, out: Path) -> dict[str, Any] | None:
     cmd = [sys.executable, "-m", "benchmarks.placement", "--domains", "64", "--pods", "8"]
     cmd += ["--out", str(out)]
@@ -123,7 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         "--pods",
         choices=("yes", "no"),
         default="yes",
-        help="fairness, recovery (--sim-level pods) and pod admission, after the rate",
+        help="fairness, recovery (--sim-level pods), pod admission and pod scale, after the rate",
+    )
+    p.add_argument(
+        "--pod-scale",
+        default="",
+        metavar="PODS,...",
+        help="pod-scale steps (benchmarks/pod_scale.py) after the admission section: pods per "
+        f"step (default {pod_scale.BENCH_PODS}; --large: "
+        f"{','.join(map(str, pod_scale.LARGE_PODS))}; 'none': skip)",
     )
     args = p.parse_args(argv)
 
@@ -200,6 +221,14 @@ def main(argv: list[str] | None = None) -> int:
         console.print("pod admission under load ...")
         extra["admission"] = asyncio.run(admission.run(min(args.timeout, 180.0)))
         console.print(admission.one_line(extra["admission"]))
+        steps = _pod_scale_sizes(args.pod_scale, args.large)
+        if steps:
+            console.print(f"pod scale at --sim-level pods: {steps} pods ...")
+            # bench-large also records where each process's CPU went (py-spy, if installed).
+            prof = RESULTS / "profiles" if args.large and profiling.available() else None
+            extra["pod_scale"] = asyncio.run(
+                pod_scale.run(steps, progress=console.print, profile=prof)
+            )
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
