@@ -144,6 +144,22 @@ class Measured:
         return ""
 
 
+async def prepared_client(sim: SimProcess, user_agent: str | None = None) -> Client:
+    """An unthrottled client of `sim` with the JobSet CRDs applied and the benchmark's
+    namespaces created: what every benchmark does first on its fresh simulator."""
+    extra = {} if user_agent is None else {"user_agent": user_agent}
+    client = await Client.connect(str(sim.kubeconfig), qps=0, burst=0, **extra)
+    try:
+        await apply_crds(client)
+        for ns in (NAMESPACE, "jobset-system"):
+            with contextlib.suppress(ApiError):
+                await client.create(NAMESPACES, {"metadata": {"name": ns}})
+    except BaseException:
+        await client.close()
+        raise
+    return client
+
+
 def start_controller(
     sim: SimProcess, tmp: Path, opts: Options, extra: Sequence[str] = ()
 ) -> Measured:
@@ -422,13 +438,7 @@ async def phase(side: str, opts: Options) -> Any:
     observer: Observer | None = None
     proc: Measured | None = None
     try:
-        client = await Client.connect(
-            str(sim.kubeconfig), qps=0, burst=0, user_agent=OBSERVER_USER_AGENT
-        )
-        await apply_crds(client)
-        for ns in (NAMESPACE, "jobset-system"):
-            with contextlib.suppress(ApiError):
-                await client.create(NAMESPACES, {"metadata": {"name": ns}})
+        client = await prepared_client(sim, OBSERVER_USER_AGENT)
         observer = Observer(client)
         await observer.start()
         p = Phase(side, opts, tmp, sim, client, observer, None, psutil.Process(sim.proc.pid))  # type: ignore[arg-type]

@@ -53,6 +53,7 @@ from benchmarks import profiling
 from benchmarks.harness import (
     Options,
     controller_metrics,
+    prepared_client,
     request_counts,
     start_controller,
     wait_idle,
@@ -66,8 +67,7 @@ from benchmarks.workload import (
     RUN_FOREVER,
     jobset,
 )
-from jobset.controllers.crd import apply_crds
-from jobset.runtime.client import NAMESPACES, PODS, ApiError, Client, Object
+from jobset.runtime.client import PODS, Client, Object
 from jobset.runtime.informer import FuncHandler, Informer
 from jobset.runtime.logging import configure_logging
 from kubesim.process import start_sim
@@ -247,13 +247,7 @@ async def run_step(
     me = psutil.Process()
     sim_ps = psutil.Process(sim.proc.pid)
     try:
-        client = await Client.connect(
-            str(sim.kubeconfig), qps=0, burst=0, user_agent=OBSERVER_USER_AGENT
-        )
-        await apply_crds(client)
-        for ns in (NAMESPACE, "jobset-system"):
-            with contextlib.suppress(ApiError):
-                await client.create(NAMESPACES, {"metadata": {"name": ns}})
+        client = await prepared_client(sim, OBSERVER_USER_AGENT)
         watch = PodCounts(client, total)
         watch.informer.start()
         await watch.informer.wait_for_sync(60)
@@ -408,6 +402,14 @@ async def run_series(
             progress(one_line(result))
         if not result["completed"]:
             break
+    return summarize_series(steps, dns_hostnames=dns_hostnames, skipped=skipped)
+
+
+def summarize_series(
+    steps: list[dict[str, Any]], *, dns_hostnames: bool, skipped: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A series' record from its steps: the largest completed, whether the anchor's size ran
+    within the anchor's time, and where (and why) the climb stopped."""
     done = [s for s in steps if s["completed"]]
     largest = max(done, key=lambda s: s["pods"]) if done else None
     anchor = next((s for s in done if s["pods"] >= ANCHOR_PODS), None)
@@ -429,11 +431,9 @@ async def run_series(
         "anchor_size_within_anchor_time": None
         if anchor is None
         else anchor["seconds"]["running"] <= ANCHOR_SECONDS,
-        "stopped": None
-        if failed is None and skipped is None
-        else {"pods": failed["pods"], "reason": failed.get("stopped", "")}
-        if failed is not None
-        else skipped,
+        "stopped": skipped
+        if failed is None
+        else {"pods": failed["pods"], "reason": failed.get("stopped", "")},
     }
 
 

@@ -40,12 +40,18 @@ from typing import Any
 import orjson
 import psutil
 
-from benchmarks.harness import ROOT, Options, start_controller, wait_idle, wait_ready
+from benchmarks.harness import (
+    ROOT,
+    Options,
+    prepared_client,
+    start_controller,
+    wait_idle,
+    wait_ready,
+)
 from benchmarks.workload import CONTROLLER_AGENT, FINISH, JOBSETS, NAMESPACE, jobset
-from jobset.controllers.crd import apply_crds
 from jobset.controllers.plan import PlanInput, plan
 from jobset.runtime.cache import strip_managed_fields
-from jobset.runtime.client import NAMESPACES, ApiError, Client
+from jobset.runtime.client import Client
 from kubesim.process import SimProcess, start_sim
 
 MINIMAL = ROOT / "benchmarks" / "minimal_client.py"
@@ -69,11 +75,7 @@ async def fresh_sim(label: str) -> AsyncIterator[Env]:
     sim = start_sim(tmp, "--sim-level", "none")
     client: Client | None = None
     try:
-        client = await Client.connect(str(sim.kubeconfig), qps=0, burst=0)
-        await apply_crds(client)
-        for ns in (NAMESPACE, "jobset-system"):
-            with contextlib.suppress(ApiError):
-                await client.create(NAMESPACES, {"metadata": {"name": ns}})
+        client = await prepared_client(sim)
         yield Env(sim, client, tmp, psutil.Process(sim.proc.pid))
     finally:
         if client is not None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -50,12 +49,11 @@ from typing import Any
 import psutil
 
 from benchmarks import in_place
-from benchmarks.harness import Options, start_controller, wait_idle, wait_ready
+from benchmarks.harness import Options, prepared_client, start_controller, wait_idle, wait_ready
 from benchmarks.workload import NAMESPACE, RUN_FOREVER, jobset
 from jobset.api import constants as c
-from jobset.controllers.crd import apply_crds
 from jobset.resources import JOBSETS
-from jobset.runtime.client import NAMESPACES, PODS, ApiError, Client, Object
+from jobset.runtime.client import PODS, Client, Object
 from jobset.runtime.informer import FuncHandler, Informer
 from jobset.runtime.logging import configure_logging
 from kubesim.process import start_sim
@@ -222,11 +220,7 @@ async def run_strategy(name: str, opts: Options, jobs: int, pods: int) -> dict[s
     lifted: asyncio.Task[float] | None = None
     proc = None
     try:
-        client = await Client.connect(str(sim.kubeconfig), qps=0, burst=0)
-        await apply_crds(client)
-        for ns in (NAMESPACE, "jobset-system"):
-            with contextlib.suppress(ApiError):
-                await client.create(NAMESPACES, {"metadata": {"name": ns}})
+        client = await prepared_client(sim)
         if real:
             for resource, body in in_place.RBAC:
                 await client.create(resource, body, NAMESPACE)

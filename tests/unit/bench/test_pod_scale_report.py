@@ -38,29 +38,8 @@ def test_prediction_follows_the_growth_of_the_last_two_steps() -> None:
     assert k == 1.0 and round(t) == 40
 
 
-def _series(steps: list[dict[str, Any]], stopped: dict[str, Any] | None) -> dict[str, Any]:
-    done = [s for s in steps if s["completed"]]
-    largest = done[-1] if done else None
-    anchor = next((s for s in done if s["pods"] >= pod_scale.ANCHOR_PODS), None)
-    return {
-        "series": "no Service",
-        "dns_hostnames": False,
-        "steps": steps,
-        "largest": None
-        if largest is None
-        else {
-            "pods": largest["pods"],
-            "jobs": largest["jobs"],
-            "seconds_to_all_running": largest["seconds"]["running"],
-            "pods_per_second": largest["pods_per_second"],
-            "ratio_to_anchor": largest["ratio_to_anchor"],
-            "bottleneck": pod_scale.bottleneck(largest),
-        },
-        "anchor_size_within_anchor_time": None
-        if anchor is None
-        else anchor["seconds"]["running"] <= pod_scale.ANCHOR_SECONDS,
-        "stopped": stopped,
-    }
+def _series(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return pod_scale.summarize_series(steps, dns_hostnames=False, skipped=None)
 
 
 def _goal(ser: dict[str, Any]) -> dict[str, Any]:
@@ -69,33 +48,31 @@ def _goal(ser: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_goal_met_when_50k_pods_run_within_120_s() -> None:
-    goal = _goal(_series([_step(16000, 30.0), _step(50000, 110.0)], None))
+    goal = _goal(_series([_step(16000, 30.0), _step(50000, 110.0)]))
     assert goal["met"] is True
     assert "largest 50,000 pods (6,250 Jobs x 8)" in goal["measured"]
     assert "busiest process sim (0.90 core)" in goal["measured"]
 
 
 def test_goal_not_met_when_50k_pods_take_longer_or_the_climb_stops_before() -> None:
-    assert _goal(_series([_step(50000, 250.0)], None))["met"] is False
+    assert _goal(_series([_step(50000, 250.0)]))["met"] is False
     # A larger step completed too: the goal names both, judged at 50k.
-    goal = _goal(_series([_step(50000, 250.0), _step(100000, 400.0)], None))
+    goal = _goal(_series([_step(50000, 250.0), _step(100000, 400.0)]))
     assert goal["met"] is False and "largest 100,000 pods" in goal["measured"]
     assert "50,000 pods (6,250 Jobs x 8): all Running in 250.0 s" in goal["measured"]
-    stopped = {"pods": 50000, "reason": "time limit: not all Running after 600 s"}
-    goal = _goal(_series([_step(16000, 300.0), _step(50000, None, completed=False)], stopped))
+    goal = _goal(_series([_step(16000, 300.0), _step(50000, None, completed=False)]))
     assert goal["met"] is False
     assert "largest 16,000 pods" in goal["measured"]
     assert "stopped at 50,000 pods: time limit" in goal["measured"]
 
 
 def test_goal_not_measured_when_the_run_stops_short_of_50k_by_choice() -> None:
-    goal = _goal(_series([_step(1000, 3.0)], None))
+    goal = _goal(_series([_step(1000, 3.0)]))
     assert goal["met"] is None and "make bench-large" in goal["measured"]
 
 
 def test_table_marks_a_step_that_did_not_complete() -> None:
-    stopped = {"pods": 4000, "reason": "time limit"}
-    ser = _series([_step(1000, 3.0), _step(4000, None, completed=False)], stopped)
+    ser = _series([_step(1000, 3.0), _step(4000, None, completed=False)])
     text = pod_scale_report.section({"pod_scale": {"series": [ser]}}, "t", with_plots=False)
     lines = "\n".join(text).splitlines()
     rows = [line for line in lines if line.startswith("| no Service")]
