@@ -20,11 +20,10 @@ for it. As upstream, the check runs before routing, so without credentials even 
 path is 401. The probe server stays plain HTTP without authentication: the kubelet's probes
 send no token, and upstream leaves them open too.
 
-Slow and idle clients: aiohttp has no header-read timeout, and its keep-alive timeout (the
-only timer on a connection that has not finished sending a request) defaults to an hour, so
-a slowloris client could hold a connection for an hour with one byte a second. Every server
-here (and the webhook server) closes a connection that has not sent complete headers within
-`HEADER_TIMEOUT` of connecting or of its previous response, and bodies are capped
+Slow and idle clients: every server here (and the webhook server) runs on
+`http_timers.TimedAppRunner`: a connection that has not sent complete headers within
+`HEADER_TIMEOUT` of connecting or of its request's first byte is closed, an idle kept-alive
+one after `IDLE_TIMEOUT` (longer than its clients keep it), and bodies are capped
 (`client_max_size`).
 """
 
@@ -39,6 +38,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from jobset.runtime.http_timers import HEADER_TIMEOUT, TimedAppRunner
+
 if TYPE_CHECKING:
     from jobset.runtime.authn import DelegatingAuth
 
@@ -52,9 +53,6 @@ __all__ = [
     "probes_app",
 ]
 
-# Seconds a connection may take to send a request's headers, counted from the connection (or
-# its previous response); also how long an idle keep-alive connection is kept.
-HEADER_TIMEOUT: Final = 10.0
 # The probe and metrics endpoints take no body.
 MAX_BODY_BYTES: Final = 64 * 1024
 
@@ -178,9 +176,7 @@ class HttpServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(
-            self.app, access_log=None, handle_signals=False, keepalive_timeout=HEADER_TIMEOUT
-        )
+        self._runner = TimedAppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
         await site.start()

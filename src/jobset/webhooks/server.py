@@ -20,7 +20,10 @@ What the API server needs from it, and what this module guarantees:
   denial with a code and a reason - never a traceback, never a 500 the API server would
   turn into "failed calling webhook".
 - No connection held by a slow client: headers must arrive within `HEADER_TIMEOUT` of the
-  connection (or of the previous response), a body within `timeout`.
+  connection (or of the request's first byte), a body within `timeout`; and no idle
+  connection closed under the API server: it is kept `IDLE_TIMEOUT` (120 s), longer than
+  kube-apiserver keeps it (90 s), so a request is never written onto a connection the server
+  is closing (`jobset.runtime.http_timers`).
 - An answer within `timeout` seconds (the configuration's `timeoutSeconds` is 10; a handler
   stuck on a slow API call is cut off earlier with a clear message instead of the API
   server's "context deadline exceeded").
@@ -47,7 +50,8 @@ from typing import Final
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from jobset.runtime.health import HEADER_TIMEOUT, CheckResult
+from jobset.runtime.health import CheckResult
+from jobset.runtime.http_timers import TimedAppRunner
 from jobset.runtime.logging import get_logger
 from jobset.webhooks.review import (
     ADMISSION_API_VERSION,
@@ -180,10 +184,8 @@ class WebhookServer:
         app = web.Application(client_max_size=MAX_REQUEST_BYTES + 1)
         for path in self.handlers:
             app.router.add_post(path, self._serve)
-        # keepalive_timeout is aiohttp's only timer on a connection still sending its headers.
-        self._runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, keepalive_timeout=HEADER_TIMEOUT
-        )
+        # Idle connections stay open longer than kube-apiserver keeps them (http_timers).
+        self._runner = TimedAppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.cert.context)
         await site.start()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import ssl
 from collections.abc import AsyncIterator
 
 import aiohttp
+import pytest
 from prometheus_client import CollectorRegistry
 
+from jobset.runtime import http_timers
+from jobset.runtime.http_timers import HEADER_TIMEOUT
 from jobset.webhooks import certs
 from jobset.webhooks.review import MAX_REQUEST_BYTES, AdmissionRequest, AdmissionResponse
 from jobset.webhooks.server import ServingCert, WebhookServer
@@ -154,6 +158,105 @@ async def test_an_oversized_chunked_body_is_denied_413_and_a_fitting_one_served(
         assert registry.get_sample_value("controller_runtime_webhook_requests_total", counted) == 2
         latency = "controller_runtime_webhook_latency_seconds_count"
         assert registry.get_sample_value(latency, {"webhook": "/x"}) == 2
+    finally:
+        await server.stop()
+        serving.close()
+
+
+def _raw_review(path: str) -> bytes:
+    body = json.dumps(REVIEW).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> int:
+    """One HTTP/1.1 answer off a kept-alive connection: its status code."""
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return status
+
+
+async def _served() -> tuple[WebhookServer, bytes, ServingCert]:
+    bundle = certs.issue_bundle(["localhost"])
+    serving = ServingCert()
+    serving.update(bundle.cert, bundle.key)
+    server = WebhookServer(serving, host="127.0.0.1", port=0)
+
+    async def allow(_: AdmissionRequest) -> AdmissionResponse:
+        return AdmissionResponse.allow()
+
+    server.register("/x", allow)
+    await server.start()
+    return server, bundle.ca_cert, serving
+
+
+async def test_an_idle_kept_alive_connection_outlives_the_header_timeout() -> None:
+    """kube-apiserver keeps an idle webhook connection 90 s and writes its next review onto it:
+    the server must not close it first (the API server would see "EOF", a failed admission).
+    Idle past HEADER_TIMEOUT (which used to be the idle timer too), the connection answers."""
+    server, ca, serving = await _served()
+    ctx = ssl.create_default_context(cadata=ca.decode())
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", server.port, ssl=ctx, server_hostname="localhost"
+    )
+    try:
+        writer.write(_raw_review("/x"))
+        assert await _read_answer(reader) == 200
+        await asyncio.sleep(HEADER_TIMEOUT + 1.5)
+        assert not reader.at_eof(), "the server closed an idle kept-alive connection"
+        writer.write(_raw_review("/x"))
+        assert await _read_answer(reader) == 200  # the same connection
+    finally:
+        writer.close()
+        await server.stop()
+        serving.close()
+
+
+async def test_late_headers_close_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Headers still bounded: a new connection that sends nothing, and a kept-alive one whose
+    next request trickles in a byte at a time, are both closed after the header timeout."""
+    monkeypatch.setattr(http_timers._HeaderTimedHandler, "header_timeout", 0.5)
+    server, ca, serving = await _served()
+    ctx = ssl.create_default_context(cadata=ca.decode())
+    try:
+        loop = asyncio.get_running_loop()
+        silent_r, silent_w = await asyncio.open_connection(
+            "127.0.0.1", server.port, ssl=ctx, server_hostname="localhost"
+        )
+        t0 = loop.time()
+        assert await asyncio.wait_for(silent_r.read(), 10) == b""  # closed by the server
+        assert loop.time() - t0 < 5
+        silent_w.close()
+
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.port, ssl=ctx, server_hostname="localhost"
+        )
+        writer.write(_raw_review("/x"))
+        assert await _read_answer(reader) == 200
+        await asyncio.sleep(1.0)  # idle past the header timeout: still open
+        t0 = loop.time()
+        closed_after = None
+        for byte in _raw_review("/x")[:40]:
+            if reader.at_eof():
+                closed_after = loop.time() - t0
+                break
+            writer.write(bytes([byte]))
+            await asyncio.sleep(0.1)
+            with contextlib.suppress(TimeoutError):
+                if await asyncio.wait_for(reader.read(1), 0.01) == b"":
+                    closed_after = loop.time() - t0
+                    break
+        assert closed_after is not None, "a trickling request was never cut off"
+        assert closed_after < 3.5
+        writer.close()
     finally:
         await server.stop()
         serving.close()
