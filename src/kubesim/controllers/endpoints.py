@@ -11,13 +11,20 @@ Service with a selector:
   container port of that name (a pod without it is left out of that port). Addresses carry
   `nodeName`, `targetRef` and, for a pod whose `subdomain` is the Service, `hostname`;
   subsets are packed as upstream's RepackSubsets packs them. Labels: the Service's, plus
-  `endpointslice.kubernetes.io/skip-mirror`.
+  `endpointslice.kubernetes.io/skip-mirror`. At most `MAX_CAPACITY` (1,000) addresses, as
+  upstream: above that `truncate_subsets` cuts them (ready ones kept first) and the object
+  is annotated `endpoints.kubernetes.io/over-capacity: truncated`, the annotation removed
+  once back within capacity (`endpoints_object`).
 - `discovery.k8s.io/v1 EndpointSlices` (generateName `<service>-`, labels
   `kubernetes.io/service-name` and `endpointslice.kubernetes.io/managed-by`, owned by the
-  Service): one slice per distinct set of resolved ports, endpoints with
+  Service): the endpoints of each distinct set of resolved ports, over as many slices of at
+  most 100 endpoints (`--max-endpoints-per-slice`'s default) as it takes; endpoints with
   `conditions.ready/serving/terminating` (terminating pods stay listed, not ready), nodeName,
   zone (the node's `topology.kubernetes.io/zone`) and targetRef; a placeholder slice without
-  endpoints when nothing matches.
+  endpoints when nothing matches. A sync writes only the slices whose endpoints change
+  (the reconciler's plan, `endpointslices.plan_slices`), so a pod change costs the writes
+  of one slice, not of every pod; working out the desired endpoints still reads every pod
+  of the namespace (in memory).
 
 Services without a selector are left alone: their Endpoints are whoever writes them (the
 EndpointSlice mirroring controller is not modelled).
