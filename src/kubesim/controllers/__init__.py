@@ -18,9 +18,11 @@ back through it, as a real controller does through the API server:
 - `deployment.py`, `replicaset.py` - apps/v1 Deployments (RollingUpdate, Recreate, revisions,
   conditions) and ReplicaSets (pods with controller references, adoption, deletion ranking);
   their decisions are pure, in `rollout.py`.
-- `endpoints.py` - core/v1 Endpoints and discovery.k8s.io/v1 EndpointSlices from the ready
-  pods behind each Service's selector, and `resolve_service`: how the API server reaches a
-  Service (admission webhooks).
+- `endpoints.py` - core/v1 Endpoints (truncated at 1,000 addresses) and discovery.k8s.io/v1
+  EndpointSlices from the ready pods behind each Service's selector, and `resolve_service`:
+  how the API server reaches a Service (admission webhooks). Which slices a sync creates,
+  updates and deletes (at most 100 endpoints a slice, only changed slices written) is pure,
+  in `endpointslices.py`.
 - `disruption.py` - policy/v1 PodDisruptionBudget status, and the pods/eviction subresource
   that honours it (`kubectl drain`).
 - `base.py` - the store-listener-plus-work-queue loop those four share.

@@ -11,13 +11,20 @@ Service with a selector:
   container port of that name (a pod without it is left out of that port). Addresses carry
   `nodeName`, `targetRef` and, for a pod whose `subdomain` is the Service, `hostname`;
   subsets are packed as upstream's RepackSubsets packs them. Labels: the Service's, plus
-  `endpointslice.kubernetes.io/skip-mirror`.
+  `endpointslice.kubernetes.io/skip-mirror`. At most `MAX_CAPACITY` (1,000) addresses, as
+  upstream: above that `truncate_subsets` cuts them (ready ones kept first) and the object
+  is annotated `endpoints.kubernetes.io/over-capacity: truncated`, the annotation removed
+  once back within capacity (`endpoints_object`).
 - `discovery.k8s.io/v1 EndpointSlices` (generateName `<service>-`, labels
   `kubernetes.io/service-name` and `endpointslice.kubernetes.io/managed-by`, owned by the
-  Service): one slice per distinct set of resolved ports, endpoints with
+  Service): the endpoints of each distinct set of resolved ports, over as many slices of at
+  most 100 endpoints (`--max-endpoints-per-slice`'s default) as it takes; endpoints with
   `conditions.ready/serving/terminating` (terminating pods stay listed, not ready), nodeName,
   zone (the node's `topology.kubernetes.io/zone`) and targetRef; a placeholder slice without
-  endpoints when nothing matches.
+  endpoints when nothing matches. A sync writes only the slices whose endpoints change
+  (the reconciler's plan, `endpointslices.plan_slices`), so a pod change costs the writes
+  of one slice, not of every pod; working out the desired endpoints still reads every pod
+  of the namespace (in memory).
 
 Services without a selector are left alone: their Endpoints are whoever writes them (the
 EndpointSlice mirroring controller is not modelled).
@@ -27,7 +34,7 @@ EndpointSlice mirroring controller is not modelled).
 
 from __future__ import annotations
 
-import ipaddress
+import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +43,7 @@ from typing import Any, Final
 from kubesim.apiserver.apicore import ApiCore
 from kubesim.apiserver.store import DELETED, ResourceKey, Store, WatchEvent
 from kubesim.controllers.base import PODS, Controller, meta_key
+from kubesim.controllers.endpointslices import MAX_ENDPOINTS_PER_SLICE, ip_sort_key, plan_slices
 from kubesim.controllers.rollout import pod_ready
 from kubesim.machinery.errors import ApiError
 
@@ -49,6 +57,11 @@ MANAGED_BY_LABEL: Final = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY: Final = "endpointslice-controller.k8s.io"
 SKIP_MIRROR_LABEL: Final = "endpointslice.kubernetes.io/skip-mirror"
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+# The endpoints controller's cap on the addresses of one Endpoints (upstream's maxCapacity),
+# and the annotation saying it was applied.
+MAX_CAPACITY: Final = 1000
+OVER_CAPACITY_ANNOTATION: Final = "endpoints.kubernetes.io/over-capacity"
+TRUNCATED: Final = "truncated"
 # The simulated cluster's dial hint on a Service (host:port), used by `jobset dev`.
 ADDRESS_ANNOTATION: Final = "sim.jobset.x-k8s.io/address"
 # Where a simulated pod's endpoint is reached: no process listens on a simulated pod's IP, so
@@ -109,13 +122,6 @@ def _target_ref(pod: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _ip_key(ip: str) -> tuple[int, Any]:
-    try:
-        return (0, ipaddress.ip_address(ip))
-    except ValueError:
-        return (1, ip)
-
-
 def _port_entry(service_port: Mapping[str, Any], number: int) -> dict[str, Any]:
     entry: dict[str, Any] = {"port": number, "protocol": service_port.get("protocol") or "TCP"}
     if service_port.get("name"):
@@ -169,16 +175,102 @@ def endpoint_subsets(
         subset: dict[str, Any] = {}
         if ready:
             subset["addresses"] = sorted(
-                ready, key=lambda a: (_ip_key(a["ip"]), a["targetRef"]["name"])
+                ready, key=lambda a: (ip_sort_key(a["ip"]), a["targetRef"]["name"])
             )
         if not_ready:
             subset["notReadyAddresses"] = sorted(
-                not_ready, key=lambda a: (_ip_key(a["ip"]), a["targetRef"]["name"])
+                not_ready, key=lambda a: (ip_sort_key(a["ip"]), a["targetRef"]["name"])
             )
         if ports:
             subset["ports"] = sorted(ports, key=lambda p: (p.get("name", ""), p["port"]))
         subsets.append(subset)
     return subsets
+
+
+def truncate_subsets(
+    subsets: Sequence[Mapping[str, Any]], max_capacity: int = MAX_CAPACITY
+) -> tuple[list[dict[str, Any]], bool]:
+    """The subsets cut down to `max_capacity` addresses, and whether anything was cut
+    (upstream's truncateEndpoints).
+
+    Ready addresses go first: while they fit, only not-ready ones are cut; when the ready
+    ones alone are too many, every not-ready address goes and the ready ones are cut. The
+    room is shared between subsets in proportion to what each holds (rounded up, so the
+    last subsets may get less), and each subset keeps its first addresses.
+    """
+    out = [dict(s) for s in subsets]
+    total_ready = sum(len(s.get("addresses") or ()) for s in out)
+    total_not_ready = sum(len(s.get("notReadyAddresses") or ()) for s in out)
+    if total_ready + total_not_ready <= max_capacity:
+        return out, False
+    cut_ready = total_ready > max_capacity
+    room, total = (
+        (max_capacity, total_ready) if cut_ready else (max_capacity - total_ready, total_not_ready)
+    )
+    can_add = room
+    field_name = "addresses" if cut_ready else "notReadyAddresses"
+    for subset in out:
+        held = list(subset.get(field_name) or ())
+        # float arithmetic as upstream's math.Ceil((n / total) * room), so the shares agree
+        share = min(math.ceil((len(held) / total) * room), can_add) if total else 0
+        kept = held[:share]
+        can_add -= len(kept)
+        if kept:
+            subset[field_name] = kept
+        else:
+            subset.pop(field_name, None)
+        if cut_ready:
+            subset.pop("notReadyAddresses", None)
+    return out, True
+
+
+def endpoints_object(
+    service: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    current: Mapping[str, Any] | None,
+    max_capacity: int = MAX_CAPACITY,
+) -> dict[str, Any] | None:
+    """The Service's Endpoints to write over `current` (None: there is none yet), or None
+    when `current` is already what it should be.
+
+    Over `max_capacity` addresses the subsets are truncated (`truncate_subsets`) and the
+    object carries `endpoints.kubernetes.io/over-capacity: truncated`; back within it, the
+    annotation goes. Upstream writes an over-capacity Endpoints again on every sync, which
+    the API server turns into a no-op when nothing changed: None here is the same to clients.
+    """
+    meta = service.get("metadata") or {}
+    ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    labels = {**(meta.get("labels") or {}), SKIP_MIRROR_LABEL: "true"}
+    subsets, truncated = truncate_subsets(endpoint_subsets(service, pods), max_capacity)
+    if current is None:
+        new_meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": labels}
+        if truncated:
+            new_meta["annotations"] = {OVER_CAPACITY_ANNOTATION: TRUNCATED}
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "Endpoints", "metadata": new_meta}
+        if subsets:
+            body["subsets"] = subsets
+        return body
+    current_meta = current.get("metadata") or {}
+    annotations = dict(current_meta.get("annotations") or {})
+    if (
+        (current.get("subsets") or []) == subsets
+        and current_meta.get("labels") == labels
+        and (annotations.get(OVER_CAPACITY_ANNOTATION) == TRUNCATED) == truncated
+    ):
+        return None
+    if truncated:
+        annotations[OVER_CAPACITY_ANNOTATION] = TRUNCATED
+    else:
+        annotations.pop(OVER_CAPACITY_ANNOTATION, None)
+    new = {k: v for k, v in current.items() if k != "subsets"}
+    new["metadata"] = {**current_meta, "labels": labels}
+    if annotations:
+        new["metadata"]["annotations"] = annotations
+    else:
+        new["metadata"].pop("annotations", None)
+    if subsets:
+        new["subsets"] = subsets
+    return new
 
 
 def slice_groups(
@@ -225,7 +317,7 @@ def slice_groups(
         return [([], [])]
     out = []
     for _key, (ports, endpoints) in sorted(groups.items()):
-        endpoints.sort(key=lambda e: (_ip_key(e["addresses"][0]), e["targetRef"]["name"]))
+        endpoints.sort(key=lambda e: (ip_sort_key(e["addresses"][0]), e["targetRef"]["name"]))
         out.append((ports, endpoints))
     return out
 
@@ -350,8 +442,16 @@ class EndpointsController(Controller[Key]):
     name = "endpoint-controller"
     workers = 2
 
-    def __init__(self, core: ApiCore) -> None:
+    def __init__(
+        self,
+        core: ApiCore,
+        *,
+        max_per_slice: int = MAX_ENDPOINTS_PER_SLICE,
+        max_capacity: int = MAX_CAPACITY,
+    ) -> None:
         super().__init__(core)
+        self.max_per_slice = max_per_slice
+        self.max_capacity = max_capacity
         self.ep_rt = self.rt("", "endpoints")
         self.slice_rt = self.rt("discovery.k8s.io", "endpointslices")
         # (namespace, label key, value) -> Services whose selector requires that label.
@@ -433,19 +533,10 @@ class EndpointsController(Controller[Key]):
 
     async def _sync_endpoints(self, service: dict[str, Any], pods: list[dict[str, Any]]) -> None:
         ns, name = meta_key(service)
-        labels = {
-            **((service.get("metadata") or {}).get("labels") or {}),
-            SKIP_MIRROR_LABEL: "true",
-        }
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Endpoints",
-            "metadata": {"name": name, "namespace": ns, "labels": labels},
-        }
-        subsets = endpoint_subsets(service, pods)
-        if subsets:
-            body["subsets"] = subsets
         current = self.core.store.get(ENDPOINTS, (ns, name))
+        body = endpoints_object(service, pods, current, self.max_capacity)
+        if body is None:
+            return
         if current is None:
             try:
                 await self.core.create(self.ep_rt, ns, body, self.req())
@@ -453,16 +544,7 @@ class EndpointsController(Controller[Key]):
                 if err.code != 409:
                     raise
             return
-        if (
-            current.get("subsets") == body.get("subsets")
-            and current["metadata"].get("labels") == labels
-        ):
-            return
-        new = {k: v for k, v in current.items() if k != "subsets"}
-        new["metadata"] = {**current["metadata"], "labels": labels}
-        if subsets:
-            new["subsets"] = subsets
-        await self.core.update(self.ep_rt, ns, name, new, self.req())
+        await self.core.update(self.ep_rt, ns, name, body, self.req())
 
     def _slices(self, key: Key) -> list[dict[str, Any]]:
         return [
@@ -477,56 +559,51 @@ class EndpointsController(Controller[Key]):
         service: dict[str, Any],
         groups: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]],
     ) -> None:
+        """Write only the slices the reconciler's plan changes (endpointslices.py)."""
         ns, name = meta_key(service)
-        existing = self._slices((ns, name))
         labels = {
             **((service.get("metadata") or {}).get("labels") or {}),
             SERVICE_NAME_LABEL: name,
             MANAGED_BY_LABEL: MANAGED_BY,
         }
+        uid = str(service["metadata"]["uid"])
+        plan = plan_slices(self._slices((ns, name)), groups, labels, uid, self.max_per_slice)
         owner = {
             "apiVersion": "v1",
             "kind": "Service",
             "name": name,
-            "uid": service["metadata"]["uid"],
+            "uid": uid,
             "controller": True,
             "blockOwnerDeletion": True,
         }
-        unused = list(existing)
-        for ports, endpoints in groups:
-            match = next((s for s in unused if (s.get("ports") or []) == ports), None)
-            if (
-                match is None
-                and unused
-                and not any((s.get("ports") or []) == ports for s in existing)
-            ):
-                match = unused[0]
-            body: dict[str, Any] = {
+
+        def body(ports: list[dict[str, Any]], endpoints: list[dict[str, Any]]) -> dict[str, Any]:
+            return {
                 "apiVersion": "discovery.k8s.io/v1",
                 "kind": "EndpointSlice",
                 "addressType": "IPv4",
                 "endpoints": endpoints,
                 "ports": ports or None,
             }
-            if match is None:
-                body["metadata"] = {
+
+        if not service["metadata"].get("deletionTimestamp"):
+            # As upstream: no new slices for a Service being deleted (the GC would race).
+            for ports, endpoints in plan.create:
+                new = body(ports, endpoints)
+                new["metadata"] = {
                     "generateName": f"{name}-",
                     "namespace": ns,
                     "labels": labels,
                     "ownerReferences": [owner],
                 }
-                await self.core.create(self.slice_rt, ns, body, self.req())
-                continue
-            unused.remove(match)
-            if (
-                match.get("endpoints") == endpoints
-                and match.get("ports") == body["ports"]
-                and match["metadata"].get("labels") == labels
-            ):
-                continue
-            body["metadata"] = {**match["metadata"], "labels": labels}
-            await self.core.update(self.slice_rt, ns, match["metadata"]["name"], body, self.req())
-        for sl in unused:
+                await self.core.create(self.slice_rt, ns, new, self.req())
+        for upd in plan.update:
+            new = body(upd.ports, upd.endpoints)
+            new["metadata"] = {**upd.current["metadata"], "labels": labels}
+            await self.core.update(
+                self.slice_rt, ns, upd.current["metadata"]["name"], new, self.req()
+            )
+        for sl in plan.delete:
             await self._delete(self.slice_rt, sl)
 
     async def _delete_endpoints(self, key: Key) -> None:
@@ -534,7 +611,7 @@ class EndpointsController(Controller[Key]):
         if ep is not None and (ep["metadata"].get("labels") or {}).get(SKIP_MIRROR_LABEL) == "true":
             await self._delete(self.ep_rt, ep)
 
-    async def _delete(self, rt: Any, obj: dict[str, Any]) -> None:
+    async def _delete(self, rt: Any, obj: Mapping[str, Any]) -> None:
         meta = obj["metadata"]
         try:
             await self.core.delete(rt, meta.get("namespace", ""), meta["name"], {}, self.req())
