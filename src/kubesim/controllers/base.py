@@ -66,6 +66,10 @@ class Controller(Generic[K]):
     def initial_keys(self) -> Iterable[K]:
         raise NotImplementedError
 
+    def hold(self, key: K) -> float:
+        """Seconds an event's sync of `key` waits, so that more events join it (0: none)."""
+        return 0.0
+
     async def sync(self, key: K) -> float | None:
         raise NotImplementedError
 
@@ -103,7 +107,7 @@ class Controller(Generic[K]):
             return
         try:
             for key in self.keys_for(rkey, ev):
-                queue.add(key)
+                queue.add_after(key, self.hold(key))
         except Exception:  # a listener must never break the write that triggered it
             log.exception("controller event handling failed", controller=self.name)
 
