@@ -115,7 +115,9 @@ def section(data: dict[str, Any]) -> list[str]:
             "harness, one asyncio process) at the target rate; latency from when the pod was "
             "due. The webhook's own time against the machine's: its mean server-side "
             "review time, event-loop lag p99 (bucket bound), the seconds its loop waited "
-            "for a CPU, the generators' CPU per pod and the load average at the end. "
+            "for a CPU, the generators' CPU per pod, their full garbage collections while pods "
+            "were due (each froze its heap first: a pause of theirs would count as the "
+            "webhook's latency) and the load average at the end. "
             "Then the simulated Job controller creates the pods of "
             f"{adm.get('with_webhook', {}).get('pods', '?')} pods' worth of Jobs with the "
             "webhooks registered and without.",
@@ -133,6 +135,7 @@ def section(data: dict[str, Any]) -> list[str]:
                     "loop lag p99 ms",
                     "CPU wait s",
                     "generators CPU ms/pod",
+                    "generators' full GCs",
                     "load avg",
                 ],
                 [
@@ -152,6 +155,7 @@ def section(data: dict[str, Any]) -> list[str]:
                         f"{lo['generator_cpu_ms_per_pod']:.2f}"
                         if "generator_cpu_ms_per_pod" in lo
                         else "-",
+                        str(lo.get("generator_full_collections", "-")),
                         f"{lo['load_average_1m'][-1]:.1f}" if "load_average_1m" in lo else "-",
                     ]
                 ],
