@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(HASH)
 # What `make demo` needs and no more: the package and the simulator's extra.
 DEMO_STAMP := $(VENV)/.installed-sim-$(HASH)
 
-.PHONY: venv test soak lint typecheck unit demo bench crd clean prometheus
+.PHONY: venv test soak lint typecheck unit demo bench crd clean prometheus iptables
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,7 @@ typecheck: $(STAMP)
 # start once. (loadgroup would keep the in-cluster package together, but pytest-xdist 3.8
 # cannot group under pytest 9, which made nodeids read-only.) TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
-test: lint typecheck prometheus
+test: lint typecheck prometheus iptables
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak"
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
@@ -47,7 +47,7 @@ test: lint typecheck prometheus
 # 50 JobSets under a seeded schedule of faults at the deployed controller, the upgrade from an
 # older commit's wheel; the in-cluster ones need root):
 # figures in docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
-soak: $(STAMP)
+soak: $(STAMP) prometheus iptables
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests
 
 # Prometheus and promtool (Debian package `prometheus`) for tests/integration/deploy; needs root.
@@ -58,6 +58,16 @@ prometheus:
 	else \
 	  echo "make prometheus: INSTALLING the Debian package 'prometheus' (system-wide, apt-get, needs root) for the tests that run prometheus/promtool"; \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; \
+	fi
+
+# iptables (Debian package `iptables`) for the in-cluster chaos test, which cuts the leader's
+# network namespace off the API server with a DROP rule; needs root. Said before it happens.
+iptables:
+	@if command -v iptables >/dev/null; then \
+	  echo "make iptables: iptables found on PATH, nothing to install"; \
+	else \
+	  echo "make iptables: INSTALLING the Debian package 'iptables' (system-wide, apt-get, needs root) for the in-cluster chaos test's network cut"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables; \
 	fi
 
 unit: $(STAMP)
