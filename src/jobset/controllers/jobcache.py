@@ -23,6 +23,7 @@ from typing import Any, Final
 import orjson
 
 from jobset.api import constants as c
+from jobset.controllers.jobfacts import CachedJob, job_facts
 from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
 from jobset.runtime.client import Object
 from jobset.runtime.transforms import Interner
@@ -141,11 +142,12 @@ def job_record(job: Object) -> Object:
             out_meta["annotations"] = kept
     if "ownerReferences" in meta:
         out_meta["ownerReferences"] = _owner_references(meta["ownerReferences"])
-    out: Object = {
-        "apiVersion": _interned.str(str(job.get("apiVersion") or "batch/v1")),
-        "kind": _interned.str(str(job.get("kind") or "Job")),
-        "metadata": out_meta,
-    }
+    # A CachedJob: the dict, plus what every pass reads of it, parsed once here (jobfacts).
+    out = CachedJob(
+        apiVersion=_interned.str(str(job.get("apiVersion") or "batch/v1")),
+        kind=_interned.str(str(job.get("kind") or "Job")),
+        metadata=out_meta,
+    )
     spec = job.get("spec")
     suspended = False
     if isinstance(spec, dict):
@@ -159,6 +161,7 @@ def job_record(job: Object) -> Object:
     status = job.get("status")
     if isinstance(status, dict):
         out["status"] = _status(status, suspended)
+    out.facts = job_facts(out)
     return out
 
 

@@ -53,7 +53,8 @@ from jobset.controllers.in_place_restart import (
     is_in_place_restart,
     reconcile_in_place_restart,
 )
-from jobset.controllers.jobs import PendingJobs, existing_indices, missing_indices, resume_patch
+from jobset.controllers.jobfacts import facts_of
+from jobset.controllers.jobs import PendingJobs, indices_of, missing_indices, resume_patch
 from jobset.controllers.network import headless_service, wants_headless_service
 from jobset.controllers.restart_policy import FailureOutcome, execute_failure_policy
 from jobset.controllers.success_policy import success_policy_met
@@ -262,7 +263,7 @@ def _plan_creation(
     suspended = is_suspended(js)
     ordered = startup.in_order(js) and not suspended
     # Parsed once for every ReplicatedJob: O(Jobs that exist), whatever `replicas` says.
-    existing = existing_indices(name_of(js), children.names() | awaited)
+    existing = indices_of(name_of(js), children.all(), awaited)
     out.create_jobs = PendingJobs(js, restart_job=restart_job)
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         if not startup.dependencies_reached(js, rjob, statuses):
@@ -270,7 +271,7 @@ def _plan_creation(
         status = startup.find_status(statuses, str(rjob.get("name")))
         if ordered and startup.all_replicas_started(rjob, status):
             continue
-        indices = existing.get(str(rjob.get("name") or ""), [])
+        indices = existing.get(str(rjob.get("name") or ""), set())
         out.create_jobs.add(rjob, missing_indices(js, rjob, children, indices=indices))
         if ordered:
             update.set_startup_in_progress()
@@ -292,16 +293,19 @@ def _plan_resume(
     (KEP-1150's gate) their container resources become the template's."""
     ordered = startup.in_order(js)
     by_rjob: dict[str, list[Job]] = {}
+    suspended_jobs = False
     for job in children.active:
-        by_rjob.setdefault(rjob_name_of(job), []).append(job)
+        facts = facts_of(job)
+        by_rjob.setdefault(facts.rjob or "", []).append(job)
+        suspended_jobs = suspended_jobs or facts.suspended
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         name = str(rjob.get("name"))
         if not startup.dependencies_reached(js, rjob, statuses):
             continue
         if ordered and startup.all_replicas_started(rjob, startup.find_status(statuses, name)):
             continue
-        for job in by_rjob.get(name, []):
-            if not (job.get("spec") or {}).get("suspend"):
+        for job in by_rjob.get(name, []) if suspended_jobs else ():
+            if not facts_of(job).suspended:
                 continue
             patch = resume_patch(job, rjob, resources=resources)
             pod = patch.get("spec", {}).get("template", {}).get("spec", {})

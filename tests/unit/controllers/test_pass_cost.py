@@ -112,7 +112,7 @@ def test_all_created_is_constant_time_while_jobs_are_missing(
     stand in for a missing one)."""
     js = jobset(rjob("a", 1000))
     jobs = [{"metadata": {"name": f"js-a-{i}"}} for i in range(1000)]
-    parsed = _count_calls(monkeypatch, jobset_controller, "existing_indices")
+    parsed = _count_calls(monkeypatch, jobset_controller, "indices_of")
     assert not jobset_controller._all_created(js, Children(active=jobs[:999]))
     assert parsed[0] == 0
     foreign = {"metadata": {"name": "other-a-0"}}
