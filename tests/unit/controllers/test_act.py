@@ -249,3 +249,90 @@ async def test_a_created_job_is_awaited_unless_the_cache_shows_it(
     body = jobs_module.construct_job(js, js["spec"]["replicatedJobs"][0], 0)
     assert await ctl._create_job(body)
     assert ctl.awaited.pending(f"{NS}/js") == (frozenset({"js-w-0"}) if awaited else frozenset())
+
+
+class VersioningClient(FakeClient):
+    """A status write produces a new resourceVersion, as the API server's does; deletes
+    are recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted: list[str] = []
+
+    async def update_status(self, res: Resource, obj: Object) -> Object:
+        await super().update_status(res, obj)
+        written = copy.deepcopy(obj)
+        written["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+        return written
+
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, **_: Any
+    ) -> None:
+        self.deleted.append(name)
+
+
+def _restarting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[JobSetController, VersioningClient, Object, list[int]]:
+    """A controller over a JobSet with a failed Job (its next pass restarts it); counts
+    the passes that plan."""
+    from jobset.controllers import jobset_controller
+
+    from .helpers import child
+
+    client = VersioningClient()
+    ctl = _controller(client)
+    js = jobset(rjob("w", 2), failurePolicy={"maxRestarts": 3})
+    ctl.jobsets.store.put(object_key(js), js)
+    for job in (child(js, "w", 0, active=1), child(js, "w", 1, state="failed")):
+        ctl.jobs.store.put(object_key(job), job_record(job))
+    planned = [0]
+    original = jobset_controller.plan
+
+    def counting(inp: Any) -> Any:
+        planned[0] += 1
+        return original(inp)
+
+    monkeypatch.setattr(jobset_controller, "plan", counting)
+    return ctl, client, js, planned
+
+
+async def test_a_pass_on_the_version_its_own_status_write_replaced_waits_for_the_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a status write, a pass that finds the cache still at the version the write
+    replaced neither plans nor writes (it would plan on the old status, and its write would
+    fail on the resourceVersion); it waits for the write's watch event."""
+    from jobset.controllers.jobset_controller import OWN_WRITE_WAIT
+
+    ctl, client, js, planned = _restarting(monkeypatch)
+    await ctl.reconcile(Request(NS, "js"))  # the failure: a restart, written
+    assert [w.get("restarts") for w in client.status_writes] == [1]
+    assert planned[0] == 1
+
+    # The Job watch is ahead of the JobSet watch: the cache still has restarts 0.
+    result = await ctl.reconcile(Request(NS, "js"))
+    assert result.requeue_after == OWN_WRITE_WAIT
+    assert planned[0] == 1 and len(client.status_writes) == 1 and client.deleted == []
+
+    # The write's watch event arrives: the next pass plans on it (the old Jobs go).
+    seen = copy.deepcopy(js)
+    seen["status"] = client.status_writes[0]
+    seen["metadata"]["resourceVersion"] = str(int(js["metadata"]["resourceVersion"]) + 1)
+    ctl.jobsets.store.put(object_key(seen), seen)
+    await ctl.reconcile(Request(NS, "js"))
+    assert planned[0] == 2
+    assert sorted(client.deleted) == ["js-w-0", "js-w-1"]
+    assert len(client.status_writes) == 1
+
+
+async def test_a_newer_version_by_someone_else_ends_the_wait_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ctl, _client, js, planned = _restarting(monkeypatch)
+    await ctl.reconcile(Request(NS, "js"))
+    newer = copy.deepcopy(js)
+    newer["metadata"]["resourceVersion"] = "100"  # not the one the write produced
+    ctl.jobsets.store.put(object_key(newer), newer)
+    await ctl.reconcile(Request(NS, "js"))
+    assert planned[0] == 2
