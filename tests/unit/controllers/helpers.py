@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from jobset.api.defaulting import default_jobset
 from jobset.controllers.jobs import construct_job
 from tests import builders
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
+    """Replace `module.name` with a wrapper that counts its calls (in the returned cell):
+    what a pass costs, counted rather than timed."""
+    calls = [0]
+    original: Callable[..., Any] = getattr(module, name)
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 NS = "default"

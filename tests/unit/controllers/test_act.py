@@ -278,7 +278,7 @@ def _restarting(
     the passes that plan."""
     from jobset.controllers import jobset_controller
 
-    from .helpers import child
+    from .helpers import child, count_calls
 
     client = VersioningClient()
     ctl = _controller(client)
@@ -286,15 +286,7 @@ def _restarting(
     ctl.jobsets.store.put(object_key(js), js)
     for job in (child(js, "w", 0, active=1), child(js, "w", 1, state="failed")):
         ctl.jobs.store.put(object_key(job), job_record(job))
-    planned = [0]
-    original = jobset_controller.plan
-
-    def counting(inp: Any) -> Any:
-        planned[0] += 1
-        return original(inp)
-
-    monkeypatch.setattr(jobset_controller, "plan", counting)
-    return ctl, client, js, planned
+    return ctl, client, js, count_calls(monkeypatch, jobset_controller, "plan")
 
 
 async def test_a_pass_on_the_version_its_own_status_write_replaced_waits_for_the_write(

@@ -23,7 +23,7 @@ from jobset.controllers.jobfacts import CachedJob, facts_of, job_facts
 from jobset.controllers.jobs import existing_indices, indices_of
 from jobset.controllers.plan import PlanInput, plan
 
-from .helpers import NOW, child, jobset, rjob
+from .helpers import NOW, child, count_calls, jobset, rjob
 
 
 def _jobs(js: dict[str, Any]) -> list[dict[str, Any]]:
@@ -101,14 +101,7 @@ def test_a_pass_over_cached_records_parses_no_job(
     js: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     records = [job_record(j) for j in _relabel(_jobs(js), "1")]
-    parsed = [0]
-    original = jobfacts.job_facts
-
-    def counting(job: Any) -> Any:
-        parsed[0] += 1
-        return original(job)
-
-    monkeypatch.setattr(jobfacts, "job_facts", counting)
+    parsed = count_calls(monkeypatch, jobfacts, "job_facts")
     p = plan(PlanInput(jobset=js, jobs=records, now=NOW, service_exists=True))
     assert p.failure is not None  # the pass went as far as the failure policy
     assert parsed[0] == 0

@@ -12,7 +12,7 @@ Work is counted (calls), never timed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -27,19 +27,7 @@ from jobset.controllers.classify import Children
 from jobset.controllers.jobs import PendingJobs, construct_job, existing_indices, missing_indices
 from jobset.controllers.plan import PlanInput, plan
 
-from .helpers import NOW, jobset, rjob
-
-
-def _count_calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
-    calls = [0]
-    original: Callable[..., Any] = getattr(module, name)
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls[0] += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, counting)
-    return calls
+from .helpers import NOW, count_calls, jobset, rjob
 
 
 def test_a_pass_over_a_million_replicas_whose_jobs_exist_names_no_replica(
@@ -50,8 +38,8 @@ def test_a_pass_over_a_million_replicas_whose_jobs_exist_names_no_replica(
     # Created by an earlier pass, not cached yet: they exist (cheaper to hold than Jobs).
     created = frozenset(f"js-w-{i}" for i in range(million))
     named = [
-        _count_calls(monkeypatch, jobs_module, "job_name"),
-        _count_calls(monkeypatch, types_module, "job_name"),
+        count_calls(monkeypatch, jobs_module, "job_name"),
+        count_calls(monkeypatch, types_module, "job_name"),
     ]
     p = plan(PlanInput(jobset=js, jobs=[], now=NOW, service_exists=True, awaited_jobs=created))
     assert len(p.create_jobs) == 0
@@ -97,7 +85,7 @@ def test_all_created_counts_existing_jobs_without_naming_replicas(
     js = jobset(rjob("a", 1000), rjob("b", 2))
     jobs = [{"metadata": {"name": f"js-a-{i}"}} for i in range(1000)]
     jobs += [{"metadata": {"name": f"js-b-{i}"}} for i in range(2)]
-    named = _count_calls(monkeypatch, types_module, "job_name")
+    named = count_calls(monkeypatch, types_module, "job_name")
     assert jobset_controller._all_created(js, Children(active=jobs[:500], succeeded=jobs[500:]))
     assert not jobset_controller._all_created(js, Children(active=jobs[1:]))
     assert not jobset_controller._all_created(js, Children(active=jobs[:-1], previous=jobs[-1:]))
@@ -112,7 +100,7 @@ def test_all_created_is_constant_time_while_jobs_are_missing(
     stand in for a missing one)."""
     js = jobset(rjob("a", 1000))
     jobs = [{"metadata": {"name": f"js-a-{i}"}} for i in range(1000)]
-    parsed = _count_calls(monkeypatch, jobset_controller, "indices_of")
+    parsed = count_calls(monkeypatch, jobset_controller, "indices_of")
     assert not jobset_controller._all_created(js, Children(active=jobs[:999]))
     assert parsed[0] == 0
     foreign = {"metadata": {"name": "other-a-0"}}
@@ -158,7 +146,7 @@ def test_job_bodies_share_nothing_mutable_with_the_jobset_and_deep_copy_nothing(
         volumeClaimPolicies=[{"templates": [{"metadata": {"name": "data"}}]}],  # volumes
     )
     before = orjson.dumps(js)
-    deep_copies = _count_calls(monkeypatch, copy, "deepcopy")
+    deep_copies = count_calls(monkeypatch, copy, "deepcopy")
     pending = PendingJobs(js)
     pending.add(js["spec"]["replicatedJobs"][0], [0, 1])
     first, second = list(pending)
