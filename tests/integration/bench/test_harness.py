@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks import rate_report, report
+from tests.processgroup import own_group
 
 ROOT = Path(__file__).resolve().parents[3]
 SIDE_FIELDS = {
@@ -45,14 +46,16 @@ def _bench(tmp_path: Path, *flags: str, timeout: float) -> dict[str, Any]:
     JSON result."""
     out = tmp_path / "scale.json"
     fixed = ("--placement", "no", "--pods", "no", "--no-report", "--timeout", "60")
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", *flags, *fixed, "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cmd = [sys.executable, "-m", "benchmarks.run", *flags, *fixed, "--out", str(out)]
+    # Its own process group: a run cut short takes its simulators and controllers with it.
+    with own_group(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"benchmarks.run still running after {timeout:.0f} s") from None
+    assert proc.returncode == 0, stdout[-3000:] + stderr[-3000:]
     result: dict[str, Any] = json.loads(out.read_text())
     return result
 

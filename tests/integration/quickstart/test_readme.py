@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.processgroup import own_group
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = re.compile(r"^<!--\s*quickstart(?::\s*(?P<file>[\w./-]+))?\s*-->\s*$")
@@ -150,28 +151,20 @@ def test_readme_quick_start_runs_in_a_fresh_clone(tmp_path: Path) -> None:
     log_path = tmp_path / "quickstart.log"
     started = time.monotonic()
     with log_path.open("w") as log:
-        proc = subprocess.Popen(
+        # Its own process group, stopped at the end: whatever is left (a `jobset dev &` the
+        # README did not stop, a hung command) goes with it.
+        with own_group(
             ["bash", str(script)],
             cwd=clone,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             env=_clean_env(tmp_path),
-            start_new_session=True,  # its own process group: background jobs included
-        )
-        try:
-            code: int | None = proc.wait(timeout=SESSION_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            # Whatever is left (a `jobset dev &` the README did not stop, a hung command).
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                time.sleep(2)
-            proc.wait()
+        ) as proc:
+            try:
+                code: int | None = proc.wait(timeout=SESSION_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                code = None
     elapsed = time.monotonic() - started
     out = log_path.read_text()
     tail = out[-6000:]
