@@ -62,6 +62,10 @@ class CachedJob(dict[str, Any]):
     facts: JobFacts
 
 
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _int(value: Any) -> int | None:
     if value is None:
         return None
@@ -74,27 +78,32 @@ def _int(value: Any) -> int | None:
 def pods_needed(job: Mapping[str, Any]) -> int:
     """The pods a Job needs up or done to count as ready: min(parallelism, completions),
     parallelism defaulting to 1."""
-    spec = job.get("spec") or {}
-    parallelism = spec.get("parallelism")
-    pods = 1 if parallelism is None else int(parallelism)
-    completions = spec.get("completions")
-    if completions is not None and int(completions) < pods:
-        pods = int(completions)
+    spec = _map(job.get("spec"))
+    parallelism = _int(spec.get("parallelism"))
+    pods = 1 if parallelism is None else parallelism
+    completions = _int(spec.get("completions"))
+    if completions is not None and completions < pods:
+        pods = completions
     return pods
 
 
 def _finished(status: Mapping[str, Any]) -> str | None:
-    for cond in status.get("conditions") or []:
+    conditions = status.get("conditions")
+    for cond in conditions if isinstance(conditions, list) else ():
+        if not isinstance(cond, Mapping):
+            continue
         if cond.get("type") in (COMPLETE, FAILED) and cond.get("status") == "True":
             return str(cond["type"])
     return None
 
 
 def job_facts(job: Mapping[str, Any]) -> JobFacts:
-    """Parse what a pass reads of `job` (a Job or a cached record of one)."""
-    meta = job.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    status = job.get("status") or {}
+    """Parse what a pass reads of `job` (a Job or a cached record of one). Never raises on
+    a field of the wrong type (the Job cache's transform calls it on every event): such a
+    field reads as absent."""
+    meta = _map(job.get("metadata"))
+    labels = _map(meta.get("labels"))
+    status = _map(job.get("status"))
     name = str(meta.get("name"))
     head, sep, tail = name.rpartition("-")
     job_index = _int(labels.get(c.JOB_INDEX_KEY))
@@ -112,9 +121,10 @@ def job_facts(job: Mapping[str, Any]) -> JobFacts:
         job_attempt=_int(labels.get(c.JOB_RESTART_ATTEMPT_KEY)),
         has_job_attempt=c.JOB_RESTART_ATTEMPT_KEY in labels,
         finished=_finished(status),
-        ready=int(status.get("succeeded") or 0) + int(status.get("ready") or 0) >= pods_needed(job),
-        active=int(status.get("active") or 0) > 0,
-        suspended=bool((job.get("spec") or {}).get("suspend")),
+        ready=(_int(status.get("succeeded")) or 0) + (_int(status.get("ready")) or 0)
+        >= pods_needed(job),
+        active=(_int(status.get("active")) or 0) > 0,
+        suspended=bool(_map(job.get("spec")).get("suspend")),
         # `<jobset>-<rjob>`, the same for every Job of a ReplicatedJob: one shared copy.
         name_head=sys.intern(head) if sep else "",
         name_index=name_index,

@@ -124,3 +124,24 @@ def test_indices_from_facts_equal_the_names_parsed(names: set[str]) -> None:
     want = existing_indices("js", names | awaited)
     got = indices_of("js", jobs, awaited)
     assert got == {rjob_name: set(indices) for rjob_name, indices in want.items()}
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        {},
+        {"metadata": []},
+        {"metadata": {"name": "js-a-0", "labels": ["x"]}, "status": "Running"},
+        {"metadata": {"labels": {c.JOB_INDEX_KEY: "1.5"}}, "spec": {"parallelism": "many"}},
+        {"status": {"conditions": ["Complete", {"type": "Failed", "status": "True"}]}},
+        {"status": {"conditions": {"type": "Complete"}, "ready": [1], "active": None}},
+    ],
+)
+def test_a_job_of_any_shape_gets_facts_with_wrong_fields_read_as_absent(
+    job: dict[str, Any],
+) -> None:
+    """The Job cache's transform parses every event: a field of the wrong type must not
+    raise there (it would stop the watch), it reads as absent."""
+    facts = job_facts(job)
+    assert facts.job_index is None and facts.attempt is None
+    assert facts.finished in (None, "Failed")
