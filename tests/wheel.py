@@ -78,7 +78,9 @@ def build_wheel(outside: Path, root: Path = REPO) -> Path:
     assert (context / "src" / "jobset" / "data" / "examples").is_symlink()
     dist = outside / "dist"
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, context, cwd=outside)
-    (built,) = dist.glob("jobset_py-*.whl")
+    # The only wheel in `dist` (--no-deps). Not by name: commits before the distribution
+    # was renamed jobset-py (57c3578) build jobset-*.whl, and the upgrade test builds one.
+    (built,) = dist.glob("*.whl")
     return built
 
 
