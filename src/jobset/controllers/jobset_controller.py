@@ -32,8 +32,9 @@ No JobSet holds the event loop for the others. `plan` is pure and synchronous, a
 indexing every Job; each cached Job's labels, conditions and name are parsed once, as the
 record is built: `jobfacts`), more on a busy one. For a JobSet with `PLAN_IN_THREAD_JOBS`
 Jobs or more, or a failure policy of `PLAN_IN_THREAD_PATTERNS` message patterns or more,
-it runs in a worker thread, so the loop - every other JobSet's pass, the webhooks, the lease renewal - gets the
-interpreter back at each GIL switch interval (5 ms) instead of waiting for the whole plan.
+it runs in a worker thread, so the loop - every other JobSet's pass, the webhooks, the
+lease renewal - gets the interpreter back at each GIL switch interval (5 ms) instead of
+waiting for the whole plan.
 Its inputs are cache objects, which nobody modifies (they are replaced), and the plan
 changes nothing, so the thread shares nothing mutable. Acting then awaits each write, and
 the Job bodies are built one per write, so the rest of a pass yields anyway.
