@@ -50,25 +50,26 @@ test: lint typecheck prometheus iptables
 soak: $(STAMP) prometheus iptables
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests
 
-# Prometheus and promtool (Debian package `prometheus`) for tests/integration/deploy; needs root.
-# Installing a system package is said on one line before it happens, never silently.
-prometheus:
-	@if command -v prometheus >/dev/null && command -v promtool >/dev/null; then \
-	  echo "make prometheus: prometheus and promtool found on PATH, nothing to install"; \
+# $(call debian_tool,TARGET,PACKAGE,COMMANDS,WHY): install the Debian package PACKAGE with
+# apt-get (system-wide, needs root) unless every one of COMMANDS is on PATH. Installing a
+# system package is said on one line before it happens, never silently. (No commas in WHY.)
+define debian_tool
+	@if $(foreach cmd,$(3),command -v $(cmd) >/dev/null &&) true; then \
+	  echo "make $(1): $(3) found on PATH, nothing to install"; \
 	else \
-	  echo "make prometheus: INSTALLING the Debian package 'prometheus' (system-wide, apt-get, needs root) for the tests that run prometheus/promtool"; \
-	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; \
+	  echo "make $(1): INSTALLING the Debian package '$(2)' (system-wide, apt-get, needs root) for $(4)"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(2); \
 	fi
+endef
 
-# iptables (Debian package `iptables`) for the in-cluster chaos test, which cuts the leader's
-# network namespace off the API server with a DROP rule; needs root. Said before it happens.
+# Prometheus and promtool for tests/integration/deploy.
+prometheus:
+	$(call debian_tool,prometheus,prometheus,prometheus promtool,the tests that run prometheus/promtool)
+
+# iptables for the in-cluster chaos test, which cuts the leader's network namespace off the
+# API server with a DROP rule.
 iptables:
-	@if command -v iptables >/dev/null; then \
-	  echo "make iptables: iptables found on PATH, nothing to install"; \
-	else \
-	  echo "make iptables: INSTALLING the Debian package 'iptables' (system-wide, apt-get, needs root) for the in-cluster chaos test's network cut"; \
-	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables; \
-	fi
+	$(call debian_tool,iptables,iptables,iptables,the in-cluster chaos test's network cut)
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

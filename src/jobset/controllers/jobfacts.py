@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from jobset.api import constants as c
 
-__all__ = ["CachedJob", "JobFacts", "facts_of", "job_facts", "pods_needed"]
+__all__ = ["CachedJob", "JobFacts", "facts_of", "job_facts", "split_job_name"]
 
 COMPLETE = "Complete"
 FAILED = "Failed"
@@ -46,8 +46,7 @@ class JobFacts(NamedTuple):
     ready: bool  # status.ready + status.succeeded >= min(parallelism, completions)
     active: bool  # status.active > 0
     suspended: bool  # spec.suspend
-    # The name split at its last "-": (`<jobset>-<rjob>`, index) when the part after the
-    # dash is an index written as `job_name` writes it (ASCII digits, no leading zero).
+    # The name as `split_job_name` splits it.
     name_head: str
     name_index: int | None
 
@@ -60,6 +59,17 @@ class CachedJob(dict[str, Any]):
 
     __slots__ = ("facts",)
     facts: JobFacts
+
+
+def split_job_name(name: str) -> tuple[str, int | None]:
+    """A Job name split at its last "-": (`<jobset>-<rjob>`, index) when the part after the
+    dash is an index as `job_name` writes it (ASCII digits, no leading zero), so that each
+    name gives at most one (ReplicatedJob, index) and distinct names distinct pairs;
+    (head, None) otherwise, and ("", None) for a name without a dash."""
+    head, sep, tail = name.rpartition("-")
+    if sep and tail.isascii() and tail.isdigit() and (len(tail) == 1 or tail[0] != "0"):
+        return head, int(tail)
+    return head, None
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -75,7 +85,7 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def pods_needed(job: Mapping[str, Any]) -> int:
+def _pods_needed(job: Mapping[str, Any]) -> int:
     """The pods a Job needs up or done to count as ready: min(parallelism, completions),
     parallelism defaulting to 1."""
     spec = _map(job.get("spec"))
@@ -105,13 +115,10 @@ def job_facts(job: Mapping[str, Any]) -> JobFacts:
     labels = _map(meta.get("labels"))
     status = _map(job.get("status"))
     name = str(meta.get("name"))
-    head, sep, tail = name.rpartition("-")
+    head, name_index = split_job_name(name)
     job_index = _int(labels.get(c.JOB_INDEX_KEY))
-    name_index = None
-    if sep and tail.isascii() and tail.isdigit() and (len(tail) == 1 or tail[0] != "0"):
-        name_index = int(tail)
-        if name_index == job_index:
-            name_index = job_index  # one int object for both: kept for every cached Job
+    if name_index is not None and name_index == job_index:
+        name_index = job_index  # one int object for both: kept for every cached Job
     rjob = labels.get(c.REPLICATED_JOB_NAME_KEY)
     return JobFacts(
         name=name,
@@ -122,11 +129,11 @@ def job_facts(job: Mapping[str, Any]) -> JobFacts:
         has_job_attempt=c.JOB_RESTART_ATTEMPT_KEY in labels,
         finished=_finished(status),
         ready=(_int(status.get("succeeded")) or 0) + (_int(status.get("ready")) or 0)
-        >= pods_needed(job),
+        >= _pods_needed(job),
         active=(_int(status.get("active")) or 0) > 0,
         suspended=bool(_map(job.get("spec")).get("suspend")),
         # `<jobset>-<rjob>`, the same for every Job of a ReplicatedJob: one shared copy.
-        name_head=sys.intern(head) if sep else "",
+        name_head=sys.intern(head),
         name_index=name_index,
     )
 

@@ -56,7 +56,7 @@ from jobset.api.types import (
 )
 from jobset.api.validation import semantic_equal
 from jobset.controllers.classify import Children, job_restarts
-from jobset.controllers.jobfacts import facts_of
+from jobset.controllers.jobfacts import facts_of, split_job_name
 from jobset.controllers.volumes import add_volumes
 from jobset.placement.labels import (
     add_node_selector_strategy,
@@ -528,14 +528,11 @@ def existing_indices(jobset_name: str, names: Set[str]) -> dict[str, list[int]]:
     cut = len(prefix)
     out: dict[str, list[int]] = {}
     for name in names:
-        if not name.startswith(prefix):
-            continue
-        rjob_name, sep, index = name[cut:].rpartition("-")
-        if not sep or not index.isascii() or not index.isdigit():
-            continue
-        if len(index) > 1 and index[0] == "0":
-            continue
-        out.setdefault(rjob_name, []).append(int(index))
+        # A name of this JobSet's with no second "-" after the prefix leaves the JobSet's own
+        # name as head, which does not start with the prefix: skipped, as it should be.
+        head, index = split_job_name(name)
+        if index is not None and head.startswith(prefix):
+            out.setdefault(head[cut:], []).append(index)
     return out
 
 

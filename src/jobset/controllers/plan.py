@@ -292,21 +292,18 @@ def _plan_resume(
     """Unsuspend suspended Jobs (upstream `resumeJobsIfNecessary`); with `resources`
     (KEP-1150's gate) their container resources become the template's."""
     ordered = startup.in_order(js)
-    by_rjob: dict[str, list[Job]] = {}
-    suspended_jobs = False
+    suspended: dict[str, list[Job]] = {}  # by ReplicatedJob: the only Jobs a resume patches
     for job in children.active:
         facts = facts_of(job)
-        by_rjob.setdefault(facts.rjob or "", []).append(job)
-        suspended_jobs = suspended_jobs or facts.suspended
+        if facts.suspended:
+            suspended.setdefault(facts.rjob or "", []).append(job)
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         name = str(rjob.get("name"))
         if not startup.dependencies_reached(js, rjob, statuses):
             continue
         if ordered and startup.all_replicas_started(rjob, startup.find_status(statuses, name)):
             continue
-        for job in by_rjob.get(name, []) if suspended_jobs else ():
-            if not facts_of(job).suspended:
-                continue
+        for job in suspended.get(name, []):
             patch = resume_patch(job, rjob, resources=resources)
             pod = patch.get("spec", {}).get("template", {}).get("spec", {})
             out.resume_jobs.append(
