@@ -13,14 +13,18 @@ not expose; the bucket is a dozen lines.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 __all__ = [
+    "HEADROOM_FRACTION",
+    "USAGE_WINDOW",
     "BucketRateLimiter",
     "FairTokenBucket",
     "ItemExponentialFailureRateLimiter",
@@ -109,8 +113,15 @@ def api_flow(flow: Hashable) -> Iterator[None]:
         _FLOW.reset(token)
 
 
+# The share of the burst held back for light flows (`FairTokenBucket`), and how long a flow's
+# use of the bucket is remembered (seconds; exponential decay).
+HEADROOM_FRACTION: Final = 0.1
+USAGE_WINDOW: Final = 1.0
+
+
 class FairTokenBucket(TokenBucket):
-    """A token bucket whose waiters are served round-robin over flows, not first come.
+    """A token bucket whose waiters are served round-robin over flows, not first come, and
+    that keeps some headroom for light flows.
 
     With a plain bucket, a 16,000-Job JobSet's 50 parallel creations keep ~50 reservations
     ahead of everyone, so another tenant's 3 creations wait 50 / qps (100 ms at 500 qps) on
@@ -118,31 +129,72 @@ class FairTokenBucket(TokenBucket):
     nobody waiting goes at once, as before; otherwise it joins its flow's line (`api_flow`,
     the reconcile's key), and one dispatcher hands out each token as it comes to the next
     flow in turn: a flow that just arrived waits behind one request per active flow, not
-    behind the big flow's backlog. The long-run rate is the bucket's, as before. This is the
-    client-side counterpart of the API server's priority and fairness; client-go's bucket is
-    plain FIFO.
+    behind the big flow's backlog.
+
+    Round-robin alone still makes a small pass pay for the big one: its 3 parallel creations
+    alternate with the big flow's, about 5 tokens (10 ms at 500 qps) where an idle bucket
+    costs none. So `headroom` tokens (a tenth of the burst) are kept for light flows - those
+    that took fewer than `headroom` tokens in about the last `USAGE_WINDOW` seconds (decaying
+    count): a heavy flow is served only while the balance stays above the headroom, a light
+    one whenever a token is there. A backlogged big flow then runs at the bucket's rate with
+    the headroom full, and a small pass goes at once. The long-run rate is the bucket's, as
+    before: the headroom a light flow spends is refilled before a heavy flow gets a token.
+    This is the client-side counterpart of the API server's priority and fairness (which
+    also favours flows with little recent use); client-go's bucket is plain FIFO.
     """
 
     def __init__(self, qps: float, burst: int, clock: Clock = time.monotonic) -> None:
         super().__init__(qps, burst, clock)
+        self.headroom = int(burst * HEADROOM_FRACTION)
         self._lines: OrderedDict[Hashable, deque[asyncio.Future[None]]] = OrderedDict()
         self._dispatcher: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        # flow -> (tokens taken, decayed to `at`, at)
+        self._usage: dict[Hashable, tuple[float, float]] = {}
+        self._prune_at = 1024
 
     def waiting(self) -> int:
         """Requests waiting for a token now."""
         return sum(len(line) for line in self._lines.values())
 
+    def heavy(self, flow: Hashable) -> bool:
+        """Whether `flow` took `headroom` tokens or more lately: it may not use the headroom."""
+        used, at = self._usage.get(flow, (0.0, 0.0))
+        return used * math.exp((at - self._clock()) / USAGE_WINDOW) >= self.headroom
+
+    def _take(self, flow: Hashable) -> None:
+        self._tokens -= 1.0
+        now = self._clock()
+        used, at = self._usage.get(flow, (0.0, now))
+        self._usage[flow] = (used * math.exp((at - now) / USAGE_WINDOW) + 1.0, now)
+        if len(self._usage) > self._prune_at:  # forget flows whose use has decayed away
+            self._usage = {
+                f: (u, t)
+                for f, (u, t) in self._usage.items()
+                if u * math.exp((t - now) / USAGE_WINDOW) >= 0.5
+            }
+            self._prune_at = max(1024, 2 * len(self._usage))
+
     async def wait(self) -> float:
         if self.qps <= 0:
             return 0.0
-        if not self._lines and self._refill() >= 1.0:
-            self._tokens -= 1.0
+        flow = _FLOW.get()
+        heavy = self.heavy(flow)
+        # At once when nobody it should queue behind waits: for a heavy flow, nobody at all;
+        # for a light one, no other light flow (the heavy ones wait above the headroom).
+        if self._refill() >= (self.headroom + 1.0 if heavy else 1.0) and not (
+            self._lines if heavy else self._light_waiting()
+        ):
+            self._take(flow)
             return 0.0
         t0 = self._clock()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._lines.setdefault(_FLOW.get(), deque()).append(fut)
+        self._lines.setdefault(flow, deque()).append(fut)
         if self._dispatcher is None or self._dispatcher.done():
+            self._wake = asyncio.Event()  # bound to the running loop on first use
             self._dispatcher = asyncio.create_task(self._dispatch(), name="api token dispatcher")
+        elif not heavy and self._wake is not None:
+            self._wake.set()  # it may be sleeping for the headroom, which this flow may use
         try:
             await fut
         except asyncio.CancelledError:
@@ -161,29 +213,38 @@ class FairTokenBucket(TokenBucket):
                     del self._lines[flow]
                 return
 
-    def _next_waiter(self) -> asyncio.Future[None] | None:
-        """The head of the next flow's line, round-robin; the flow goes to the back."""
-        while self._lines:
-            flow, line = next(iter(self._lines.items()))
-            fut = line.popleft()
-            if line:
-                self._lines.move_to_end(flow)
-            else:
-                del self._lines[flow]
-            if not fut.done():
-                return fut
-        return None
+    def _light_waiting(self) -> bool:
+        return any(not self.heavy(flow) for flow in self._lines)
+
+    def _pop(self, flow: Hashable) -> asyncio.Future[None]:
+        """The head of `flow`'s line; the flow goes to the back (or leaves, line empty)."""
+        line = self._lines[flow]
+        fut = line.popleft()
+        if line:
+            self._lines.move_to_end(flow)
+        else:
+            del self._lines[flow]
+        return fut
 
     async def _dispatch(self) -> None:
         while self._lines:
-            delay = self.reserve()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            fut = self._next_waiter()
-            if fut is None:
-                self.refund()  # everyone left while the token came
-                return
-            fut.set_result(None)
+            # Only heavy flows wait: they leave the headroom alone. A light one waits too: the
+            # headroom is spent, and every flow in line takes its turn at each token.
+            need = 1.0 if self._light_waiting() else self.headroom + 1.0
+            balance = self._refill()
+            if balance < need:
+                # Sleep until the token accrues, or until a light flow joins the lines.
+                wake = self._wake
+                assert wake is not None  # set before this task was created
+                wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), (need - balance) / self.qps)
+                continue
+            flow = next(iter(self._lines))
+            fut = self._pop(flow)
+            if not fut.done():  # a waiter cancelled in line is skipped
+                self._take(flow)
+                fut.set_result(None)
 
 
 class RateLimiter(Protocol[T_contra]):

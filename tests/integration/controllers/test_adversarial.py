@@ -130,6 +130,11 @@ def _max_lag_bucket(before: dict[float, float], after: dict[float, float]) -> fl
     return float("inf")
 
 
+def _minus(totals: list[float], parts: list[float]) -> list[float]:
+    """Each sample's total less its part (the same index in both lists)."""
+    return [total - part for total, part in zip(totals, parts, strict=True)]
+
+
 def _p(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -351,6 +356,7 @@ async def test_adversarial_jobsets_do_not_block_normal_ones(
         # Enough samples that the p99 before is a percentile, not the slowest of a few (the
         # load gives thousands).
         before = [await normal_latency() for _ in range(BEFORE_SAMPLES)]
+        admitted_before = admitted[:]
         del admitted[:]
         scrape1 = _scrape(controller)
         lag1, stages1 = _lag_buckets(scrape1), _stage_totals(scrape1)
@@ -419,8 +425,15 @@ async def test_adversarial_jobsets_do_not_block_normal_ones(
             f"{_p(before, 0.5) * 1000:.0f}/{_p(before, 0.99) * 1000:.0f} ms "
             f"(n={len(before)}), during {_p(during, 0.5) * 1000:.0f}/"
             f"{_p(during, 0.99) * 1000:.0f} ms (n={len(during)}), max "
-            f"{max(during) * 1000:.0f} ms; the slowest (ms, of which the JobSet's create, "
-            f"@ s into the load): {slow}; "
+            f"{max(during) * 1000:.0f} ms; of which the JobSet's create (admission) p50/p99 "
+            f"before {_p(admitted_before, 0.5) * 1000:.0f}/"
+            f"{_p(admitted_before, 0.99) * 1000:.0f} ms, during "
+            f"{_p(admitted, 0.5) * 1000:.0f}/{_p(admitted, 0.99) * 1000:.0f} ms; "
+            f"after it, p50/p99 before {_p(_minus(before, admitted_before), 0.5) * 1000:.0f}/"
+            f"{_p(_minus(before, admitted_before), 0.99) * 1000:.0f} ms, during "
+            f"{_p(_minus(during, admitted), 0.5) * 1000:.0f}/"
+            f"{_p(_minus(during, admitted), 0.99) * 1000:.0f} ms; the slowest (ms, of which "
+            f"the JobSet's create, @ s into the load): {slow}; "
             f"{BIG_RJOBS * big_replicas} Jobs created in "
             f"{big_done_at:.1f} s; "
             f"event-loop lag max bucket before <= {lag_before * 1000:g} ms, during <= "

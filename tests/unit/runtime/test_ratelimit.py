@@ -8,6 +8,8 @@ import itertools
 import pytest
 
 from jobset.runtime.ratelimit import (
+    HEADROOM_FRACTION,
+    USAGE_WINDOW,
     BucketRateLimiter,
     FairTokenBucket,
     ItemExponentialFailureRateLimiter,
@@ -153,3 +155,79 @@ async def test_the_long_run_rate_is_the_buckets() -> None:
     # 20 tokens beyond the burst at 200/s cannot come in under 0.1 s.
     assert asyncio.get_running_loop().time() - clock_start >= 0.095
     assert sorted(order) == sorted(f"f{i % 3}" for i in range(21))
+
+
+# FairTokenBucket's headroom: a tenth of the burst that only light flows may spend.
+
+
+async def _backlogged(
+    bucket: FairTokenBucket, flow: str, count: int, order: list[str]
+) -> list[asyncio.Future[None]]:
+    """`count` requests of `flow`, started and run until the flow waits in line."""
+    tasks = [asyncio.ensure_future(_take(bucket, flow, order)) for _ in range(count)]
+    await asyncio.sleep(0)
+    assert bucket.waiting() > 0
+    return tasks
+
+
+async def test_a_light_flow_goes_at_once_past_a_heavy_backlog() -> None:
+    bucket = FairTokenBucket(qps=500, burst=100)
+    assert bucket.headroom == 10
+    order: list[str] = []
+    big = await _backlogged(bucket, "big", 300, order)
+    # The big flow took the burst down to the headroom and waits above it.
+    assert 89 <= order.count("big") <= 91 and bucket.heavy("big")
+    with api_flow("small"):
+        waited = await asyncio.gather(*(bucket.wait() for _ in range(3)))
+    # Round-robin alone would have alternated these with the big flow's 210 waiters.
+    assert waited == [0.0, 0.0, 0.0]
+    assert not bucket.heavy("small")
+    for task in big:
+        task.cancel()
+    await asyncio.gather(*big, return_exceptions=True)
+
+
+async def test_light_flows_cannot_starve_a_heavy_one() -> None:
+    bucket = FairTokenBucket(qps=1000, burst=100)
+    order: list[str] = []
+    big = await _backlogged(bucket, "big", 150, order)
+    del order[:]
+    # 20 light flows of 5 requests each: more than the headroom, so they wait in line too,
+    # and then every flow - the heavy one included - takes its turn at each token.
+    light = [
+        asyncio.ensure_future(_take(bucket, f"light{i}", order))
+        for i in range(20)
+        for _ in range(5)
+    ]
+    await asyncio.gather(*light)
+    assert order.count("big") >= 3, order
+    await asyncio.gather(*big)
+
+
+async def test_headroom_spent_by_light_flows_is_refilled_before_a_heavy_flow_gets_more() -> None:
+    # The long-run rate stays the bucket's: 20 beyond the burst of 20 at 200/s take >= 0.1 s.
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    bucket = FairTokenBucket(qps=200, burst=20)
+    order: list[str] = []
+    big = await _backlogged(bucket, "big", 30, order)
+    light = [asyncio.ensure_future(_take(bucket, f"light{i}", order)) for i in range(10)]
+    await asyncio.gather(*big, *light)
+    assert loop.time() - start >= 0.095
+    assert len(order) == 40
+
+
+async def test_a_flows_use_is_forgotten_over_the_usage_window() -> None:
+    clock = FakeClock(0.0)
+    bucket = FairTokenBucket(qps=1, burst=100, clock=clock)
+    with api_flow("a"):
+        assert [await bucket.wait() for _ in range(10)] == [0.0] * 10
+    assert bucket.heavy("a") and not bucket.heavy("b")
+    clock.now += 3 * USAGE_WINDOW  # 10 tokens decay to 0.5
+    assert not bucket.heavy("a")
+
+
+def test_a_small_burst_has_no_headroom() -> None:
+    # Below 10 tokens of burst there is nothing to hold back: plain round-robin.
+    assert FairTokenBucket(qps=500, burst=9).headroom == 0
+    assert FairTokenBucket(qps=500, burst=500).headroom == int(500 * HEADROOM_FRACTION)
