@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.store import DELETED, ResourceKey, Store, WatchEvent
+from kubesim.apiserver.store import DELETED, ObjectKey, ResourceKey, Store, WatchEvent
 from kubesim.controllers.base import PODS, Controller, meta_key
 from kubesim.controllers.endpointslices import MAX_ENDPOINTS_PER_SLICE, ip_sort_key, plan_slices
 from kubesim.controllers.rollout import pod_ready
@@ -471,6 +471,11 @@ class EndpointsController(Controller[Key]):
         # (namespace, label key, value) -> Services whose selector requires that label.
         self._index: dict[tuple[str, str, str], set[str]] = {}
         self._indexed: dict[Key, tuple[str, str]] = {}
+        # Service -> the slices this controller manages for it. Finding them by scanning the
+        # namespace's slices made each sync O(Services in the namespace): a tenant creating
+        # JobSets one after another (each with its headless Service) cost the simulated API
+        # server a quarter of its loop in the adversarial test of issue 19.
+        self._slice_index: dict[Key, set[ObjectKey]] = {}
 
     def _index_service(self, svc: dict[str, Any] | None, key: Key) -> None:
         old = self._indexed.pop(key, None)
@@ -486,7 +491,35 @@ class EndpointsController(Controller[Key]):
             self._indexed[key] = (k, str(v))
             self._index.setdefault((key[0], k, str(v)), set()).add(key[1])
 
+    @staticmethod
+    def _slice_owner(sl: Mapping[str, Any] | None) -> Key | None:
+        """The Service whose managed slice `sl` is (by its labels), or None."""
+        meta = (sl or {}).get("metadata") or {}
+        labels = meta.get("labels") or {}
+        svc = labels.get(SERVICE_NAME_LABEL)
+        if not svc or labels.get(MANAGED_BY_LABEL) != MANAGED_BY:
+            return None
+        return (str(meta.get("namespace") or ""), str(svc))
+
+    def _index_slice(self, ev: WatchEvent) -> None:
+        okey = meta_key(ev.obj)
+        for sl in (ev.old, ev.obj):
+            owner = self._slice_owner(sl)
+            members = self._slice_index.get(owner) if owner is not None else None
+            if owner is not None and members is not None:
+                members.discard(okey)
+                if not members:
+                    del self._slice_index[owner]
+        owner = self._slice_owner(ev.obj) if ev.type != DELETED else None
+        if owner is not None:
+            self._slice_index.setdefault(owner, set()).add(okey)
+
     def initial_keys(self) -> Iterable[Key]:
+        self._slice_index = {}
+        for sl in self.core.store.resource(SLICES).objects.values():
+            owner = self._slice_owner(sl)
+            if owner is not None:
+                self._slice_index.setdefault(owner, set()).add(meta_key(sl))
         keys = []
         for svc in self.core.store.resource(SERVICES).objects.values():
             key = meta_key(svc)
@@ -499,6 +532,8 @@ class EndpointsController(Controller[Key]):
             key = meta_key(ev.obj)
             self._index_service(None if ev.type == DELETED else ev.obj, key)
             return [key]
+        if rkey == SLICES:
+            self._index_slice(ev)
         if rkey == ENDPOINTS or rkey == SLICES:
             if _OWN_WRITE.get():
                 return []  # its own write: syncing again would only find it done
@@ -580,12 +615,10 @@ class EndpointsController(Controller[Key]):
         await self.core.update(self.ep_rt, ns, name, body, self.req())
 
     def _slices(self, key: Key) -> list[dict[str, Any]]:
-        return [
-            sl
-            for sl in self.core.store.resource(SLICES).range(key[0])
-            if ((sl.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) == key[1]
-            and sl["metadata"]["labels"].get(MANAGED_BY_LABEL) == MANAGED_BY
-        ]
+        """The slices this controller manages for Service `key`, in name order."""
+        store = self.core.store
+        found = (store.get(SLICES, okey) for okey in sorted(self._slice_index.get(key, ())))
+        return [sl for sl in found if sl is not None and self._slice_owner(sl) == key]
 
     async def _sync_slices(
         self,
