@@ -46,6 +46,16 @@ async def _service(core: ApiCore, name: str) -> None:
     await core.create(_rt(core, "", "v1", "services"), NS, body)
 
 
+async def _one_slice_each(core: ApiCore, services: int) -> None:
+    """Wait until each of Services s0..s<services - 1> has exactly one slice (a placeholder:
+    no pod matches)."""
+    await eventually(
+        lambda: [len(_slices_of(core, f"s{i}")) for i in range(services)],
+        lambda counts: counts == [1] * services,
+        what="one slice per Service",
+    )
+
+
 def _slices_of(core: ApiCore, service: str) -> list[dict[str, Any]]:
     return [
         sl
@@ -76,12 +86,7 @@ async def test_syncs_find_each_services_slices_without_scanning_the_namespace(
     controller = EndpointsController(core)
     controller.start()
     try:
-        # Each Service gets its placeholder slice (no pod matches).
-        await eventually(
-            lambda: [len(_slices_of(core, f"s{i}")) for i in range(40)],
-            lambda counts: counts == [1] * 40,
-            what="one slice per Service",
-        )
+        await _one_slice_each(core, 40)
         await _service(core, "late")  # synced while 40 other slices are in the namespace
         await eventually(lambda: _slices_of(core, "late"), lambda s: len(s) == 1, what="late")
         assert slice_scans == []
@@ -95,11 +100,7 @@ async def test_the_index_follows_other_writers_and_deletions() -> None:
     controller.start()
     slice_rt = _rt(core, "discovery.k8s.io", "v1", "endpointslices")
     try:
-        await eventually(
-            lambda: [len(_slices_of(core, f"s{i}")) for i in range(3)],
-            lambda counts: counts == [1, 1, 1],
-            what="one slice per Service",
-        )
+        await _one_slice_each(core, 3)
         # Someone else deletes s0's slice: the controller puts one back.
         (gone,) = _slices_of(core, "s0")
         await core.delete(slice_rt, NS, gone["metadata"]["name"], {})
@@ -135,11 +136,7 @@ async def test_a_restarted_controller_finds_the_slices_already_stored() -> None:
     first = EndpointsController(core)
     first.start()
     try:
-        await eventually(
-            lambda: [len(_slices_of(core, f"s{i}")) for i in range(5)],
-            lambda counts: counts == [1] * 5,
-            what="one slice per Service",
-        )
+        await _one_slice_each(core, 5)
     finally:
         await first.stop()
     names = sorted(sl["metadata"]["name"] for sl in core.store.resource(SLICES).objects.values())
