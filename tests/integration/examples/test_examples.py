@@ -58,6 +58,10 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[ClusterK
             flags += ["--time-scale", TIME_SCALE]
         return start_dev(tmp_path_factory.mktemp("dev"), *flags)
 
+    # The clusters start in threads, and pytest creates its base temporary directory on
+    # first use without a lock: two threads both creating it made one's mktemp raise
+    # ("dev is not a normalized and relative path") when this module ran first.
+    tmp_path_factory.getbasetemp()
     started: dict[ClusterKey, SimProcess] = {}
     with ThreadPoolExecutor(len(keys)) as pool:
         futures = {key: pool.submit(start, key) for key in keys}
