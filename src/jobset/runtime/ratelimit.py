@@ -139,8 +139,10 @@ class FairTokenBucket(TokenBucket):
     one whenever a token is there. A backlogged big flow then runs at the bucket's rate with
     the headroom full, and a small pass goes at once. The long-run rate is the bucket's, as
     before: the headroom a light flow spends is refilled before a heavy flow gets a token.
-    This is the client-side counterpart of the API server's priority and fairness (which
-    also favours flows with little recent use); client-go's bucket is plain FIFO.
+    Once light flows have spent the headroom and wait as well, every flow in line takes its
+    turn at each token, heavy ones included, so none starves. This is the client-side
+    counterpart of the API server's priority and fairness (whose fair queuing also serves a
+    flow with little recent use sooner); client-go's bucket is plain FIFO.
     """
 
     def __init__(self, qps: float, burst: int, clock: Clock = time.monotonic) -> None:
