@@ -119,6 +119,11 @@ HEADROOM_FRACTION: Final = 0.1
 USAGE_WINDOW: Final = 1.0
 
 
+def _decayed(used: float, at: float, now: float) -> float:
+    """A flow's token count `used` as of `at`, decayed to `now` over `USAGE_WINDOW`."""
+    return used * math.exp((at - now) / USAGE_WINDOW)
+
+
 class FairTokenBucket(TokenBucket):
     """A token bucket whose waiters are served round-robin over flows, not first come, and
     that keeps some headroom for light flows.
@@ -162,18 +167,16 @@ class FairTokenBucket(TokenBucket):
     def heavy(self, flow: Hashable) -> bool:
         """Whether `flow` took `headroom` tokens or more lately: it may not use the headroom."""
         used, at = self._usage.get(flow, (0.0, 0.0))
-        return used * math.exp((at - self._clock()) / USAGE_WINDOW) >= self.headroom
+        return _decayed(used, at, self._clock()) >= self.headroom
 
     def _take(self, flow: Hashable) -> None:
         self._tokens -= 1.0
         now = self._clock()
         used, at = self._usage.get(flow, (0.0, now))
-        self._usage[flow] = (used * math.exp((at - now) / USAGE_WINDOW) + 1.0, now)
+        self._usage[flow] = (_decayed(used, at, now) + 1.0, now)
         if len(self._usage) > self._prune_at:  # forget flows whose use has decayed away
             self._usage = {
-                f: (u, t)
-                for f, (u, t) in self._usage.items()
-                if u * math.exp((t - now) / USAGE_WINDOW) >= 0.5
+                f: (u, t) for f, (u, t) in self._usage.items() if _decayed(u, t, now) >= 0.5
             }
             self._prune_at = max(1024, 2 * len(self._usage))
 
