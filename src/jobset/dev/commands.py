@@ -13,7 +13,7 @@ import argparse
 import asyncio
 import importlib
 import signal
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobset.wiring import add_jobset_components, check_flags, run_manager
 
@@ -148,12 +148,21 @@ def missing_sim_extra(command: str) -> str | None:
 
 
 async def run_sim(args: argparse.Namespace) -> int:
+    from kubeutil.gilswitch import favour_the_loop
+
+    # The simulator handles large request bodies in worker threads (kubeutil.gilswitch).
+    with favour_the_loop():
+        return await _serve_sim(args)
+
+
+async def _serve_sim(args: argparse.Namespace) -> int:
     from kubesim.cluster import SimCluster
 
     freezer, reclaims = _freeze_gc_survivors()
     cluster = SimCluster(sim_options(args))
     await cluster.start()
     cluster.http.debug_views["gc"] = freezer.report
+    cluster.http.debug_views["interpreter"] = _interpreter_report
     freezer.collect_and_freeze()
     print(
         f"jobset sim ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
@@ -169,6 +178,14 @@ async def run_sim(args: argparse.Namespace) -> int:
     reclaims.cancel()
     print("jobset sim stopped", flush=True)
     return 0
+
+
+def _interpreter_report() -> dict[str, Any]:
+    """`/debug/interpreter` of `jobset sim`: the process-wide interpreter settings it runs
+    with."""
+    import sys
+
+    return {"switchInterval": sys.getswitchinterval()}
 
 
 def _freeze_gc_survivors() -> tuple[GcFreezer, asyncio.Task[None]]:
@@ -189,6 +206,7 @@ async def run_dev(args: argparse.Namespace) -> int:
     from jobset.webhooks import install_webhooks
     from kubesim.cluster import SimCluster
     from kubesim.process import free_port
+    from kubeutil.gilswitch import LOOP_SWITCH_INTERVAL
 
     configure_logging(args.log_format, args.log_level)
     check_flags(args)
@@ -206,6 +224,7 @@ async def run_dev(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         log_level=args.log_level,
         gc_freeze=True,  # this process is the manager's (and the simulator's)
+        switch_interval=LOOP_SWITCH_INTERVAL,  # ... and so is its interpreter
     )
     options.validate()
     cluster = SimCluster(sim_options(args))

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import signal
 import ssl
+import sys
 import time
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from pathlib import Path
@@ -51,6 +52,7 @@ from jobset.runtime.options import ManagerOptions
 from jobset.runtime.ratelimit import RateLimiter
 from kubeutil import tls
 from kubeutil.gcfreeze import GcFreezer
+from kubeutil.gilswitch import favour_the_loop
 
 __all__ = ["API_BUDGETS", "Manager"]
 
@@ -251,6 +253,16 @@ class Manager:
 
     async def run(self) -> int:
         """Run until `stop()` (returns 0) or the lease is lost (returns 1)."""
+        interval = self.options.switch_interval
+        with favour_the_loop(interval) if interval else contextlib.nullcontext():
+            self.log.info(
+                "starting",
+                gc_freeze=self.gc_freezer is not None,
+                gil_switch_interval=sys.getswitchinterval(),
+            )
+            return await self._run()
+
+    async def _run(self) -> int:
         opts = self.options
         elector_task: asyncio.Task[object] | None = None
         try:

@@ -27,6 +27,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubeutil.gilswitch import LOOP_SWITCH_INTERVAL
+
 __all__ = [
     "ManagerOptions",
     "add_metrics_security_flags",
@@ -74,6 +76,9 @@ class ManagerOptions:
     # Freeze what survives each full garbage collection (kubeutil.gcfreeze): for a process
     # of its own (`jobset controller` sets it), never for a manager inside another's heap.
     gc_freeze: bool = False
+    # The interpreter-lock switch interval while the manager runs (kubeutil.gilswitch): for a
+    # process of its own (`jobset controller` sets it); None leaves the interpreter's.
+    switch_interval: float | None = None
     leader_elect: bool = False
     leader_election_id: str = "jobset-controller-leader"
     leader_election_namespace: str = field(default_factory=default_namespace)
@@ -113,6 +118,7 @@ class ManagerOptions:
             metrics_cert_dir=args.metrics_cert_dir or None,
             health_port=port(args.health_port),
             gc_freeze=True,  # the command's process is the manager's own
+            switch_interval=LOOP_SWITCH_INTERVAL,  # ... and so is its interpreter
             leader_elect=args.leader_elect,
             leader_election_id=args.leader_election_id,
             leader_election_namespace=args.leader_election_namespace or default_namespace(),

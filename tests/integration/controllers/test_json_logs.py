@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from kubesim.process import SimProcess, free_port
+from kubeutil.gilswitch import LOOP_SWITCH_INTERVAL
 from tests.eventually import eventually_sync
 from tests.logs import json_records
 
@@ -149,6 +150,14 @@ def test_reconcile_errors_carry_the_jobset_key_and_a_structured_traceback(run: R
         assert all("locals" not in f for e in rec["exception"] for f in e["frames"])
     # Retried with backoff, as the requeue count shows.
     assert [r["requeues"] for r in errors][:2] == [1, 2]
+
+
+def test_the_manager_says_it_runs_with_the_short_switch_interval(run: Run) -> None:
+    # `jobset dev` owns its process, so its planning threads give the loop the interpreter
+    # back every 0.5 ms (kubeutil.gilswitch), and the manager's first line says so.
+    (starting,) = [r for r in run.stderr if r["event"] == "starting"]
+    assert starting["logger"] == "manager" and starting["gc_freeze"] is True
+    assert starting["gil_switch_interval"] == LOOP_SWITCH_INTERVAL
 
 
 def test_a_flag_error_is_a_json_line_too(tmp_path: Path) -> None:

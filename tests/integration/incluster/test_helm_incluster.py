@@ -6,6 +6,7 @@ and `helm uninstall`. The tests of this module run in order on one release.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from jobset.dev.examplekit import load_example, observe, unmet
+from kubeutil.gilswitch import LOOP_SWITCH_INTERVAL
 from tests.integration.incluster.admissions import AdmissionLoad
 from tests.integration.incluster.conftest import (
     DEPLOYMENT,
@@ -80,6 +82,9 @@ def test_two_replicas_roll_out_and_exactly_one_leads(installed: Cluster) -> None
         # Read-only root, only /tmp writable: a write elsewhere would show here.
         log = installed.kubectl("logs", pod["metadata"]["name"], "-n", NS)
         assert "caches synced" in log
+        # The planning threads give the loop the interpreter back every 0.5 ms (gilswitch).
+        (starting,) = [json.loads(line) for line in log.splitlines() if '"starting"' in line]
+        assert starting["gil_switch_interval"] == LOOP_SWITCH_INTERVAL, starting
         for problem in ("Read-only file system", "Permission denied"):
             assert problem not in log, log
         assert not traceback_lines(log), log

@@ -8,6 +8,7 @@ import pytest
 
 from jobset.cli import build_parser
 from jobset.runtime.options import ManagerOptions
+from kubeutil.gilswitch import LOOP_SWITCH_INTERVAL
 
 
 def _controller(*args: str) -> ManagerOptions:
@@ -45,3 +46,10 @@ def test_dev_metrics_stay_plain_unless_asked() -> None:
     dev = ["dev", "--kubeconfig", "k"]
     assert build_parser().parse_args(dev).metrics_secure is False
     assert build_parser().parse_args([*dev, "--metrics-secure"]).metrics_secure is True
+
+
+def test_the_controller_command_shortens_the_switch_interval_a_bare_manager_does_not() -> None:
+    # Its process is its own: the planning threads give the loop the interpreter back every
+    # 0.5 ms (kubeutil.gilswitch); a manager inside another's process leaves it alone.
+    assert _controller().switch_interval == LOOP_SWITCH_INTERVAL
+    assert ManagerOptions().switch_interval is None
