@@ -59,7 +59,7 @@ from jobset.api.types import headless_service_name, is_suspended, name_of, repli
 from jobset.api.validation import DEFAULT_LIMITS, Limits
 from jobset.controllers.classify import Children
 from jobset.controllers.expectations import Awaited
-from jobset.controllers.fairshare import DEFAULT_SLICE_SECONDS, CreationSlice
+from jobset.controllers.fairshare import DEFAULT_SLICE_SECONDS, CreationSlice, slice_seconds
 from jobset.controllers.in_place_restart import is_in_place_restart
 from jobset.controllers.in_place_restart_pods import (
     IN_PLACE_POD_INDEX,
@@ -292,6 +292,7 @@ class JobSetController:
             deleted_jobs=self.awaited_deletes.pending(key),
             pods=self._in_place_pods(js),
         )
+        planning = time.monotonic()
         if (
             len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
             or message_pattern_count(js) >= PLAN_IN_THREAD_PATTERNS
@@ -299,6 +300,7 @@ class JobSetController:
             p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
         else:
             p = plan(inp)
+        plan_seconds = time.monotonic() - planning
         if p.skip is not None:
             self.log.debug("skipping jobset", reason=p.skip)
             return Result()
@@ -315,7 +317,7 @@ class JobSetController:
                 restarts=p.status.get("restarts", 0),
             )
         try:
-            created, cut = await self._act(js, p)
+            created, cut = await self._act(js, p, plan_seconds=plan_seconds)
         except ActionError as err:
             if err.only_conflicts:
                 self.log.debug("write conflict, requeueing", error=str(err))
@@ -491,9 +493,12 @@ class JobSetController:
 
     # ------------------------------------------------------------------ act
 
-    async def _act(self, js: Mapping[str, Any], p: Plan) -> tuple[int, bool]:
+    async def _act(
+        self, js: Mapping[str, Any], p: Plan, *, plan_seconds: float = 0.0
+    ) -> tuple[int, bool]:
         """Execute the plan's writes in order; returns how many Jobs were created anew, and
-        whether the creations were cut short for a waiting JobSet (`fairshare.py`)."""
+        whether the creations were cut short for a waiting JobSet (`fairshare.py`; the
+        slice grows with `plan_seconds`, what planning this pass took)."""
         ns = str(js["metadata"].get("namespace") or "")
         created = 0
         cut = False
@@ -534,7 +539,7 @@ class JobSetController:
             items = p.create_jobs.encoded(exclusive_as_jobs=self.placer is not None)
             share = CreationSlice(
                 items,
-                seconds=self.creation_slice,
+                seconds=slice_seconds(self.creation_slice, plan_seconds),
                 others_waiting=lambda: len(self.controller.queue) > 0,
             )
             try:

@@ -7,14 +7,18 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import time
 from typing import Any
 
 import orjson
 import pytest
 
 from jobset.controllers import jobs as jobs_module
+from jobset.controllers import jobset_controller
+from jobset.controllers.fairshare import DEFAULT_SLICE_SECONDS, CreationSlice
 from jobset.controllers.jobcache import job_record
 from jobset.controllers.jobset_controller import ActionError, JobSetController
+from jobset.controllers.plan import PlanInput, plan
 from jobset.runtime import Manager, ManagerOptions, Request
 from jobset.runtime.cache import object_key
 from jobset.runtime.client import JOBS, ApiError, Object, Resource
@@ -103,6 +107,37 @@ async def test_bodies_are_built_as_they_are_sent(monkeypatch: pytest.MonkeyPatch
     assert sorted(client.created) == sorted(f"js-w-{i}" for i in range(300))
     assert built == 300
     assert most_alive <= 5
+
+
+@pytest.mark.parametrize(("plan_sleep", "least"), [(0.0, DEFAULT_SLICE_SECONDS), (0.02, 1.0)])
+async def test_a_pass_whose_plan_took_long_gets_a_longer_slice(
+    monkeypatch: pytest.MonkeyPatch, plan_sleep: float, least: float
+) -> None:
+    """The creation slice is at least PLAN_SLICE_RATIO times what planning the pass took
+    (fairshare.slice_seconds): a 20 ms plan gets at least 1 s; a quick one the default."""
+    slices: list[float] = []
+
+    class Recording(CreationSlice[Any]):
+        def __init__(self, items: Any, *, seconds: float, **kwargs: Any) -> None:
+            slices.append(seconds)
+            super().__init__(items, seconds=seconds, **kwargs)
+
+    def slow_plan(inp: PlanInput) -> Any:
+        time.sleep(plan_sleep)  # blocking on purpose: what a large plan does
+        return plan(inp)
+
+    monkeypatch.setattr(jobset_controller, "CreationSlice", Recording)
+    monkeypatch.setattr(jobset_controller, "plan", slow_plan)
+    client = FakeClient()
+    ctl = _controller(client)
+    js = jobset(rjob("w", 3))
+    ctl.jobsets.store.put(object_key(js), js)
+    await ctl.reconcile(Request(NS, "js"))
+    assert len(client.created) == 3
+    (seconds,) = slices
+    assert seconds >= least
+    if not plan_sleep:
+        assert seconds == DEFAULT_SLICE_SECONDS  # a 3-Job plan takes well under 10 ms
 
 
 async def test_a_creating_pass_leaves_the_counts_to_the_next_pass() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobset.controllers.fairshare import CreationSlice
+from jobset.controllers.fairshare import PLAN_SLICE_RATIO, CreationSlice, slice_seconds
 
 
 class Clock:
@@ -40,3 +40,9 @@ def test_zero_seconds_disables_the_cut() -> None:
     clock = Clock()
     share = CreationSlice(range(3), seconds=0, others_waiting=lambda: True, clock=clock)
     assert list(share) == [0, 1, 2] and not share.cut
+
+
+def test_the_slice_grows_with_the_plan_and_zero_stays_zero() -> None:
+    assert slice_seconds(0.5, 0.001) == 0.5  # a small JobSet's plan: the base slice
+    assert slice_seconds(0.5, 0.1) == PLAN_SLICE_RATIO * 0.1  # re-planning stays under 2 %
+    assert slice_seconds(0, 0.1) == 0  # slicing off stays off
