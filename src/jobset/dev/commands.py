@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import importlib
 import signal
+import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from jobset.wiring import add_jobset_components, check_flags, run_manager
@@ -183,8 +184,6 @@ async def _serve_sim(args: argparse.Namespace) -> int:
 def _interpreter_report() -> dict[str, Any]:
     """`/debug/interpreter` of `jobset sim`: the process-wide interpreter settings it runs
     with."""
-    import sys
-
     return {"switchInterval": sys.getswitchinterval()}
 
 

@@ -128,25 +128,26 @@ async def test_a_pass_whose_plan_took_long_gets_a_longer_slice(
 
     monkeypatch.setattr(jobset_controller, "CreationSlice", Recording)
     monkeypatch.setattr(jobset_controller, "plan", slow_plan)
-    client = FakeClient()
-    ctl = _controller(client)
-    js = jobset(rjob("w", 3))
-    ctl.jobsets.store.put(object_key(js), js)
-    await ctl.reconcile(Request(NS, "js"))
-    assert len(client.created) == 3
+    await _first_pass_of_three(FakeClient())
     (seconds,) = slices
     assert seconds >= least
     if not plan_sleep:
         assert seconds == DEFAULT_SLICE_SECONDS  # a 3-Job plan takes well under 10 ms
 
 
-async def test_a_creating_pass_leaves_the_counts_to_the_next_pass() -> None:
-    client = FakeClient()
+async def _first_pass_of_three(client: FakeClient) -> tuple[JobSetController, Object]:
+    """A 3-Job JobSet's first pass: it creates the 3 Jobs."""
     ctl = _controller(client)
     js = jobset(rjob("w", 3))
     ctl.jobsets.store.put(object_key(js), js)
     await ctl.reconcile(Request(NS, "js"))
     assert len(client.created) == 3
+    return ctl, js
+
+
+async def test_a_creating_pass_leaves_the_counts_to_the_next_pass() -> None:
+    client = FakeClient()
+    ctl, js = await _first_pass_of_three(client)
     assert client.status_writes == []  # zeros taken before the Jobs existed: not written
     _observe_created(ctl, client, js)
     await ctl.reconcile(Request(NS, "js"))
