@@ -20,8 +20,8 @@ slow. Cut every 0.5 s, a 16,000-Job JobSet re-planned about every 0.8 s towards 
 its creation, and most of another tenant's slowest samples in the adversarial test of
 issue 19 fell inside one of those plans. So a pass's slice lasts at least
 `PLAN_SLICE_RATIO` times as long as its own plan took (`slice_seconds`): re-planning stays
-under 2 % of a large JobSet's turn, and a small JobSet - whose plan takes a millisecond -
-keeps the 0.5 s slice.
+under 2 % of a large JobSet's turn (the slice is at most 10 s), and a small JobSet - whose
+plan takes a millisecond - keeps the 0.5 s slice.
 
 Upstream creates all Jobs of a pass at once and has the same head-of-line blocking; its
 controller-runtime queue has no fairness between objects either.
@@ -33,23 +33,33 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, Generic, TypeVar
 
-__all__ = ["DEFAULT_SLICE_SECONDS", "PLAN_SLICE_RATIO", "CreationSlice", "slice_seconds"]
+__all__ = [
+    "DEFAULT_SLICE_SECONDS",
+    "MAX_PLAN_SLICE_SECONDS",
+    "PLAN_SLICE_RATIO",
+    "CreationSlice",
+    "slice_seconds",
+]
 
 T = TypeVar("T")
 
 # A waiting JobSet starts at most this long after it was queued behind busy workers (plus
 # the pass that is cut: one request round trip of each worker's in-flight creations).
 DEFAULT_SLICE_SECONDS: Final = 0.5
-# ... and a pass's slice lasts at least this many times as long as its plan took.
+# ... and a pass's slice lasts at least this many times as long as its plan took,
 PLAN_SLICE_RATIO: Final = 50
+# ... but that stretch goes no further than this (a plan slowed by something else - a
+# starved CPU - must not let one JobSet keep a worker from the others for a minute).
+MAX_PLAN_SLICE_SECONDS: Final = 10.0
 
 
 def slice_seconds(base: float, plan_seconds: float) -> float:
     """The time slice of a pass whose plan took `plan_seconds`: `base`, or
-    `PLAN_SLICE_RATIO` times the plan's time when that is longer; 0 (never cut) stays 0."""
+    `PLAN_SLICE_RATIO` times the plan's time when that is longer, up to
+    `MAX_PLAN_SLICE_SECONDS`; 0 (never cut) stays 0."""
     if base <= 0:
         return base
-    return max(base, PLAN_SLICE_RATIO * plan_seconds)
+    return max(base, min(MAX_PLAN_SLICE_SECONDS, PLAN_SLICE_RATIO * plan_seconds))
 
 
 class CreationSlice(Generic[T], Iterator[T]):

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from jobset.controllers.fairshare import PLAN_SLICE_RATIO, CreationSlice, slice_seconds
+from jobset.controllers.fairshare import (
+    MAX_PLAN_SLICE_SECONDS,
+    PLAN_SLICE_RATIO,
+    CreationSlice,
+    slice_seconds,
+)
 
 
 class Clock:
@@ -46,3 +51,6 @@ def test_the_slice_grows_with_the_plan_and_zero_stays_zero() -> None:
     assert slice_seconds(0.5, 0.001) == 0.5  # a small JobSet's plan: the base slice
     assert slice_seconds(0.5, 0.1) == PLAN_SLICE_RATIO * 0.1  # re-planning stays under 2 %
     assert slice_seconds(0, 0.1) == 0  # slicing off stays off
+    # A plan slowed past reason stretches the slice only so far; a longer base stays.
+    assert slice_seconds(0.5, 60.0) == MAX_PLAN_SLICE_SECONDS
+    assert slice_seconds(30.0, 60.0) == 30.0
