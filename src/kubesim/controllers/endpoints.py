@@ -501,25 +501,28 @@ class EndpointsController(Controller[Key]):
             return None
         return (str(meta.get("namespace") or ""), str(svc))
 
+    def _add_slice(self, sl: dict[str, Any]) -> None:
+        owner = self._slice_owner(sl)
+        if owner is not None:
+            self._slice_index.setdefault(owner, set()).add(meta_key(sl))
+
     def _index_slice(self, ev: WatchEvent) -> None:
         okey = meta_key(ev.obj)
-        for sl in (ev.old, ev.obj):
+        for sl in (ev.old, ev.obj):  # wherever it was filed (its labels may have changed)
             owner = self._slice_owner(sl)
-            members = self._slice_index.get(owner) if owner is not None else None
-            if owner is not None and members is not None:
-                members.discard(okey)
-                if not members:
-                    del self._slice_index[owner]
-        owner = self._slice_owner(ev.obj) if ev.type != DELETED else None
-        if owner is not None:
-            self._slice_index.setdefault(owner, set()).add(okey)
+            if owner is None or owner not in self._slice_index:
+                continue
+            members = self._slice_index[owner]
+            members.discard(okey)
+            if not members:
+                del self._slice_index[owner]
+        if ev.type != DELETED:
+            self._add_slice(ev.obj)
 
     def initial_keys(self) -> Iterable[Key]:
         self._slice_index = {}
         for sl in self.core.store.resource(SLICES).objects.values():
-            owner = self._slice_owner(sl)
-            if owner is not None:
-                self._slice_index.setdefault(owner, set()).add(meta_key(sl))
+            self._add_slice(sl)
         keys = []
         for svc in self.core.store.resource(SERVICES).objects.values():
             key = meta_key(svc)

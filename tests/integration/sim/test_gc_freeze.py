@@ -7,7 +7,6 @@ import asyncio
 
 from jobset.runtime.client import CONFIGMAPS, ApiError, Client
 from kubesim.process import SimProcess
-from kubeutil.gilswitch import LOOP_SWITCH_INTERVAL
 
 
 async def test_the_sim_process_froze_its_start_up_and_keeps_stored_objects_out(
@@ -44,11 +43,3 @@ async def test_debug_gc_needs_the_token(sim_none: SimProcess) -> None:
             assert err.status == 401
         else:
             raise AssertionError("/debug/gc answered without a token")
-
-
-async def test_the_sim_process_runs_with_the_short_switch_interval(sim_none: SimProcess) -> None:
-    # Large bodies are handled in worker threads; its loop gets the interpreter back every
-    # 0.5 ms, not Python's 5 ms (kubeutil.gilswitch).
-    async with await Client.connect(str(sim_none.kubeconfig), qps=0, burst=0) as client:
-        report = await client.request("GET", "/debug/interpreter")
-    assert report == {"switchInterval": LOOP_SWITCH_INTERVAL}

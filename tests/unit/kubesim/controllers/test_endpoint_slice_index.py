@@ -5,6 +5,8 @@ O(Services). The in-memory API core and store, with the controller's real syncs.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -56,6 +58,21 @@ async def _one_slice_each(core: ApiCore, services: int) -> None:
     )
 
 
+async def _one_slice_of(core: ApiCore, service: str) -> None:
+    await eventually(lambda: _slices_of(core, service), lambda s: len(s) == 1, what=service)
+
+
+@contextlib.asynccontextmanager
+async def _running(core: ApiCore) -> AsyncIterator[EndpointsController]:
+    """The controller over `core`, started for the body and stopped after it."""
+    controller = EndpointsController(core)
+    controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.stop()
+
+
 def _slices_of(core: ApiCore, service: str) -> list[dict[str, Any]]:
     return [
         sl
@@ -83,23 +100,17 @@ async def test_syncs_find_each_services_slices_without_scanning_the_namespace(
 ) -> None:
     core = await _core(40)
     slice_scans = _count_scans(core, monkeypatch)
-    controller = EndpointsController(core)
-    controller.start()
-    try:
+    async with _running(core):
         await _one_slice_each(core, 40)
         await _service(core, "late")  # synced while 40 other slices are in the namespace
-        await eventually(lambda: _slices_of(core, "late"), lambda s: len(s) == 1, what="late")
+        await _one_slice_of(core, "late")
         assert slice_scans == []
-    finally:
-        await controller.stop()
 
 
 async def test_the_index_follows_other_writers_and_deletions() -> None:
     core = await _core(3)
-    controller = EndpointsController(core)
-    controller.start()
     slice_rt = _rt(core, "discovery.k8s.io", "v1", "endpointslices")
-    try:
+    async with _running(core):
         await _one_slice_each(core, 3)
         # Someone else deletes s0's slice: the controller puts one back.
         (gone,) = _slices_of(core, "s0")
@@ -127,28 +138,18 @@ async def test_the_index_follows_other_writers_and_deletions() -> None:
         # The Service goes: its managed slice goes with it (the relabelled one is not its).
         await core.delete(_rt(core, "", "v1", "services"), NS, "s2", {})
         await eventually(lambda: _slices_of(core, "s2"), lambda s: s == [], what="s2's slices")
-    finally:
-        await controller.stop()
 
 
 async def test_a_restarted_controller_finds_the_slices_already_stored() -> None:
     core = await _core(5)
-    first = EndpointsController(core)
-    first.start()
-    try:
+    async with _running(core):
         await _one_slice_each(core, 5)
-    finally:
-        await first.stop()
     names = sorted(sl["metadata"]["name"] for sl in core.store.resource(SLICES).objects.values())
-    second = EndpointsController(core)
-    second.start()
-    try:
+    async with _running(core):
         await _service(core, "s5")  # something to wait for: the restart synced everything
-        await eventually(lambda: _slices_of(core, "s5"), lambda s: len(s) == 1, what="s5")
+        await _one_slice_of(core, "s5")
         # No Service got a second slice: the new controller found the stored ones.
         assert [len(_slices_of(core, f"s{i}")) for i in range(5)] == [1] * 5
         assert set(names) <= {
             sl["metadata"]["name"] for sl in core.store.resource(SLICES).objects.values()
         }
-    finally:
-        await second.stop()
