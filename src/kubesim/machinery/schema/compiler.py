@@ -25,6 +25,7 @@ from kubesim.machinery.schema.nodes import (
     SchemaError,
     _Node,
     _Rule,
+    rule_fields,
 )
 from kubesim.machinery.schema.prune import _prune
 from kubesim.machinery.schema.validate import _Run
@@ -107,6 +108,7 @@ class _Compiler:
         rules = raw.get("x-kubernetes-validations")
         if rules is not None and not junctor:
             n.rules = self._rules(rules, f"{path}.x-kubernetes-validations", n, uncorrelatable)
+            n.rule_fields = rule_fields(n.rules)
         n.transition_below = _transition_below(n)
         n.value_checks = _has_value_checks(n)
         return n

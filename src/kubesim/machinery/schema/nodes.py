@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from kubesim.machinery.cel import (
@@ -86,6 +86,7 @@ class _Rule:
     __slots__ = (
         "error_string",
         "field_suffix",
+        "fields",
         "message",
         "message_program",
         "optional_old_self",
@@ -113,8 +114,31 @@ class _Rule:
         self.field_suffix = field_suffix
         self.transition = program.uses_old_self
         self.optional_old_self = optional_old_self and self.transition
+        # The fields of `self` and `oldSelf` the rule (and its message expression) selects,
+        # or None when it reads them otherwise: what their CEL values must hold.
+        self.fields = _union(
+            read
+            for p in (program, message_program)
+            if p is not None
+            for read in p.fields_read.values()
+        )
         compact = "".join(program.source.split())
         self.self_eq_old = compact in ("self==oldSelf", "oldSelf==self") and not optional_old_self
+
+
+def _union(sets: Iterable[frozenset[str] | None]) -> frozenset[str] | None:
+    """The union of `sets`, None if any is None (a value read whole)."""
+    out: set[str] = set()
+    for one in sets:
+        if one is None:
+            return None
+        out |= one
+    return frozenset(out)
+
+
+def rule_fields(rules: Iterable[_Rule]) -> frozenset[str] | None:
+    """What a node's rules read of its value (`_Node.rule_fields`)."""
+    return _union(r.fields for r in rules)
 
 
 class _Node:
@@ -155,6 +179,7 @@ class _Node:
         "properties",
         "required",
         "root_like",
+        "rule_fields",
         "rules",
         "transition_below",
         "type",
@@ -200,6 +225,9 @@ class _Node:
         self.one_of: tuple[_Node, ...] = ()
         self.not_: _Node | None = None
         self.rules: tuple[_Rule, ...] = ()
+        # The fields of this node's value its rules select, or None when one reads the value
+        # whole: validation converts only those to CEL (`_Run.rules`).
+        self.rule_fields: frozenset[str] | None = frozenset()
         self.transition_below = False
         self.value_checks = False
 
