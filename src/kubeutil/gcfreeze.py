@@ -16,6 +16,14 @@ objects) is never examined again. So every `reclaim_seconds` (10 minutes) `recla
 unfreezes everything and collects once: one full pause, rarely, instead of one every few
 seconds. Used by the processes that own their heap - `jobset controller`, `jobset sim`,
 `jobset dev` - not by a manager or `SimCluster` inside someone else's process (a test's).
+
+With survivors frozen, a full collection costs what survived since the previous one, so
+the freezer also makes full collections more frequent: every `FULL_EVERY` (2) collections
+of the middle generation instead of CPython's 10. The same objects are walked once each,
+in pauses a fifth as long. With 16,000 Jobs being created, `jobset sim` paused 10-15 ms
+every 1.6 s, and 28 of the 48 slowest samples of another tenant in the adversarial test of
+issue 19 overlapped such a pause (or one of the controller's, 12-26 ms); at 2, the pauses
+are 2-5 ms.
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ import asyncio
 import gc
 from typing import Any, Final
 
-__all__ = ["RECLAIM_SECONDS", "GcCallback", "GcFreezer"]
+__all__ = ["FULL_EVERY", "RECLAIM_SECONDS", "GcCallback", "GcFreezer"]
 
 RECLAIM_SECONDS: Final = 600.0
+# A full collection every this many middle-generation ones (CPython's default is 10).
+FULL_EVERY: Final = 2
 
 
 class GcCallback:
@@ -53,11 +63,33 @@ class GcFreezer(GcCallback):
     """Freezes the survivors of every full collection once installed; `run()` reclaims
     every `reclaim_seconds`."""
 
-    def __init__(self, reclaim_seconds: float = RECLAIM_SECONDS) -> None:
+    def __init__(
+        self, reclaim_seconds: float = RECLAIM_SECONDS, full_every: int = FULL_EVERY
+    ) -> None:
         super().__init__()
+        if full_every < 1:
+            raise ValueError(f"full_every must be at least 1, not {full_every}")
         self.reclaim_seconds = reclaim_seconds
+        self.full_every = full_every
         self.freezes = 0  # full collections whose survivors were frozen
         self.reclaims = 0
+        self._thresholds: tuple[int, int, int] | None = None  # to restore on uninstall
+
+    def install(self) -> None:
+        """Freeze after every full collection, and collect fully every `full_every`
+        middle-generation collections."""
+        if self._thresholds is None:
+            self._thresholds = gc.get_threshold()
+            young, middle, _ = self._thresholds
+            gc.set_threshold(young, middle, self.full_every)
+        super().install()
+
+    def uninstall(self) -> None:
+        """Stop freezing; the collector's thresholds are what they were before."""
+        super().uninstall()
+        if self._thresholds is not None:
+            gc.set_threshold(*self._thresholds)
+            self._thresholds = None
 
     def _callback(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "stop" and info.get("generation") == 2:
@@ -83,6 +115,7 @@ class GcFreezer(GcCallback):
             "freezes": self.freezes,
             "reclaims": self.reclaims,
             "frozenObjects": gc.get_freeze_count(),
+            "thresholds": list(gc.get_threshold()),
             "collections": [g["collections"] for g in gc.get_stats()],
         }
 

@@ -16,6 +16,8 @@ async def test_the_sim_process_froze_its_start_up_and_keeps_stored_objects_out(
         report = await client.request("GET", "/debug/gc")
         # Once started, a full collection froze the imports and the cluster's components.
         assert report["freezes"] >= 1 and report["frozenObjects"] > 10_000, report
+        # ... and collects fully every 2 middle-generation collections (CPython: 10).
+        assert report["thresholds"][2] == 2, report
 
         async def create(i: int) -> None:
             body = {"metadata": {"name": f"gc-{i}", "labels": {"n": str(i)}}, "data": {"k": "v"}}

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubeutil.gcfreeze import GcFreezer
+from kubeutil.gcfreeze import FULL_EVERY, GcFreezer
 
 
 class Node:
@@ -57,3 +57,22 @@ def test_uninstalled_it_freezes_nothing(freezer: GcFreezer) -> None:
     gc.unfreeze()
     gc.collect()
     assert freezer.freezes == 0 and gc.get_freeze_count() == 0
+
+
+def test_installed_it_collects_fully_every_two_middle_collections() -> None:
+    before = gc.get_threshold()
+    f = GcFreezer(reclaim_seconds=3600)
+    f.install()
+    try:
+        assert gc.get_threshold() == (before[0], before[1], FULL_EVERY) == (*before[:2], 2)
+        assert f.report()["thresholds"] == [before[0], before[1], 2]
+        f.install()  # idempotent: what uninstall restores is still the original
+    finally:
+        f.uninstall()
+        gc.unfreeze()
+    assert gc.get_threshold() == before
+
+
+def test_full_every_is_at_least_one() -> None:
+    with pytest.raises(ValueError, match="full_every must be at least 1, not 0"):
+        GcFreezer(full_every=0)
