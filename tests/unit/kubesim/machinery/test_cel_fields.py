@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from kubesim.machinery.cel import compile_expression
-from kubesim.machinery.schema import compile_schema, validate
+from kubesim.machinery.schema import validate
 from kubesim.machinery.schema.validate import _Run
+from tests.unit.kubesim.machinery.test_schema import rule_schema
 
 
 @pytest.mark.parametrize(
@@ -48,25 +49,13 @@ def test_fields_selected(
     assert read["oldSelf"] == (None if old_fields is None else frozenset(old_fields))
 
 
-def _schema(rules: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "spec": {
-                "type": "object",
-                "x-kubernetes-validations": rules,
-                "properties": {
-                    "a": {"type": "integer"},
-                    "b": {"type": "array", "items": {"type": "string"}},
-                    "namespace": {"type": "string"},  # a CEL reserved word: __namespace__
-                },
-            }
-        },
-    }
-
-
 def _spec_node(rules: list[dict[str, Any]]) -> Any:
-    compiled = compile_schema(_schema(rules))
+    compiled = rule_schema(
+        rules,
+        a={"type": "integer"},
+        b={"type": "array", "items": {"type": "string"}},
+        namespace={"type": "string"},  # a CEL reserved word: __namespace__
+    )
     return compiled, compiled.root.properties["spec"]  # type: ignore[index]
 
 
