@@ -173,9 +173,11 @@ def fields_selected(ast: lark.Tree[Any], variable: str) -> frozenset[str] | None
     `replicatedJobs`, not 3,000 failure-policy rules).
     """
     fields: set[str] = set()
-    selected = 0
+    selected = uses = 0
     for node in ast.iter_subtrees():
-        if node.data == "member_dot" and _is_ident(node.children[0], variable):
+        if node.data == "ident":
+            uses += _is_ident(node, variable)
+        elif node.data == "member_dot" and _is_ident(node.children[0], variable):
             fields.add(str(node.children[1]))
             selected += 1
         elif node.data == "member_dot_arg" and str(node.children[1]) in MACROS:
@@ -183,9 +185,6 @@ def fields_selected(ast: lark.Tree[Any], variable: str) -> frozenset[str] | None
             first = args.children[0] if isinstance(args, lark.Tree) and args.children else None
             if _is_ident(first, variable):
                 return None  # the macro binds a variable of that name
-    uses = sum(
-        1 for node in ast.iter_subtrees() if node.data == "ident" and _is_ident(node, variable)
-    )
     return frozenset(fields) if uses == selected else None
 
 
