@@ -18,6 +18,8 @@ from benchmarks import rate_report, report
 from tests.processgroup import own_group
 
 ROOT = Path(__file__).resolve().parents[3]
+# How much later than it happened the benchmark may see a phase of an in-place recovery.
+OBSERVATION_SKEW = 0.1
 SIDE_FIELDS = {
     "seconds",
     "jobs_per_second",
@@ -143,9 +145,15 @@ async def test_recovery_and_fairness_at_tiny_sizes() -> None:
     assert simulated["pod_processes"] == "simulated"
     # In place: real agents came back at the next attempt, then the controller lifted the
     # barrier, then every worker ran again (a pod killed and restarted, not recreated).
+    # Each phase is when the benchmark saw it, through different channels: the pods' watch
+    # (read every 20 ms) and the JobSet (polled every 50 ms). One seen up to
+    # OBSERVATION_SKEW late can look a few ms later than the next; an order actually
+    # reversed (the barrier lifted before the agents were back) would differ by an agent's
+    # restart, about a second.
     assert in_place["pod_processes"] == "real (agent + worker)"
-    assert 0 < in_place["agents_back_seconds"] <= in_place["barrier_lifted_seconds"]
-    assert in_place["barrier_lifted_seconds"] <= in_place["recovery_seconds"]
+    assert in_place["agents_back_seconds"] > 0
+    assert in_place["agents_back_seconds"] <= in_place["barrier_lifted_seconds"] + OBSERVATION_SKEW
+    assert in_place["barrier_lifted_seconds"] <= in_place["recovery_seconds"] + OBSERVATION_SKEW
     fair = await fairness.run(40, Options(concurrency=2, timeout=60))
     assert [c["large_jobsets"] for c in fair["cases"]] == [1, 3]
     for case in fair["cases"]:
