@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,27 @@ def replica(
     )
 
 
+async def standing_by(rep: ControllerProcess, name: str) -> None:
+    """Wait until the replica's readiness says it follows a leader it can see."""
+    await eventually(
+        lambda: asyncio.to_thread(rep.readyz),
+        lambda r: r[0] == 200 and "standby" in r[1],
+        60,
+        f"{name} standing by",
+    )
+
+
+async def taken_over(
+    leader: Callable[[], Awaitable[str]], rep: ControllerProcess, name: str
+) -> None:
+    """Wait until `name` holds the lease; on timeout say how the successor process fared."""
+    try:
+        await eventually(leader, lambda h: h == name, LEASE + RETRY + 10, f"takeover by {name}")
+    except AssertionError as err:
+        tail = rep.text()[-2000:]
+        raise AssertionError(f"{err}; {name} exit code {rep.proc.poll()}, log:\n{tail}") from None
+
+
 @pytest.mark.timeout(400)
 async def test_one_leader_at_a_time_through_kill_and_partition(
     cluster_factory: ClusterFactory, controllers: Controllers, tmp_path: Path
@@ -139,28 +161,26 @@ async def test_one_leader_at_a_time_through_kill_and_partition(
                 return holders[-1][1] if holders else ""
 
             first = await eventually(leader, bool, 60, "a first leader")
+            other = "b" if first == "a" else "a"
+            # The bound below is for a follower that is already watching the lease: one that
+            # is still starting (a slow CI machine) first sees the record a lease later.
+            await standing_by(reps[other], other)
             await submit(0)
             # 1. SIGKILL the leader: the other replica takes over within lease + retry.
             killed_at = time.monotonic()
             reps[first].kill()
-            other = "b" if first == "a" else "a"
-            await eventually(leader, lambda h: h == other, LEASE + RETRY + 10, "takeover")
+            await taken_over(leader, reps[other], other)
             kill_takeover = holders[-1][0] - killed_at
             await submit(1)
             # A third replica joins as the standby.
             kc_c = tmp_path / "kc-c"
             reps["c"] = replica(controllers, kc_c, "c", tmp_path / "c.log")
-            await eventually(
-                lambda: asyncio.to_thread(reps["c"].readyz),
-                lambda r: r[0] == 200 and "standby" in r[1],
-                60,
-                "c standing by",
-            )
+            await standing_by(reps["c"], "c")
             # 2. Partition the leader: its renewals never arrive; it must stop acting (exit
             # non-zero within the renew deadline) and c takes over once the lease expires.
             partitioned_at = time.monotonic()
             proxies[other].partition()
-            await eventually(leader, lambda h: h == "c", LEASE + RETRY + 10, "takeover by c")
+            await taken_over(leader, reps["c"], "c")
             partition_takeover = holders[-1][0] - partitioned_at
             code = await asyncio.to_thread(reps[other].proc.wait, RENEW + RETRY + 15)
             assert code == 1, "a leader that cannot renew must stop and exit"
