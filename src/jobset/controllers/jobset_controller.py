@@ -342,7 +342,10 @@ class JobSetController:
                     requeue_after = min(wait, requeue_after) if requeue_after else wait
         if write:
             try:
-                written = await self.client.update_status(JOBSETS, {**js, "status": p.status})
+                # Only the new resourceVersion is read of the answer (_remember_own_write).
+                written = await self.client.update_status(
+                    JOBSETS, {**js, "status": p.status}, metadata_only=True
+                )
                 self._last_status_write[key] = time.monotonic()
                 self._remember_own_write(key, js, written)
             except ApiError as err:

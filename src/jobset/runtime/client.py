@@ -81,6 +81,12 @@ USER_AGENT: Final = (
 
 DEFAULT_KUBECONFIG: Final = os.path.expanduser("~/.kube/config")
 IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+JSON_ACCEPT: Final = "application/json"
+# The object's metadata only (kube-apiserver answers gets, lists, watches and writes so);
+# the plain JSON after it is for a server that cannot, which then sends the whole object.
+METADATA_ACCEPT: Final = (
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +302,7 @@ class Client:
         content_type: str = "application/json",
         request_timeout: Any = None,
         verb: str = "",
+        accept: str = JSON_ACCEPT,
     ) -> aiohttp.ClientResponse:
         """One logical request: rate limit, send, retry; returns a 2xx response to consume.
 
@@ -310,7 +317,9 @@ class Client:
                 self._series("wait", verb).observe(waited)
             t0 = time.perf_counter()
             try:
-                resp = await self._http(method, path, query, body, content_type, request_timeout)
+                resp = await self._http(
+                    method, path, query, body, content_type, request_timeout, accept
+                )
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 self._observe(method, verb, "<error>", t0)
                 self._unreachable(repr(exc))
@@ -360,6 +369,7 @@ class Client:
         body: Any,
         content_type: str,
         request_timeout: Any,
+        accept: str = JSON_ACCEPT,
     ) -> aiohttp.ClientResponse:
         """One HTTP exchange on kubernetes_asyncio's session, without its `call_api`.
 
@@ -375,7 +385,7 @@ class Client:
         api = self.api
         headers: dict[str, str] = {
             **api.default_headers,
-            "Accept": "application/json",
+            "Accept": accept,
             "Content-Type": content_type,
         }
         params = list(query)
@@ -442,6 +452,7 @@ class Client:
         body: Any = None,
         content_type: str = "application/json",
         request_timeout: float | None = 60.0,
+        accept: str = JSON_ACCEPT,
     ) -> Any:
         """Send one request and return its parsed JSON body (None when empty)."""
         resp = await self._send(
@@ -451,6 +462,7 @@ class Client:
             body=body,
             content_type=content_type,
             request_timeout=request_timeout,
+            accept=accept,
         )
         try:
             raw = await resp.read()
@@ -521,16 +533,34 @@ class Client:
         finally:
             resp.release()
 
-    async def update(self, res: Resource, obj: Mapping[str, Any], subresource: str = "") -> Object:
-        """PUT; optimistic concurrency through metadata.resourceVersion (409 when stale)."""
+    async def update(
+        self,
+        res: Resource,
+        obj: Mapping[str, Any],
+        subresource: str = "",
+        *,
+        metadata_only: bool = False,
+    ) -> Object:
+        """PUT; optimistic concurrency through metadata.resourceVersion (409 when stale).
+
+        `metadata_only`: the answer is the stored object's `PartialObjectMetadata` (its new
+        resourceVersion, say) instead of the whole object. For a writer that needs no more,
+        a JobSet of 1.44 MiB was a 20 ms parse on the loop per status write, and as long
+        again for the server to send; a server that cannot answer so sends the object.
+        """
         meta = obj.get("metadata", {})
         out: Object = await self.request(
-            "PUT", res.path(meta.get("namespace"), meta["name"], subresource), body=dict(obj)
+            "PUT",
+            res.path(meta.get("namespace"), meta["name"], subresource),
+            body=dict(obj),
+            accept=METADATA_ACCEPT if metadata_only else JSON_ACCEPT,
         )
         return out
 
-    async def update_status(self, res: Resource, obj: Mapping[str, Any]) -> Object:
-        return await self.update(res, obj, "status")
+    async def update_status(
+        self, res: Resource, obj: Mapping[str, Any], *, metadata_only: bool = False
+    ) -> Object:
+        return await self.update(res, obj, "status", metadata_only=metadata_only)
 
     async def patch(
         self,

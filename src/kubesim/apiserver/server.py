@@ -568,12 +568,15 @@ class ApiHttpServer:
         headers = {}
         if req is not None and req.warnings:
             headers["Warning"] = ", ".join(f'299 - "{w}"' for w in req.warnings)
-        if tables.wants_table(request.headers.get("Accept", "")):
+        accept = request.headers.get("Accept", "")
+        if tables.wants_table(accept):
             return json_response(
                 tables.to_table(rt, [obj], request.query.get("includeObject", "Metadata"), None),
                 status,
                 headers,
             )
+        if tables.wants_metadata(accept):
+            return json_response(tables.partial_object_metadata(obj), status, headers)
         if rt.storage is not None:
             obj = eventsapi.to_events_v1(obj)
         elif rt.version != obj.get("apiVersion", "").rpartition("/")[2]:
@@ -606,9 +609,19 @@ class ApiHttpServer:
         meta: dict[str, Any] = {"resourceVersion": result.resource_version}
         if result.continue_token:
             meta["continue"] = result.continue_token
-        if tables.wants_table(request.headers.get("Accept", "")):
+        accept = request.headers.get("Accept", "")
+        if tables.wants_table(accept):
             return json_response(
                 tables.to_table(t.rt, result.items, q.get("includeObject", "Metadata"), meta)
+            )
+        if tables.wants_metadata(accept):
+            return json_response(
+                {
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": [tables.partial_object_metadata(o) for o in result.items],
+                }
             )
         rt = t.rt
         items = result.items

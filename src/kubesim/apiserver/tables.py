@@ -23,6 +23,19 @@ def wants_table(accept: str) -> bool:
     return "as=Table" in accept
 
 
+def wants_metadata(accept: str) -> bool:
+    """Whether the client asked for `PartialObjectMetadata` (client-go's metadata client,
+    or a writer that needs only the new resourceVersion): kube-apiserver then answers any
+    verb - get, list, watch, and the writes - with the objects' metadata only. The first
+    media type the client lists that this server produces decides, as in kube-apiserver's
+    negotiation (protobuf is not produced here: client-go lists JSON after it)."""
+    for media in accept.split(","):
+        if "protobuf" in media:
+            continue
+        return "as=PartialObjectMetadata" in media and "g=meta.k8s.io" in media
+    return False
+
+
 def human_age(seconds: float) -> str:
     """kubectl's duration format (5s, 3m20s, 4h, 2d3h ...)."""
     s = int(max(0, seconds))
@@ -470,7 +483,8 @@ def columns_for(rt: ResourceType) -> list[Column]:
     return _BUILTIN.get(rt.key, _DEFAULT)
 
 
-def _partial(o: Obj) -> Obj:
+def partial_object_metadata(o: Obj) -> Obj:
+    """`meta.k8s.io/v1 PartialObjectMetadata`: the object's metadata alone."""
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
@@ -492,7 +506,7 @@ def to_table(
         if include_object == "Object":
             row["object"] = o
         elif include_object != "None":
-            row["object"] = _partial(o)
+            row["object"] = partial_object_metadata(o)
         rows.append(row)
     table: dict[str, Any] = {
         "kind": "Table",

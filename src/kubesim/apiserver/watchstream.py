@@ -33,6 +33,7 @@ class WatchOptions:
     resource_version: str
     send_initial: bool
     want_table: bool
+    want_metadata: bool
     include: str
     bookmarks: bool
     timeout: float
@@ -45,6 +46,7 @@ class WatchOptions:
             resource_version="" if send_initial else q.get("resourceVersion", ""),
             send_initial=send_initial,
             want_table=tables.wants_table(request.headers.get("Accept", "")),
+            want_metadata=tables.wants_metadata(request.headers.get("Accept", "")),
             include=q.get("includeObject", "Metadata"),
             bookmarks=_bool(q.get("allowWatchBookmarks")) if "allowWatchBookmarks" in q else False,
             timeout=float(q.get("timeoutSeconds", "0") or 0) or 1800.0,
@@ -91,6 +93,8 @@ class WatchStream:
         if self.opts.want_table:
             table = tables.to_table(rt, [ev.obj], self.opts.include, None, with_headers=False)
             return _line({"type": ev.type, "object": table})
+        if self.opts.want_metadata:
+            return _line({"type": ev.type, "object": tables.partial_object_metadata(ev.obj)})
         if rt.storage is not None:
             return _line({"type": ev.type, "object": eventsapi.to_events_v1(ev.obj)})
         if rt.version != ev.obj.get("apiVersion", "").rpartition("/")[2]:

@@ -29,6 +29,14 @@ from .helpers import NS, jobset, rjob
 _uids = itertools.count(1)
 
 
+def _answer(obj: Object, metadata_only: bool) -> Object:
+    """What the API server answers a write: the object, or its PartialObjectMetadata."""
+    if metadata_only:
+        meta = copy.deepcopy(obj["metadata"])
+        return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+    return obj
+
+
 class FakeClient:
     """Records writes; a created Job may be handed to the Job cache as a watch would."""
 
@@ -37,6 +45,7 @@ class FakeClient:
         self.failing_since: float | None = None
         self.created: list[str] = []
         self.status_writes: list[dict[str, Any]] = []
+        self.metadata_only: list[bool] = []  # per status write: answered with metadata only
         self.fail: dict[str, Exception] = {}
         self.exists: set[str] = set()
         self.finished_creates = 0
@@ -64,9 +73,12 @@ class FakeClient:
         parsed = orjson.loads(obj) if isinstance(obj, bytes) else obj  # bodies come encoded
         return orjson.dumps(await self.create(res, parsed, namespace))
 
-    async def update_status(self, res: Resource, obj: Object) -> Object:
+    async def update_status(
+        self, res: Resource, obj: Object, *, metadata_only: bool = False
+    ) -> Object:
         self.status_writes.append(copy.deepcopy(obj["status"]))
-        return obj
+        self.metadata_only.append(metadata_only)
+        return _answer(obj, metadata_only)
 
 
 def _controller(client: FakeClient, max_parallelism: int = 5) -> JobSetController:
@@ -295,11 +307,13 @@ class VersioningClient(FakeClient):
         super().__init__()
         self.deleted: list[str] = []
 
-    async def update_status(self, res: Resource, obj: Object) -> Object:
-        await super().update_status(res, obj)
+    async def update_status(
+        self, res: Resource, obj: Object, *, metadata_only: bool = False
+    ) -> Object:
+        await super().update_status(res, obj, metadata_only=metadata_only)
         written = copy.deepcopy(obj)
         written["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
-        return written
+        return _answer(written, metadata_only)
 
     async def delete(
         self, res: Resource, name: str, namespace: str | None = None, **_: Any
@@ -337,6 +351,8 @@ async def test_a_pass_on_the_version_its_own_status_write_replaced_waits_for_the
     await ctl.reconcile(Request(NS, "js"))  # the failure: a restart, written
     assert [w.get("restarts") for w in client.status_writes] == [1]
     assert planned[0] == 1
+    # Only the new resourceVersion is read of the answer: the server sends no more.
+    assert client.metadata_only == [True]
 
     # The Job watch is ahead of the JobSet watch: the cache still has restarts 0.
     result = await ctl.reconcile(Request(NS, "js"))

@@ -50,7 +50,9 @@ class FakeClient:
         parsed = orjson.loads(obj) if isinstance(obj, bytes) else obj  # bodies come encoded
         return orjson.dumps(await self.create(res, parsed, namespace))
 
-    async def update_status(self, res: Resource, obj: Object) -> Object:
+    async def update_status(
+        self, res: Resource, obj: Object, *, metadata_only: bool = False
+    ) -> Object:
         return obj
 
 
