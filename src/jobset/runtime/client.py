@@ -544,9 +544,9 @@ class Client:
         """PUT; optimistic concurrency through metadata.resourceVersion (409 when stale).
 
         `metadata_only`: the answer is the stored object's `PartialObjectMetadata` (its new
-        resourceVersion, say) instead of the whole object. For a writer that needs no more,
-        a JobSet of 1.44 MiB was a 20 ms parse on the loop per status write, and as long
-        again for the server to send; a server that cannot answer so sends the object.
+        resourceVersion, say) instead of the whole object, for a writer that needs no more.
+        A status write of a 1.44 MiB JobSet took 18-29 ms of this client's CPU, most of it
+        parsing the answer, and 4 ms so. A server that cannot answer so sends the object.
         """
         meta = obj.get("metadata", {})
         out: Object = await self.request(

@@ -1,4 +1,5 @@
-"""Server-side printing: `meta.k8s.io/v1 Table` answers for `kubectl get`.
+"""Server-side printing: `meta.k8s.io/v1 Table` answers for `kubectl get`, and
+`PartialObjectMetadata` answers for clients that ask for metadata only.
 
 kubectl asks for Tables and prints whatever columns the server gives, so the columns
 here are what users see. Built-ins get the columns kube-apiserver prints for them;
