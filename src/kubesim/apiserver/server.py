@@ -615,14 +615,7 @@ class ApiHttpServer:
                 tables.to_table(t.rt, result.items, q.get("includeObject", "Metadata"), meta)
             )
         if tables.wants_metadata(accept):
-            return json_response(
-                {
-                    "kind": "PartialObjectMetadataList",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": meta,
-                    "items": [tables.partial_object_metadata(o) for o in result.items],
-                }
-            )
+            return json_response(tables.partial_object_metadata_list(result.items, meta))
         rt = t.rt
         items = result.items
         if rt.storage is not None:

@@ -493,6 +493,16 @@ def partial_object_metadata(o: Obj) -> Obj:
     }
 
 
+def partial_object_metadata_list(objs: list[Obj], list_meta: dict[str, Any]) -> Obj:
+    """`meta.k8s.io/v1 PartialObjectMetadataList`: a list's items, metadata alone."""
+    return {
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "items": [partial_object_metadata(o) for o in objs],
+    }
+
+
 def to_table(
     rt: ResourceType,
     objs: list[Obj],

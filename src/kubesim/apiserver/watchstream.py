@@ -42,11 +42,12 @@ class WatchOptions:
     def of(cls, request: web.Request) -> WatchOptions:
         q = request.query
         send_initial = _bool(q.get("sendInitialEvents")) if "sendInitialEvents" in q else False
+        accept = request.headers.get("Accept", "")
         return cls(
             resource_version="" if send_initial else q.get("resourceVersion", ""),
             send_initial=send_initial,
-            want_table=tables.wants_table(request.headers.get("Accept", "")),
-            want_metadata=tables.wants_metadata(request.headers.get("Accept", "")),
+            want_table=tables.wants_table(accept),
+            want_metadata=tables.wants_metadata(accept),
             include=q.get("includeObject", "Metadata"),
             bookmarks=_bool(q.get("allowWatchBookmarks")) if "allowWatchBookmarks" in q else False,
             timeout=float(q.get("timeoutSeconds", "0") or 0) or 1800.0,
