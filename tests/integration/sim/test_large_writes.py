@@ -74,13 +74,12 @@ async def test_small_requests_are_answered_while_a_huge_jobset_is_validated(
         big_sent, big_done = big_task.result()
         stored = await client.get(JOBSETS, "huge", "default")
     # Small GETs sent back to back while the big create was in flight kept being answered.
-    # Held on the loop, its validation made one of them wait for most of the big create
-    # (0.18 s of 0.20 s here) and let 2 through; off the loop the longest waited ~0.1 of it.
+    # Held on the loop, its validation let 2 through (0.20 s create); off the loop 91-301
+    # came back during it (0.26-0.44 s, with two CPU hogs beside it). A bound on the longest
+    # single wait was tried and failed in CI: a starved machine stalls the whole process.
     inside = sum(1 for _, answered in smalls if answered < big_done)
-    longest = max(answered - sent for sent, answered in smalls)
     took = big_done - big_sent
-    assert inside >= 5, f"{inside} small GETs answered during the {took:.3f}s create"
-    assert longest < took / 2, f"a small GET waited {longest:.3f}s of the {took:.3f}s create"
+    assert inside >= 10, f"{inside} small GETs answered during the {took:.3f}s create"
     assert len(stored["spec"]["failurePolicy"]["rules"]) == 3000
 
 
