@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from jobset.runtime.ratelimit import (
-    HEADROOM_FRACTION,
+    HEAVY_BURST_FRACTION,
     USAGE_WINDOW,
     BucketRateLimiter,
     FairTokenBucket,
@@ -157,7 +157,8 @@ async def test_the_long_run_rate_is_the_buckets() -> None:
     assert sorted(order) == sorted(f"f{i % 3}" for i in range(21))
 
 
-# FairTokenBucket's headroom: a tenth of the burst that only light flows may spend.
+# FairTokenBucket's headroom: all of the burst but its top tenth, which only light flows may
+# spend.
 
 
 async def _backlogged(
@@ -172,11 +173,11 @@ async def _backlogged(
 
 async def test_a_light_flow_goes_at_once_past_a_heavy_backlog() -> None:
     bucket = FairTokenBucket(qps=500, burst=100)
-    assert bucket.headroom == 10
+    assert (bucket.heavy_burst, bucket.headroom) == (10, 90)
     order: list[str] = []
     big = await _backlogged(bucket, "big", 300, order)
     # The big flow took the burst down to the headroom and waits above it.
-    assert 89 <= order.count("big") <= 91 and bucket.heavy("big")
+    assert 9 <= order.count("big") <= 11 and bucket.heavy("big")
     with api_flow("small"):
         waited = await asyncio.gather(*(bucket.wait() for _ in range(3)))
     # Round-robin alone would have alternated these with the big flow's 210 waiters.
@@ -227,7 +228,31 @@ async def test_a_flows_use_is_forgotten_over_the_usage_window() -> None:
     assert not bucket.heavy("a")
 
 
-def test_a_small_burst_has_no_headroom() -> None:
-    # Below 10 tokens of burst there is nothing to hold back: plain round-robin.
-    assert FairTokenBucket(qps=500, burst=9).headroom == 0
-    assert FairTokenBucket(qps=500, burst=500).headroom == int(500 * HEADROOM_FRACTION)
+async def test_a_heavy_flow_does_not_spend_the_burst_at_once() -> None:
+    # A big pass with a full bucket: its first tenth goes at once (it is light until then),
+    # the rest at the bucket's rate. Spending the burst at once queued 450 creations in the
+    # API server ahead of every other client's requests.
+    bucket = FairTokenBucket(qps=100, burst=100)
+    order: list[str] = []
+    big = await _backlogged(bucket, "big", 100, order)
+    assert 10 <= order.count("big") <= 11
+    await asyncio.sleep(0.1)  # about 10 more tokens accrue
+    assert 15 <= order.count("big") <= 25, order.count("big")
+    for task in big:
+        task.cancel()
+    await asyncio.gather(*big, return_exceptions=True)
+    assert bucket.waiting() == 0
+
+
+async def test_a_small_burst_has_no_headroom() -> None:
+    # Below 10 tokens of burst there is nothing to hold back: plain round-robin, and a flow
+    # that took the whole burst still goes as soon as a token is there.
+    small = FairTokenBucket(qps=500, burst=9)
+    assert (small.headroom, small.heavy_burst) == (0, 0)
+    with api_flow("a"):
+        assert [await small.wait() for _ in range(9)] == [0.0] * 9
+        assert not small.heavy("a")
+        assert await asyncio.wait_for(small.wait(), 1.0) < 0.1
+    big = FairTokenBucket(qps=500, burst=500)
+    assert big.heavy_burst == int(500 * HEAVY_BURST_FRACTION)
+    assert big.headroom == 500 - big.heavy_burst
