@@ -50,6 +50,7 @@ from jobset.controllers.network import headless_service, wants_headless_service
 from jobset.runtime.cache import BY_CONTROLLER_UID, index_by_controller_uid, strip_managed_fields
 from jobset.runtime.client import JOBS, ApiError, Client, Object
 from jobset.runtime.informer import FuncHandler, Informer
+from jobset.runtime.ratelimit import api_flow
 from jobset.runtime.transforms import slim_job
 
 
@@ -133,8 +134,11 @@ class Baseline:
         await self.jobsets.stop()
         await self.jobs.stop()
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+    def _spawn(self, uid: str, coro: Awaitable[None]) -> None:
+        """Run `coro` as a task whose API requests are JobSet `uid`'s flow (the task copies
+        the context it is created in), as the controller's are its reconcile's."""
+        with api_flow(uid):
+            task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -154,7 +158,10 @@ class Baseline:
     async def _worker(self) -> None:
         while True:
             uid = await self.queue.get()
-            await self._create_children(uid)
+            # One flow per JobSet in the client's fair bucket, as the controller's reconciles
+            # are: a heavy flow is paced at the rate, and one flow for everything would be.
+            with api_flow(uid):
+                await self._create_children(uid)
 
     def _jobset(self, uid: str) -> Object | None:
         state = self.states.get(uid)
@@ -240,7 +247,7 @@ class Baseline:
             state.completed.add(name)
             if len(state.completed) == state.total:
                 state.finished = True
-                self._spawn(self._complete(uid))
+                self._spawn(uid, self._complete(uid))
         elif condition_true(job, "Failed"):
             self._start_restart(uid, state)
 
@@ -272,7 +279,7 @@ class Baseline:
         state.restarts += 1
         state.completed.clear()
         state.old = {str(j["metadata"]["name"]) for j in old}
-        self._spawn(self._restart(uid, state, old))
+        self._spawn(uid, self._restart(uid, state, old))
 
     async def _restart(self, uid: str, state: _State, old: list[Object]) -> None:
         await self._write_status(uid, {"restarts": state.restarts})
@@ -305,7 +312,7 @@ class Baseline:
         defaulted = default_jobset(js)
         if state.strategy == c.RESTART_STRATEGY_BLOCKING_RECREATE:
             if not state.old:
-                self._spawn(self._create_jobs(state, defaulted))
+                self._spawn(uid, self._create_jobs(state, defaulted))
             return
         # Recreate: this one Job, by its ReplicatedJob and index.
         labels = job["metadata"].get("labels") or {}
@@ -319,7 +326,7 @@ class Baseline:
             "status": {**(defaulted.get("status") or {}), "restarts": state.restarts},
         }
         body = construct_job(js, rjob, int(labels[c.JOB_INDEX_KEY]))
-        self._spawn(self._bounded(state, [self._create_job(body)]))
+        self._spawn(uid, self._bounded(state, [self._create_job(body)]))
 
 
 async def _main(args: argparse.Namespace) -> int:

@@ -76,8 +76,9 @@ BEFORE_SAMPLES = {125: 200, 1000: 1000}
 # faster it took a larger share of the API budget and the big JobSet took twice as long.
 NORMAL_INTERVAL = 0.025
 ANNOTATION_BYTES = 250 * 1024  # kube-apiserver's limit: 256 KiB for all annotations
-# The first seconds of the load hold the restart of the 1.44 MiB `rules` JobSet (each
-# process parses it at every write); the report gives the tail from then on separately.
+# The first seconds of the load hold the adversarial JobSets' admission, the big JobSet's
+# first pass and the restart of the 1.44 MiB `rules` JobSet (each process parses it at every
+# write); the report gives the tail from then on separately.
 SETTLED = 3.0
 
 
