@@ -152,14 +152,13 @@ class FairTokenBucket(TokenBucket):
     use sooner); client-go's bucket is plain FIFO.
 
     A heavy flow does not get the burst either. When the headroom was a tenth of the burst,
-    a 16,000-Job JobSet's first pass spent the other nine tenths at once: 450 creations, 50
-    in flight at a time, queued in the API server faster than it answers them, and every
-    other client's request waited behind that queue (the adversarial test's slowest normal
-    samples, 220-420 ms, in the first second of the load, the simulated API server's loop
-    iterations 20-45 ms long for 0.7 s). Paced at `qps` from its first `heavy_burst` tokens
-    on, it creates 0.9 s later at 500 qps and the API server's queue stays short. Requests
-    are ordered here, fairly, only while they have not been sent: once at the API server,
-    they are served in turn with everyone else's.
+    a 16,000-Job JobSet's first pass spent the other nine tenths at once: 450 creations
+    with 50 in flight for most of a second, and each step of every other client's request
+    took its turn among those 50 in the API server (the adversarial test's slowest normal
+    samples, 200-350 ms, fell there; 70-160 ms since). Paced at `qps` from its first
+    `heavy_burst` tokens on, it creates 0.9 s later at 500 qps and has few requests in
+    flight. Requests are ordered here, fairly, only while they have not been sent: once at
+    the API server, they are served in turn with everyone else's.
     """
 
     def __init__(self, qps: float, burst: int, clock: Clock = time.monotonic) -> None:
