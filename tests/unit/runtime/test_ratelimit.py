@@ -157,8 +157,8 @@ async def test_the_long_run_rate_is_the_buckets() -> None:
     assert sorted(order) == sorted(f"f{i % 3}" for i in range(21))
 
 
-# FairTokenBucket's headroom: all of the burst but its top tenth, which only light flows may
-# spend.
+# FairTokenBucket's headroom: the burst but its top tenth. Only light flows may spend it; a
+# heavy flow gets the top tenth, then tokens as they accrue.
 
 
 async def _backlogged(
