@@ -10,7 +10,7 @@ from typing import Any
 
 import aiohttp
 
-from jobset.runtime.client import JOBS, Client
+from jobset.runtime.client import CONFIGMAPS, JOBS, Client
 from kubesim.cluster import SimCluster
 
 PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -34,7 +34,7 @@ async def _call(
 
 async def _configmap(plain_cluster: SimCluster, name: str) -> str:
     """Create ConfigMap `name` (data k=v) in default; the collection's path."""
-    base = "/api/v1/namespaces/default/configmaps"
+    base = CONFIGMAPS.path("default")
     await _call(
         plain_cluster,
         "POST",
@@ -55,7 +55,7 @@ def _is_partial(obj: dict[str, Any], name: str) -> bool:
 
 
 async def test_get_create_update_and_list_answer_metadata_only(plain_cluster: SimCluster) -> None:
-    base = "/api/v1/namespaces/default/configmaps"
+    base = CONFIGMAPS.path("default")
     status, made = await _call(
         plain_cluster,
         "POST",

@@ -23,6 +23,7 @@ from jobset.runtime import Manager, ManagerOptions, Request
 from jobset.runtime.cache import object_key
 from jobset.runtime.client import JOBS, ApiError, Object, Resource
 from jobset.runtime.metrics import RuntimeMetrics, new_registry
+from kubesim.apiserver.tables import partial_object_metadata
 
 from .helpers import NS, jobset, rjob
 
@@ -30,11 +31,9 @@ _uids = itertools.count(1)
 
 
 def _answer(obj: Object, metadata_only: bool) -> Object:
-    """What the API server answers a write: the object, or its PartialObjectMetadata."""
-    if metadata_only:
-        meta = copy.deepcopy(obj["metadata"])
-        return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
-    return obj
+    """What the API server answers a write: the object, or its PartialObjectMetadata (as the
+    simulated API server builds it)."""
+    return partial_object_metadata(copy.deepcopy(obj)) if metadata_only else obj
 
 
 class FakeClient:
