@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubesim.apiserver.poddns import MAX_NAMESERVERS, MAX_SEARCH_CHARS, MAX_SEARCH_PATHS
+
 __all__ = [
     "MAX_NAMESERVERS",
     "MAX_SEARCH_CHARS",
@@ -23,10 +25,6 @@ __all__ = [
     "resolv_conf",
 ]
 
-# The kubelet's (and the API server's) limits, with the ExpandedDNSConfig feature (GA).
-MAX_NAMESERVERS: Final = 3
-MAX_SEARCH_PATHS: Final = 32
-MAX_SEARCH_CHARS: Final = 2048
 _MAX_SEARCH_NAME: Final = 253  # a search path longer than a DNS subdomain aborts some resolvers
 _MAX_HOSTNAME: Final = 63
 _DEFAULT_OPTIONS: Final = ("ndots:5",)

@@ -10,7 +10,9 @@ and containerd's capability set. Needs root, as `test_processes.py`.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -311,3 +313,47 @@ async def test_capabilities_follow_the_security_context(env: Env) -> None:
     assert tuned["CapEff"] == cap_mask(wanted)
     assert tuned["NoNewPrivs"] == 1
     assert (await status("minimal"))["CapEff"] == cap_mask(["NET_BIND_SERVICE"])
+
+
+BAD_DNS = """
+apiVersion: v1
+kind: Pod
+metadata: {name: bad-dns}
+spec:
+  dnsPolicy: None
+  dnsConfig:
+    nameservers: [10.0.0.1, 10.0.0.2, 10.0.0.3, not-an-ip]
+    searches: [ok.example, Bad_Name]
+    options: [{value: "1"}]
+  containers: [{name: web, image: example.com/web:v1}]
+"""
+
+
+async def test_the_api_rejects_a_bad_dns_config_with_its_messages(env: Env) -> None:
+    def apply(manifest: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["kubectl", "--kubeconfig", str(env.kubeconfig), "apply", "-f", "-"],
+            input=manifest,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    out = await asyncio.to_thread(apply, BAD_DNS)
+    assert out.returncode != 0
+    assert 'The Pod "bad-dns" is invalid' in out.stderr
+    for message in (
+        "spec.dnsConfig.nameservers: Invalid value: []string{"
+        '"10.0.0.1", "10.0.0.2", "10.0.0.3", "not-an-ip"}: must not have more than 3 nameservers',
+        'spec.dnsConfig.nameservers[3]: Invalid value: "not-an-ip": must be a valid IP address',
+        'spec.dnsConfig.searches[1]: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain',
+        "spec.dnsConfig.options[0]: Required value: must not be empty",
+    ):
+        assert message in out.stderr, out.stderr
+    missing = BAD_DNS.replace("    nameservers: [10.0.0.1, 10.0.0.2, 10.0.0.3, not-an-ip]\n", "")
+    out = await asyncio.to_thread(apply, missing)
+    assert "spec.dnsConfig.nameservers: Required value: must provide at least one DNS " in (
+        out.stderr
+    )
+    out = await asyncio.to_thread(apply, BAD_DNS.replace("dnsPolicy: None", "dnsPolicy: Cluster"))
+    assert 'spec.dnsPolicy: Unsupported value: "Cluster": supported values: ' in out.stderr
