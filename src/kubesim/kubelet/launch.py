@@ -201,7 +201,14 @@ def _build_root(spec: dict[str, Any]) -> tuple[str, list[str]]:
     for path in (root, upper, work):
         os.makedirs(path, mode=0o700, exist_ok=True)
     os.chmod(upper, 0o755)
-    _mount("overlay", root, "overlay", 0, f"lowerdir=/,upperdir={upper},workdir={work}")
+    try:
+        _mount("overlay", root, "overlay", 0, f"lowerdir=/,upperdir={upper},workdir={work}")
+    except LaunchError as exc:
+        raise LaunchError(
+            f"the container's root (an overlay of / with its writable layer in {upper}): {exc}; "
+            "the simulator's state directory must be on a file system that can hold an "
+            "overlay's upper layer (tmpfs, ext4, xfs; not overlayfs)"
+        ) from exc
     hidden = [str(p) for p in spec.get("hide") or []]
     for point in _host_mounts([*hidden, cdir]):
         target = f"{root}{point}"
