@@ -256,6 +256,13 @@ async def test_no_process_outlives_its_container(env: Env) -> None:
         lambda: env.kubectl("logs", "escaper"), lambda text: "daemon " in text
     )
     assert "layer fresh" in current  # a restarted container gets a fresh writable layer
+    # The first instance's layer went with it (on the host, under the pod's directory).
+    uid = (await env.pod("escaper")).metadata.uid
+    layers = env.cluster.runtime.bridge.state_dir / "pods" / uid / "containers"
+    await eventually(
+        lambda: asyncio.to_thread(lambda: sorted(p.name for p in layers.iterdir())),
+        lambda names: "web-0" not in names and len(names) == 1,
+    )
     await env.core.delete_namespaced_pod("escaper", NS, grace_period_seconds=1)
     await eventually(lambda: env.core.list_namespaced_pod(NS), lambda r: not r.items)
     assert processes_with(token) == []
