@@ -277,6 +277,7 @@ class JobStrategy(Strategy):
             )
         if not pod.get("containers"):
             causes.append(fe.required("spec.template.spec.containers"))
+        causes.extend(validate_pod_dns(pod, "spec.template.spec"))
         if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
             causes.append(fe.required("spec.completions", "when completion mode is Indexed"))
         for fld in ("parallelism", "completions", "backoffLimit"):

@@ -364,3 +364,13 @@ async def test_the_api_rejects_a_bad_dns_config_with_its_messages(env: Env) -> N
     )
     out = await asyncio.to_thread(apply, BAD_DNS.replace("dnsPolicy: None", "dnsPolicy: Cluster"))
     assert 'spec.dnsPolicy: Unsupported value: "Cluster": supported values: ' in out.stderr
+    job = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: bad-dns}\nspec:\n  template:\n"
+        "    spec:\n      restartPolicy: Never\n      dnsPolicy: None\n"
+        "      containers: [{name: web, image: example.com/web:v1}]\n"
+    )
+    out = await asyncio.to_thread(apply, job)  # a Job's pod template is checked the same way
+    assert (
+        "spec.template.spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` "
+        "is None" in out.stderr
+    ), out.stderr
