@@ -663,8 +663,8 @@ class ProcessRuntime:
     def join_spec(self, inst: _Instance, command: list[str]) -> dict[str, Any] | None:
         """What `launch.py` needs to run `command` inside the running container `inst`
         (`join` mode: its namespaces, user, capabilities and environment); None when it is
-        not running."""
-        pid = _init_pid(inst)
+        not running its command (yet)."""
+        pid = _init_pid(inst, started=True)
         if pid is None:
             return None
         workdir = str(inst.spec.get("workingDir") or "/")
@@ -844,16 +844,22 @@ class ProcessRuntime:
                     )
 
 
-def _init_pid(inst: _Instance) -> int | None:
-    """The host pid of the container's init (PID 1 in its namespace): the shim's child."""
+def _init_pid(inst: _Instance, started: bool = False) -> int | None:
+    """The host pid of the container's init (PID 1 in its namespace): the shim's child.
+    With `started`, only once it runs the container's command (before, it is the launcher
+    still building the container's root, which nothing may enter)."""
     if inst.proc is None or inst.exit_code is not None:
         return None
     pid = inst.proc.pid
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if not children:
+            return None
+        if started and LAUNCHER.encode() in Path(f"/proc/{children[0]}/cmdline").read_bytes():
+            return None
     except OSError:
         return None
-    return int(children[0]) if children else None
+    return int(children[0])
 
 
 def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
