@@ -32,10 +32,10 @@ TCP_MAX: Final = 65535
 TCP_IDLE: Final = 10.0  # seconds an idle TCP connection is kept (RFC 7766 suggests some)
 
 
-def answer_wire(records: ClusterRecords, wire: bytes, max_size: int) -> bytes | None:
-    """The response to one wire-format query, at most `max_size` bytes (truncated, TC set,
-    when larger); FORMERR for a message that does not parse; None when not even its header
-    does (nothing to answer)."""
+def answer_wire(records: ClusterRecords, wire: bytes, tcp: bool) -> bytes | None:
+    """The response to one wire-format query, within what the transport carries (over UDP
+    512 bytes or the query's EDNS buffer size; larger answers are truncated, TC set);
+    FORMERR for a message that does not parse; None when not even its header does."""
     try:
         request = dns.message.from_wire(wire)
     except dns.exception.DNSException:
@@ -46,8 +46,9 @@ def answer_wire(records: ClusterRecords, wire: bytes, max_size: int) -> bytes | 
         error.set_rcode(dns.rcode.FORMERR)
         return error.to_wire()
     response = respond(records.table, request, records.nameserver)
-    if request.edns >= 0:
-        max_size = min(max_size, max(UDP_PLAIN_MAX, request.payload))
+    max_size = TCP_MAX if tcp else UDP_PLAIN_MAX
+    if not tcp and request.edns >= 0:
+        max_size = min(TCP_MAX, max(UDP_PLAIN_MAX, request.payload))
     return response.to_wire(max_size=max_size, prefer_truncation=True)
 
 
@@ -60,7 +61,7 @@ class _Udp(asyncio.DatagramProtocol):
         self.transport = cast(asyncio.DatagramTransport, transport)
 
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
-        out = answer_wire(self.records, data, UDP_PLAIN_MAX)
+        out = answer_wire(self.records, data, tcp=False)
         if out is not None and self.transport is not None:
             self.transport.sendto(out, addr)
 
@@ -121,7 +122,7 @@ class DnsServer:
                 wire = await asyncio.wait_for(
                     reader.readexactly(struct.unpack("!H", head)[0]), TCP_IDLE
                 )
-                out = answer_wire(self.records, wire, TCP_MAX)
+                out = answer_wire(self.records, wire, tcp=True)
                 if out is None:
                     break
                 writer.write(struct.pack("!H", len(out)) + out)
