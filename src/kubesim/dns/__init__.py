@@ -68,7 +68,10 @@ class ClusterDns:
 
     async def serve(self, host: str, port: int) -> DnsServer:
         server = DnsServer(self.records, host, port)
-        await server.start()
+        try:
+            await server.start()
+        except OSError as exc:
+            raise OSError(f"cluster DNS cannot listen on {host}:{port}: {exc}") from exc
         self.servers.append(server)
         return server
 

@@ -92,10 +92,10 @@ class RecordTable:
         return sum(c.total() for c in self._records.values())
 
     def _ancestors(self, name: str) -> Iterable[str]:
-        zone = self.zone_of(name) or name
-        while name != zone and name:
+        """`name` and its parents below its zone (every name here is in one of them)."""
+        while name and name not in self.zones:
             yield name
-            name = name.split(".", 1)[1] if "." in name else ""
+            name = name.partition(".")[2]
 
     def _add(self, record: Record) -> None:
         name, rdtype, rdata = record
