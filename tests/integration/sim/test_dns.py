@@ -5,6 +5,9 @@ Services and pods with the real kubectl and check what the Kubernetes DNS specif
 says a cluster answers: headless Services with ready and not-ready endpoints,
 `publishNotReadyAddresses`, pods' hostname/subdomain names, SRV, PTR, NXDOMAIN versus
 NODATA, `kubernetes.default`, and records that follow pods as they become ready and go.
+Then, each with a process of its own: `--cluster-domain`, a `--run-image` pod that finds
+another by `<hostname>.<subdomain>` at the gateway nameserver, and a JobSet's pods under
+`jobset dev` answering to the names JobSet gives them.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import dns.rdatatype
 import dns.reversename
 import pytest
 
+from jobset.dev.examplekit import start_dev
 from kubesim.process import SimProcess, free_port, start_command, start_sim
 from tests.eventually import eventually_sync
 
@@ -307,3 +311,64 @@ def test_real_pod_resolves_another_pod_by_hostname_and_subdomain(tmp_path: Path)
         assert '"uid"' in logs  # the answer came from the server pod over the pod network
     finally:
         sim.stop()
+
+
+JOBSET = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "metadata": {"name": "train"},
+    "spec": {
+        "replicatedJobs": [
+            {
+                "name": "workers",
+                "replicas": 2,
+                "template": {
+                    "spec": {
+                        "parallelism": 2,
+                        "completions": 2,
+                        "template": {
+                            "spec": {
+                                "containers": [
+                                    {
+                                        "name": "w",
+                                        "image": "busybox",
+                                        "command": ["sleep", "infinity"],
+                                    }
+                                ]
+                            }
+                        },
+                    }
+                },
+            }
+        ]
+    },
+}
+
+
+def test_jobset_pods_resolve_by_their_stable_names(tmp_path: Path) -> None:
+    port = free_port()
+    dev = start_dev(tmp_path, "--dns-address", f"127.0.0.1:{port}")
+    try:
+        d = Dns(dev, port)
+        dev.kubectl("apply", "-f", "-", input=json.dumps(JOBSET))
+
+        def pods() -> dict[str, str]:
+            out = dev.kubectl(
+                "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name=train", "-o", "json"
+            ).stdout
+            items = json.loads(out)["items"]
+            return {
+                f"{p['spec'].get('hostname')}.{p['spec'].get('subdomain')}": p["status"].get(
+                    "podIP", ""
+                )
+                for p in items
+            }
+
+        names = eventually_sync(pods, lambda n: len(n) == 4 and all(n.values()), within=60)
+        assert sorted(names) == [f"train-workers-{j}-{i}.train" for j in (0, 1) for i in (0, 1)]
+        for name, ip in names.items():
+            fqdn = f"{name}.{NS}.svc.{ZONE}."
+            eventually_sync(lambda fqdn=fqdn: d.values(fqdn), lambda v, ip=ip: v == [ip])
+        assert d.values(fq("train")) == sorted(names.values())  # publishNotReadyAddresses
+    finally:
+        dev.stop()
