@@ -12,7 +12,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -27,6 +27,9 @@ from kubesim.apiserver.store import Store
 from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
 from kubesim.machinery.errors import ApiError
+
+if TYPE_CHECKING:
+    from kubesim.dns import ClusterDns
 
 SIM_LEVELS = ("pods", "jobs", "none")
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -87,7 +90,7 @@ class SimCluster:
         self.events: EventSink | None = EventSink(self.core) if self.options.events else None
         self.components: list[Any] = []
         self.runtime: Any = None  # kubelet.processes.ProcessRuntime with --run-image
-        self.dns: Any = None  # kubesim.dns.ClusterDns with --run-image or --dns-address
+        self.dns: ClusterDns | None = None  # with --run-image or --dns-address
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
         self.ca_pem = b""
