@@ -2,7 +2,7 @@
 
 As CoreDNS's kubernetes plugin answers for its zones:
 - the records asked for, authoritative (AA), each with a TTL of `TTL` seconds (CoreDNS's
-  default `ttl 5`); a CNAME (ExternalName Service) answers any type at its name, not
+  default `ttl 5`), the addresses of SRV and NS targets in the additional section; a CNAME (ExternalName Service) answers any type at its name, not
   followed (its target is outside the cluster);
 - NXDOMAIN for a name that does not exist in the zone, NOERROR with no answer (NODATA) for
   one that exists without that type; both with the zone's SOA in the authority section,
@@ -75,11 +75,26 @@ def respond(
         response.answer.append(_rrset(question.name, rdtype, rdatas))
     if qname == found.zone and question.rdtype in (dns.rdatatype.SOA, dns.rdatatype.ANY):
         response.answer.append(soa)
+    _add_target_addresses(table, response)
     if not response.answer:
         response.authority.append(soa)
         if found.outcome is Outcome.NXDOMAIN:
             response.set_rcode(dns.rcode.NXDOMAIN)
     return response
+
+
+def _add_target_addresses(table: RecordTable, response: dns.message.Message) -> None:
+    """The A records of SRV and NS targets in the additional section, as CoreDNS adds them:
+    a client needs no second query to reach what an SRV record names."""
+    targets: list[dns.name.Name] = []
+    for rrset in response.answer:
+        if rrset.rdtype in (dns.rdatatype.SRV, dns.rdatatype.NS):
+            targets += [r.target for r in rrset]
+    for target in dict.fromkeys(targets):
+        found = table.lookup(target.to_text().lower(), int(dns.rdatatype.A))
+        addresses = [rdata for rdtype, rdata in found.records if rdtype == dns.rdatatype.A]
+        if found.outcome is Outcome.ANSWER and addresses:
+            response.additional.append(_rrset(target, int(dns.rdatatype.A), addresses))
 
 
 def _rrset(name: dns.name.Name | str, rdtype: int, rdatas: list[str]) -> dns.rrset.RRset:

@@ -208,3 +208,17 @@ def test_cname_answers_other_types() -> None:
     response = _ask(table, "db.ns.svc.cluster.local.", "A")
     assert response.rcode() == dns.rcode.NOERROR
     assert response.answer[0].rdtype == dns.rdatatype.CNAME
+
+
+def test_srv_answer_carries_its_targets_addresses() -> None:
+    table = RecordTable((Z,))
+    svc = service("web", "None")
+    sl = endpoint_slice(endpoint("10.244.0.5", hostname="w-0"), endpoint("10.244.0.6"))
+    table.replace("slice", slice_records(sl, svc, ZONE))
+    response = _ask(table, "_http._tcp.web.ns.svc.cluster.local.", "SRV")
+    assert len(response.answer[0]) == 2
+    extra = {rrset.name.to_text(): [r.to_text() for r in rrset] for rrset in response.additional}
+    assert extra == {
+        "w-0.web.ns.svc.cluster.local.": ["10.244.0.5"],
+        "10-244-0-6.web.ns.svc.cluster.local.": ["10.244.0.6"],
+    }
