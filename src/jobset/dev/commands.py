@@ -86,6 +86,7 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cluster-domain",
         default="cluster.local",
+        metavar="DOMAIN",
         help="the cluster's DNS domain: Services are <svc>.<ns>.svc.DOMAIN (as the kubelet's "
         "--cluster-domain)",
     )
