@@ -30,6 +30,8 @@ from jobset.dev.examplekit import start_dev
 from kubesim.process import SimProcess, free_port, start_command, start_sim
 from tests.eventually import eventually_sync
 
+pytestmark = [pytest.mark.kubectl]
+
 ZONE = "cluster.local"
 NS = "default"
 
