@@ -186,6 +186,7 @@ class ProcessRuntime:
     ) -> None:
         self.core = core
         self.http = http
+        # The cluster's DNS domain (`--cluster-domain`): pods' search path and FQDNs.
         self.cluster_domain = cluster_domain
         self.images = {image_repository(k): Path(v) for k, v in run_images.items()}
         self.bridge: network.Bridge | None = None
