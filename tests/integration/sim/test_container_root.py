@@ -374,3 +374,32 @@ async def test_the_api_rejects_a_bad_dns_config_with_its_messages(env: Env) -> N
         "spec.template.spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` "
         "is None" in out.stderr
     ), out.stderr
+
+
+async def test_a_pod_finds_the_api_server_and_its_peers_by_name(env: Env) -> None:
+    """The pod's resolv.conf leads its resolver to the cluster DNS: short names through the
+    search path, a headless Service's pods by hostname and subdomain."""
+    await env.core.create_namespaced_service(
+        NS,
+        {
+            "metadata": {"name": "group"},
+            "spec": {
+                "clusterIP": "None",
+                "selector": {"app": "web"},
+                "publishNotReadyAddresses": True,
+            },
+        },
+    )
+    peer = web_pod("peer", pod_spec={"hostname": "peer-0", "subdomain": "group"})
+    await env.create(peer)
+    ip = (await eventually(lambda: env.pod("peer"), lambda p: bool(p.status.pod_ip))).status.pod_ip
+    script = "getent hosts kubernetes.default; getent hosts peer-0.group"
+    await env.create(script_pod("asker", script))
+    logs = await finished(env, "asker")
+    gateway = env.cluster.runtime.api_host
+    assert logs.split() == [
+        gateway,
+        "kubernetes.default.svc.cluster.local",
+        ip,
+        f"peer-0.group.{NS}.svc.cluster.local",
+    ]
