@@ -6,8 +6,9 @@
   namespace and forks the container's init (PID 1 there), forwards SIGTERM and the other
   catchable signals to it, and exits with its status. The init enters the pod's network
   namespace, unshares a mount and a UTS namespace (hostname = the pod's), builds the
-  container's root (`_build_root`: an overlay of the host's root, read-only underneath, with a
-  per-container writable layer; fresh /tmp, /run, /dev, /proc, read-only /sys), enters it with
+  container's root (`_build_root`: overlays of the host's root and its other mounts,
+  read-only underneath, with a per-container writable layer; a fresh /run, /dev and /proc, a
+  read-only /sys), enters it with
   pivot_root, mounts the volumes and the kubelet's files (/etc/hosts, /etc/resolv.conf,
   /etc/hostname), applies `readOnlyRootFilesystem`, drops capabilities to the container's set,
   switches to its uid / gid / groups and executes the command: the command itself is PID 1,
@@ -52,8 +53,8 @@ PR_SET_NO_NEW_PRIVS = 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 START_ERROR = 128
 # Host paths the container does not see from the host: kernel file systems it gets fresh,
-# and /tmp and /run, which are per-container directories (host sockets live in /run).
-FRESH = ("/proc", "/sys", "/dev", "/tmp", "/run")
+# and /run, a per-container directory (the host's sockets and pid files live there).
+FRESH = ("/proc", "/sys", "/dev", "/run")
 PSEUDO_FS = frozenset(
     "proc sysfs devtmpfs devpts mqueue cgroup cgroup2 nsfs bpf tracefs debugfs securityfs "
     "fusectl configfs binfmt_misc autofs pstore efivarfs hugetlbfs rpc_pipefs".split()
@@ -192,36 +193,53 @@ def _mount_kernel_fs(root: str) -> None:
     _mount_dev(root)
 
 
+def _overlay(lower: str, target: str, layer: str) -> None:
+    """An overlay of `lower` on `target`, its writes in `layer` (whose top directory takes
+    the lower one's owner and mode, as the overlay's root shows the upper's)."""
+    upper, work = f"{layer}/upper", f"{layer}/work"
+    for path in (upper, work):
+        os.makedirs(path, mode=0o700)
+    st = os.stat(lower)
+    os.chown(upper, st.st_uid, st.st_gid)
+    os.chmod(upper, stat.S_IMODE(st.st_mode))
+    _mount("overlay", target, "overlay", 0, f"lowerdir={lower},upperdir={upper},workdir={work}")
+
+
 def _build_root(spec: dict[str, Any]) -> tuple[str, list[str]]:
     """The container's root under its directory: an overlay whose lower layer is the host's
-    root, other host mounts bound read-only, fresh /tmp and /run, the kernel file systems,
-    the simulator's own state hidden. Returns the root and its writable mounts."""
+    root, the host's other mounts overlaid the same way (read-only if they cannot be), a
+    fresh /run, the kernel file systems, the simulator's own state hidden. Returns the root
+    and its writable mounts."""
     cdir = str(spec["container_dir"])
-    root, upper, work = f"{cdir}/root", f"{cdir}/upper", f"{cdir}/work"
-    for path in (root, upper, work):
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    os.chmod(upper, 0o755)
+    root = f"{cdir}/root"
+    os.makedirs(root, mode=0o700, exist_ok=True)
     try:
-        _mount("overlay", root, "overlay", 0, f"lowerdir=/,upperdir={upper},workdir={work}")
+        _overlay("/", root, f"{cdir}/layer")
     except LaunchError as exc:
         raise LaunchError(
-            f"the container's root (an overlay of / with its writable layer in {upper}): {exc}; "
+            f"the container's root (an overlay of / with its writable layer in {cdir}): {exc}; "
             "the simulator's state directory must be on a file system that can hold an "
             "overlay's upper layer (tmpfs, ext4, xfs; not overlayfs)"
         ) from exc
+    writable = [root]
     hidden = [str(p) for p in spec.get("hide") or []]
-    for point in _host_mounts([*hidden, cdir]):
+    for i, point in enumerate(_host_mounts([*hidden, cdir])):
         target = f"{root}{point}"
+        try:
+            if os.path.isdir(point):
+                _overlay(point, target, f"{cdir}/layers/{i}")
+                writable.append(target)
+                continue
+        except (LaunchError, OSError):
+            pass  # a file system overlayfs cannot stack on: shown read-only
         try:
             _mount(point, target, None, MS_BIND)
             _remount_ro(target)
         except (LaunchError, OSError):
             continue  # not bindable (a vanished or special mount): the directory stays
-    writable = [root]
-    for name, mode in (("tmp", 0o1777), ("run", 0o755)):
-        _mkpoint(f"{root}/{name}", True)
-        _mount(_fresh_dir(f"{cdir}/{name}", mode), f"{root}/{name}", None, MS_BIND)
-        writable.append(f"{root}/{name}")
+    _mkpoint(f"{root}/run", True)
+    _mount(_fresh_dir(f"{cdir}/run", 0o755), f"{root}/run", None, MS_BIND)
+    writable.append(f"{root}/run")
     for path in hidden:
         if os.path.isdir(f"{root}{path}"):
             _mount("tmpfs", f"{root}{path}", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0")
