@@ -504,5 +504,15 @@ _STRATEGIES: dict[tuple[str, str], Strategy] = {
 _PLAIN = Strategy()
 
 
+def _storage_strategies() -> dict[tuple[str, str], Strategy]:
+    # Imported here: `storage` builds on `Strategy` above, so it imports this module.
+    from kubesim.apiserver import storage
+
+    return storage.STRATEGIES
+
+
+_STRATEGIES.update(_storage_strategies())
+
+
 def strategy_for(rt: ResourceType) -> Strategy:
     return _STRATEGIES.get(rt.key, _PLAIN)
