@@ -297,7 +297,6 @@ class Scheduler:
         verdicts: dict[bytes, tuple[str, SchedulingCost]] = {}
         bindings: list[tuple[dict[str, Any], str]] = []
         rejected: list[tuple[dict[str, Any], str]] = []
-        prebinds: list[tuple[PodVolumes, str]] = []
         for key in keys:
             pod = store.get(_PODS, key)
             if pod is None or not needs_scheduling(pod) or _gated(pod):
@@ -320,9 +319,10 @@ class Scheduler:
                 )
                 self.cost += cost
                 if node is not None and volumes is not None and volumes.pending:
-                    # PreBind: place the claims for this node; the pod is bound once they
-                    # are, on a retry after their change.
-                    prebinds.append((volumes, node))
+                    # PreBind: place the claims for this node now (the next pod of the batch
+                    # sharing a claim must see where it went); the pod is bound once they
+                    # are bound, on a retry after their change.
+                    await self._place_claims(volumes, node)
                     self._unschedulable[key] = None
                     continue
                 if node is not None:
@@ -337,8 +337,6 @@ class Scheduler:
                 self.cost += cost
             rejected.append((pod, message))
             self._unschedulable[key] = None
-        for volumes, node in prebinds:
-            await self._place_claims(volumes, node)
         if not bindings and not rejected:
             return
         results = await asyncio.gather(
