@@ -1,7 +1,8 @@
 """The simulated kube-scheduler's decision: which node, if any, a pod may be bound to.
 
 `schedule(pod, snapshot)` runs the filters of kube-scheduler's default profile in its order
-(NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit, InterPodAffinity) over the
+(NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit, VolumeBinding (its
+PreFilter before any node, `volumebinding.py`), InterPodAffinity) over the
 nodes of a `ClusterSnapshot`, and words the "0/N nodes are available: ..." message as
 kube-scheduler does, because users and tests read it from `PodScheduled=False` exactly as on a
 real cluster.
