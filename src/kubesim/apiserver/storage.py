@@ -86,8 +86,16 @@ def storage_bytes(value: Any) -> int | None:
 
 
 def _spec(obj: Mapping[str, Any]) -> dict[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, dict) else {}
+    return _dict(obj.get("spec"))
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """`value` if it is an object, else empty: malformed input is reported, never a crash."""
+    return value if isinstance(value, dict) else {}
+
+
+def _requests(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return _dict(_dict(spec.get("resources")).get("requests"))
 
 
 def _access_modes(path: str, modes: Any, what: str) -> list[Cause]:
@@ -239,8 +247,7 @@ class PersistentVolumeClaimStrategy(Strategy):
         causes = _access_modes(
             "spec.accessModes", spec.get("accessModes"), "at least 1 access mode is required"
         )
-        requests = (spec.get("resources") or {}).get("requests") or {}
-        causes += _storage_request("spec.resources[storage]", requests.get("storage"))
+        causes += _storage_request("spec.resources[storage]", _requests(spec).get("storage"))
         if spec.get("volumeMode") not in VOLUME_MODES:
             causes.append(fe.not_supported("spec.volumeMode", spec.get("volumeMode"), VOLUME_MODES))
         if old is None:
@@ -256,12 +263,13 @@ def _claim_update(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]
     if old_spec.get("storageClassName") is None:
         old_spec["storageClassName"] = spec.get("storageClassName")
     old_spec["volumeAttributesClassName"] = spec.get("volumeAttributesClassName")
-    bound = (old.get("status") or {}).get("phase") == "Bound"
+    old_status = _dict(old.get("status"))
+    bound = old_status.get("phase") == "Bound"
     causes: list[Cause] = []
     if bound:
-        new_req = (spec.get("resources") or {}).get("requests") or {}
-        capacity = ((old.get("status") or {}).get("capacity") or {}).get("storage")
-        new_size, cap_size = storage_bytes(new_req.get("storage")), storage_bytes(capacity)
+        capacity = _dict(old_status.get("capacity")).get("storage")
+        new_size = storage_bytes(_requests(spec).get("storage"))
+        cap_size = storage_bytes(capacity)
         if new_size is not None and cap_size is not None and new_size < cap_size:
             causes.append(
                 fe.forbidden(
@@ -269,8 +277,8 @@ def _claim_update(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]
                 )
             )
         old_spec["resources"] = {
-            **(old_spec.get("resources") or {}),
-            "requests": (spec.get("resources") or {}).get("requests"),
+            **_dict(old_spec.get("resources")),
+            "requests": _dict(spec.get("resources")).get("requests"),
         }
     if {k: v for k, v in spec.items() if v is not None} != {
         k: v for k, v in old_spec.items() if v is not None

@@ -301,7 +301,11 @@ class Scheduler:
             pod = store.get(_PODS, key)
             if pod is None or not needs_scheduling(pod) or _gated(pod):
                 continue
-            volumes = pod_volumes(pod, store)
+            try:
+                volumes = pod_volumes(pod, store)
+            except Exception as exc:  # one odd claim must not stop scheduling
+                log.exception("reading a pod's claims failed", pod=f"{key[0]}/{key[1]}")
+                volumes = PodVolumes(rejected=f"error reading the pod's claims: {exc}")
             # A pod's claims are its own: its verdict is not shared with look-alikes.
             sig = _signature(pod) if volumes is None else b""
             self.cycles += 1
