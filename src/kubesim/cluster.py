@@ -286,8 +286,10 @@ class SimCluster:
             component.start()
 
     def _start_storage(self) -> None:
-        """The PV controller and the local-path provisioner, its volumes under the data
-        directory (kept across restarts) or a directory of this run (removed by stop())."""
+        """The PV controller, the local-path provisioner (its volumes under the data
+        directory, kept across restarts, or a directory of this run, removed by stop()) and
+        storage object in-use protection."""
+        from kubesim.controllers import protection
         from kubesim.controllers.localpath import LocalPathProvisioner
         from kubesim.controllers.persistentvolume import PersistentVolumeController
 
@@ -301,6 +303,7 @@ class SimCluster:
         self.components += [
             PersistentVolumeController(self.core, self.events),
             LocalPathProvisioner(self.core, root, self.events),
+            protection.install(self.core),
         ]
 
     async def _compact_every(self, interval: float) -> None:

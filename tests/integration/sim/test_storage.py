@@ -121,8 +121,8 @@ def pod(name: str, claim_name: str, script: str = "", **spec: Any) -> dict[str, 
         "image": IMAGE if script else "busybox",
         "volumeMounts": [{"name": "data", "mountPath": MOUNT}],
     }
-    if script:
-        container["command"] = ["sh", "-c", script]
+    # A simulated pod (no script) runs until deleted.
+    container["command"] = ["sh", "-c", script] if script else ["sleep", "3600"]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -335,6 +335,22 @@ async def test_reclaim_policy(sim: Sim, reclaim: str, volume_phase: str | None, 
     else:
         await phase(sim, "pv", volume, volume_phase)
     assert exists(path) == kept
+
+
+async def test_a_claim_in_use_is_deleted_only_after_its_pod(sim: Sim) -> None:
+    await sim.apply(claim("busy"), pod("holder", "busy"))
+    await phase(sim, "pod", "holder", "Running")
+    volume = await sim.jsonpath("pvc", "busy", "{.spec.volumeName}")
+    assert await sim.jsonpath("pvc", "busy", "{.metadata.finalizers}") == (
+        '["kubernetes.io/pvc-protection"]'
+    )
+    await sim.kubectl("delete", "pvc", "busy", "--wait=false")
+    out = await sim.kubectl("get", "pvc", "busy")
+    assert "Terminating" in out  # held by the running pod
+    assert await sim.jsonpath("pv", volume, "{.status.phase}") == "Bound"
+    await sim.kubectl("delete", "pod", "holder")
+    await eventually(lambda: sim.get("pvc", "busy"), lambda got: got is None)
+    await eventually(lambda: sim.get("pv", volume), lambda got: got is None)
 
 
 @pytest.mark.parametrize(
