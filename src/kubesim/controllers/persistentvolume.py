@@ -37,7 +37,6 @@ from kubesim.controllers.pvmatch import (
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
     ANN_STORAGE_PROVISIONER_BETA,
-    NO_PROVISIONER,
     claim_class,
     find_volume,
 )
@@ -206,15 +205,9 @@ class PersistentVolumeController(Controller[Key]):
                 "waiting for first consumer to be created before binding",
             )
             return
+        # Every class's claim goes to its provisioner, `kubernetes.io/no-provisioner` too: the
+        # event then says an administrator is to create the volume, as upstream's does.
         provisioner = str(sc.get("provisioner") or "")
-        if provisioner == NO_PROVISIONER:
-            self._wait(
-                claim,
-                "Normal",
-                "FailedBinding",
-                "no persistent volumes available for this claim and no storage class is set",
-            )
-            return
         ann = _ann(claim)
         if ann.get(ANN_STORAGE_PROVISIONER) != provisioner:
             claim = await self.core.update(

@@ -159,7 +159,8 @@ def volume_files(
     pod: Mapping[str, Any], volume: Mapping[str, Any], lookup: Lookup, tokens: TokenSource
 ) -> Files | None:
     """The files of a Secret / ConfigMap / downwardAPI / projected volume; None for a volume
-    that is a plain directory (emptyDir and the kinds the simulator has no storage for).
+    that is a directory (emptyDir, hostPath, a claim's volume, and the kinds the simulator has
+    no storage for).
     Raises MountError while a source is missing."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
