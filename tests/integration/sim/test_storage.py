@@ -249,6 +249,38 @@ async def test_static_volume_binds_by_selector_and_size(sim: Sim) -> None:
     assert await sim.jsonpath("pv", "big", "{.status.phase}") == "Available"
 
 
+async def test_static_local_volume_places_its_first_consumer(sim: Sim) -> None:
+    local = {
+        **storage_class("local-storage", mode="WaitForFirstConsumer"),
+        "provisioner": "kubernetes.io/no-provisioner",
+    }
+    term = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["pool-0-node-1"]}
+        ]
+    }
+    disk = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "disk-1"},
+        "spec": {
+            "capacity": {"storage": "5Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local-storage",
+            "local": {"path": "/tmp"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+    }
+    await sim.apply(local, disk, claim("fast", storageClassName="local-storage"))
+    await phase(sim, "pv", "disk-1", "Available")
+    assert await sim.jsonpath("pvc", "fast", "{.status.phase}") == "Pending"
+    await sim.apply(pod("consumer", "fast"))
+    await phase(sim, "pod", "consumer", "Running")
+    assert await sim.jsonpath("pod", "consumer", "{.spec.nodeName}") == "pool-0-node-1"
+    await phase(sim, "pvc", "fast", "Bound")
+    assert await sim.jsonpath("pvc", "fast", "{.spec.volumeName}") == "disk-1"
+
+
 async def test_pod_waits_for_a_missing_claim_then_runs(sim: Sim) -> None:
     await sim.apply(pod("waits", "later"))
     message = await eventually(
