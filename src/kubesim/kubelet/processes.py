@@ -507,6 +507,8 @@ class ProcessRuntime:
                 # The claim's volume, shared by every pod that mounts it and kept after them.
                 path, claim_read_only = claim_directory(volume, namespace, self._get)
                 read_only = read_only or claim_read_only
+                if m.sub_path:  # the kubelet makes a missing subPath in the volume
+                    os.makedirs(os.path.join(path, m.sub_path), mode=0o777, exist_ok=True)
                 volume = {"hostPath": {"path": path, "type": "DirectoryOrCreate"}}
             if "hostPath" in volume:
                 base = str(volume["hostPath"].get("path") or "")

@@ -474,6 +474,17 @@ async def test_real_pods_share_a_claims_files_and_they_outlive_the_pods(real: Si
     assert (await real.kubectl("logs", "later")).strip() == "checkpoint-7"
 
 
+async def test_sub_paths_of_one_claim(real: Sim) -> None:
+    await real.apply(claim("parts"))
+    writer = pod("part-writer", "parts", f"echo mine > {MOUNT}/note")
+    writer["spec"]["containers"][0]["volumeMounts"][0]["subPath"] = "run-1"
+    await real.apply(writer)
+    await phase(real, "pod", "part-writer", "Succeeded")
+    await real.apply(pod("part-reader", "parts", f"cat {MOUNT}/run-1/note"))
+    await phase(real, "pod", "part-reader", "Succeeded")
+    assert (await real.kubectl("logs", "part-reader")).strip() == "mine"
+
+
 async def test_read_only_claim_mount(real: Sim) -> None:
     await real.apply(claim("ro"))
     ro = pod("ro", "ro", "touch /srv/x 2>/dev/null && echo wrote || echo refused")
