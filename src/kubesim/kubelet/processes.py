@@ -198,6 +198,9 @@ class ProcessRuntime:
         self._session: aiohttp.ClientSession | None = None
         self._sync_task: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Task[None]] = set()
+        # Host directories no container may see (the cluster's state: its data directory,
+        # every claim's volume); the simulator's own state directory always.
+        self.hidden: list[Path] = [network.STATE_ROOT]
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -353,7 +356,7 @@ class ProcessRuntime:
             "volumes": str(sandbox.volumes),
             "pod_files": str(sandbox.files),
             "container_dir": str(inst.root_dir),
-            "hide": [str(network.STATE_ROOT)],
+            "hide": [str(p) for p in self.hidden],
             "mounts": mounts,
             "read_only_root": bool(
                 (source.get("securityContext") or {}).get("readOnlyRootFilesystem")

@@ -403,3 +403,35 @@ async def test_a_pod_finds_the_api_server_and_its_peers_by_name(env: Env) -> Non
         ip,
         f"peer-0.group.{NS}.svc.cluster.local",
     ]
+
+
+async def test_a_container_cannot_read_other_claims_or_the_cluster_state(env: Env) -> None:
+    """Claims' volumes are host directories: a pod sees its own claim at its mountPath, and
+    neither the other claims nor the simulator's state underneath the host's root."""
+    await env.core.create_namespaced_persistent_volume_claim(
+        NS,
+        {
+            "metadata": {"name": "private"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    owner = script_pod(
+        "owner",
+        "echo s3cret > /data/secret-file && echo stored",
+        volumeMounts=[{"name": "data", "mountPath": "/data"}],
+        pod_spec={"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "private"}}]},
+    )
+    await env.create(owner)
+    assert await finished(env, "owner") == "stored\n"
+    root = env.cluster.volumes_root
+    stored = await asyncio.to_thread(lambda: [str(p) for p in root.rglob("secret-file")])
+    assert len(stored) == 1  # on the host, in the claim's volume
+    state = env.cluster.runtime.bridge.state_dir
+    look = f"cat {stored[0]}; ls -A {root} | wc -l; ls -A {state} 2>&1 | wc -l"
+    await env.create(script_pod("snooper", look + "; true"))
+    lines = (await finished(env, "snooper")).splitlines()
+    assert "s3cret" not in lines
+    assert lines[-2:] == ["0", "1"]  # an empty directory, and "No such file or directory"
