@@ -24,26 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from jobset.api import constants as c
 from jobset.placement.strategy import DOMAIN_KEY, PLANNED, PRIORITY_ANNOTATION, STRATEGY_KEY
-from jobset.runtime.cache import controller_of, index_by_controller_owner
+from jobset.resources import index_jobset_owner
+from jobset.runtime.cache import controller_of
 
 __all__ = [
-    "JOBSET_OWNER_INDEX",
     "DomainHoldings",
     "Holding",
     "OwnerKnown",
     "held_domain_key",
     "holding_of",
-    "index_jobset_owner",
-    "jobset_owner_key",
 ]
-
-# The Job cache's index of Jobs by the JobSet that controls them (`namespace/uid`).
-JOBSET_OWNER_INDEX: Final = "jobset-owner"
-index_jobset_owner: Final = index_by_controller_owner(c.GROUP, c.KIND)
 
 # (namespace, JobSet name, JobSet uid) -> that JobSet is (or was) in the JobSet cache.
 OwnerKnown = Callable[[str, str, str], bool]
@@ -62,7 +56,7 @@ class Holding:
     owner: str
 
 
-def jobset_owner_key(job: Mapping[str, Any]) -> str | None:
+def _jobset_owner(job: Mapping[str, Any]) -> str | None:
     """`namespace/uid` of the JobSet that controls the Job, if its controller is one."""
     found = index_jobset_owner(job)  # type: ignore[arg-type]  # only reads
     return found[0] if found else None
@@ -88,7 +82,7 @@ def holding_of(job: Mapping[str, Any], owner_known: OwnerKnown) -> Holding | Non
         return None
     if anns.get(DOMAIN_KEY) != domain or anns.get(STRATEGY_KEY) != PLANNED:
         return None
-    owner = jobset_owner_key(job)
+    owner = _jobset_owner(job)
     ref = controller_of(job)
     if owner is None or ref is None:
         return None

@@ -49,13 +49,7 @@ from typing import Any, Final
 import orjson
 
 from jobset.api import constants as c
-from jobset.placement.holdings import (
-    JOBSET_OWNER_INDEX,
-    DomainHoldings,
-    held_domain_key,
-    holding_of,
-    index_jobset_owner,
-)
+from jobset.placement.holdings import DomainHoldings, held_domain_key, holding_of
 from jobset.placement.nodes import node_is_eligible, pod_requests, pods_that_fit
 from jobset.placement.strategy import (
     DOMAIN_KEY,
@@ -66,7 +60,8 @@ from jobset.placement.strategy import (
     strategy_of,
     topology_key_of,
 )
-from jobset.runtime.cache import Object, object_key, owner_key
+from jobset.resources import JOBSET_OWNER_INDEX, index_jobset_owner, jobset_owner_key
+from jobset.runtime.cache import Object, object_key
 from jobset.runtime.informer import FuncHandler, Informer
 
 __all__ = [
@@ -327,7 +322,7 @@ class DomainPlanner:
         return min(keys, key=created)
 
     def _owner_known(self, namespace: str, name: str, uid: str) -> bool:
-        return self._known_owners.get(owner_key(namespace, uid)) == name
+        return self._known_owners.get(jobset_owner_key(namespace, uid)) == name
 
     def _demand(
         self, topology_key: str, job: Mapping[str, Any], pod_spec: Mapping[str, Any]
@@ -421,7 +416,7 @@ class DomainPlanner:
         uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
         if not uid or not name:
             return
-        owner = owner_key(str(meta.get("namespace") or ""), uid)
+        owner = jobset_owner_key(str(meta.get("namespace") or ""), uid)
         if self._known_owners.get(owner) == name:
             return
         self._known_owners[owner] = name
