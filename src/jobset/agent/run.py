@@ -5,8 +5,10 @@ sends nothing else; `apiclient.py`), and acts on every change as `decide.py` say
 
 - the attempt is written on its pod with server-side apply (field manager
   `in-place-restart-agent`, forced), the one write the agent makes: its ServiceAccount needs
-  `patch` on pods and `get/list/watch` on jobsets, nothing more (the example's
-  ValidatingAdmissionPolicy limits the patch to that annotation);
+  `patch` on pods and `get/list/watch` on jobsets, nothing more; the
+  ValidatingAdmissionPolicy shipped beside the Role in examples/in-place-restart.yaml
+  limits that ServiceAccount's pod updates to this annotation on the pod its token is
+  bound to (tests/integration/sim/test_admission_policy.py);
 - restart: the agent exits with `IN_PLACE_RESTART_EXIT_CODE`; the pod's
   `restartPolicyRules` make the kubelet restart it in place (`RestartAllContainers` for the
   sidecar, `Restart` for the main container in main-container mode);

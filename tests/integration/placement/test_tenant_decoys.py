@@ -11,11 +11,7 @@ victim JobSet still gets the two domains nobody else runs in.
 
 from __future__ import annotations
 
-import base64
 import json
-import ssl
-import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,36 +24,13 @@ from tests import builders
 from tests.integration.placement.conftest import POOL_KEY
 from tests.integration.placement.process import HarnessProcess
 from tests.integration.placement.test_strategies import wait
+from tests.tokens import request_token
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.kubectl]
 
 TENANT = "tenant"
 VICTIM_NS = "victim"
 POOLS = [f"pool-{i}" for i in range(4)]
-
-
-def admin(sim: SimProcess) -> dict[str, Any]:
-    return dict(yaml.safe_load(Path(sim.kubeconfig).read_text()))
-
-
-def tenant_token(sim: SimProcess) -> str:
-    """A TokenRequest for the tenant's ServiceAccount (JSON: kubectl sends protobuf)."""
-    config = admin(sim)
-    cluster = config["clusters"][0]["cluster"]
-    ctx = ssl.create_default_context(
-        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
-    )
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-    req = urllib.request.Request(
-        f"{cluster['server']}/api/v1/namespaces/{TENANT}/serviceaccounts/{TENANT}/token",
-        data=json.dumps(body).encode(),
-        headers={
-            "Authorization": f"Bearer {config['users'][0]['user']['token']}",
-            "Content-Type": "application/json",
-        },
-    )
-    with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
-        return str(json.loads(resp.read())["status"]["token"])
 
 
 def tenant_rbac() -> list[dict[str, Any]]:
@@ -137,7 +110,7 @@ def test_a_tenant_scoped_token_cannot_starve_or_delete_planned_jobs(
     for ns in (TENANT, VICTIM_NS):
         sim_pods.kubectl("create", "namespace", ns)
     sim_pods.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(tenant_rbac()))
-    as_tenant = ["--token", tenant_token(sim_pods)]
+    as_tenant = ["--token", request_token(sim_pods, TENANT, TENANT)]
 
     def tenant(*args: str, **kw: Any) -> Any:
         return sim_pods.kubectl(*as_tenant, *args, **kw)
