@@ -30,10 +30,13 @@ class FakeApi:
     sa_dir: Path
     requests: list[tuple[str, str, float]] = field(default_factory=list)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    patched: asyncio.Event = field(default_factory=asyncio.Event)
 
     def record(self, method: str, kind: str) -> None:
         self.requests.append((method, kind, time.monotonic()))
         self.arrived.set()
+        if kind == "patch":
+            self.patched.set()
 
     def of(self, kind: str) -> list[float]:
         return [t for _, k, t in self.requests if k == kind]
@@ -75,7 +78,8 @@ async def fake_api(
     app = web.Application()
     app.router.add_get("/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets", jobsets)
     app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}", pods)
-    runner = web.AppRunner(app, access_log=None)
+    # Open watches are cut at the end, not waited for (aiohttp would wait 60 s).
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context(cert, key))
     await site.start()
