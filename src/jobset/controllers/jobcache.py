@@ -24,7 +24,7 @@ import orjson
 
 from jobset.api import constants as c
 from jobset.controllers.jobfacts import CachedJob, job_facts
-from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
+from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION, STRATEGY_KEY
 from jobset.runtime.client import Object
 from jobset.runtime.transforms import Interner
 
@@ -35,8 +35,9 @@ __all__ = ["job_record"]
 # the failure policy (the Failed condition's reason, message and time; job-index), resume
 # (the pod template of a suspended Job, its startTime), act (uid, resourceVersion,
 # deletionTimestamp), the owner index and event mapping (the controller ownerReference),
-# and planned placement, which shares this cache (domain label, exclusive-topology and
-# priority annotations, creationTimestamp, the jobset-name label).
+# and planned placement, which shares this cache (domain label and annotation,
+# exclusive-topology, priority and strategy annotations, creationTimestamp, the jobset-name
+# label, the controller ownerReference).
 _JOB_LABELS: Final = (
     c.JOBSET_NAME_KEY,
     c.REPLICATED_JOB_NAME_KEY,
@@ -44,7 +45,7 @@ _JOB_LABELS: Final = (
     c.JOB_RESTART_ATTEMPT_KEY,
     DOMAIN_KEY,
 )
-_JOB_ANNOTATIONS: Final = (c.EXCLUSIVE_KEY, PRIORITY_ANNOTATION)
+_JOB_ANNOTATIONS: Final = (c.EXCLUSIVE_KEY, PRIORITY_ANNOTATION, DOMAIN_KEY, STRATEGY_KEY)
 _JOB_METADATA: Final = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
 _JOB_COUNTS: Final = ("active", "ready", "succeeded", "failed")
 _RESUME_POD_FIELDS: Final = ("nodeSelector", "tolerations", "schedulingGates")

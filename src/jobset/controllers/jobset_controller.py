@@ -3,8 +3,10 @@
 Watches JobSets (primary), and Jobs and Services mapped to their controller owner JobSet.
 Every read of a reconcile is served by the informer caches:
 
-- Jobs are indexed by controller owner UID (a Job with the right name but another owner is
-  not a child) and cached as the small records of `jobset.controllers.jobcache`;
+- Jobs are indexed by controller owner - a JobSet (kind and API group) in the Job's own
+  namespace, by UID - so neither a Job with the right name but another owner nor one in
+  another namespace that copied the JobSet's UID is a child (`jobset.resources`); they are
+  cached as the small records of `jobset.controllers.jobcache`;
 - Services are looked up by name (the headless Service exists or not);
 - PVCs, when volumeClaimPolicies are used, are looked up by name among those labelled with
   a JobSet name (the PVCs this controller creates carry that label);
@@ -71,9 +73,8 @@ from jobset.controllers.jobs import NewJob, all_exist, indices_of
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
 from jobset.controllers.stored_validation import StoredValidation
-from jobset.resources import JOBSETS
+from jobset.resources import JOBSET_OWNER_INDEX, JOBSETS, index_jobset_owner, jobset_owner_key
 from jobset.runtime import (
-    BY_CONTROLLER_UID,
     ApiError,
     FuncHandler,
     Informer,
@@ -83,7 +84,6 @@ from jobset.runtime import (
     enqueue_mapped,
     enqueue_object,
     enqueue_owner,
-    index_by_controller_uid,
     strip_managed_fields,
 )
 from jobset.runtime.client import JOBS, PVCS, SERVICES, Resource
@@ -218,7 +218,7 @@ class JobSetController:
             JOBSETS, transform=strip_managed_fields, resync_period=resync_period
         )
         self.jobs = manager.informer(
-            JOBS, transform=job_record, indexers={BY_CONTROLLER_UID: index_by_controller_uid}
+            JOBS, transform=job_record, indexers={JOBSET_OWNER_INDEX: index_jobset_owner}
         )
         self.services = manager.informer(SERVICES, transform=strip_managed_fields)
         self.pvcs = manager.informer(
@@ -279,7 +279,8 @@ class JobSetController:
             self.log.debug("own status write not in the cache yet, waiting for it")
             return Result(requeue_after=OWN_WRITE_WAIT)
         uid = str(js["metadata"].get("uid") or "")
-        jobs = self.jobs.store.by_index(BY_CONTROLLER_UID, uid) if uid else []
+        owner = jobset_owner_key(req.namespace, uid)
+        jobs = self.jobs.store.by_index(JOBSET_OWNER_INDEX, owner) if uid else []
         inp = PlanInput(
             jobset=js,
             jobs=jobs,

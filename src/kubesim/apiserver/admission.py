@@ -59,7 +59,9 @@ have no ready address fails the call with `no endpoints available for service "<
 reached at 127.0.0.1 and its numeric targetPort. TLS still checks the
 `<name>.<namespace>.svc` name.
 
-Not modelled: admission policies (ValidatingAdmissionPolicy), the `authorizer` CEL variable,
+ValidatingAdmissionPolicies run first, in the server (`policies.py`).
+
+Not modelled: MutatingAdmissionPolicy, the `authorizer` CEL variable,
 conversion of objects between versions, audit annotations, CONNECT requests, and
 kube-apiserver's request-wide deadline.
 """
@@ -84,6 +86,7 @@ from celpy import celtypes
 
 from kubesim.apiserver import certs
 from kubesim.apiserver.apicore import AdmissionAttributes, ApiCore
+from kubesim.apiserver.policies import PolicyAdmission
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ResourceKey
 from kubesim.apiserver.webhookconfig import (
@@ -103,7 +106,7 @@ from kubesim.controllers.endpoints import (
 from kubesim.machinery.cel import CelError, LazyVariables
 from kubesim.machinery.errors import ApiError, Cause
 
-__all__ = ["ADDRESS_ANNOTATION", "Webhook", "WebhookAdmission"]
+__all__ = ["ADDRESS_ANNOTATION", "Webhook", "WebhookAdmission", "admission_request"]
 
 log = structlog.get_logger("sim.admission")
 
@@ -140,6 +143,65 @@ _REASONS = {
     504: "Timeout",
 }
 _MAX_ERROR_BODY = 512
+
+
+def admission_request(
+    attrs: AdmissionAttributes,
+    matched: ResourceType,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The AdmissionRequest kube-apiserver builds for a request matched as `matched` (a fresh
+    uid each time, as upstream): what a webhook is sent and a policy's `request` is."""
+    rt, req = attrs.rt, attrs.request
+    user: dict[str, Any] = {"username": str(req.user.get("username", ""))}
+    if req.user.get("uid"):
+        user["uid"] = req.user["uid"]
+    if req.user.get("groups"):
+        user["groups"] = list(req.user["groups"])
+    if req.user.get("extra"):
+        user["extra"] = req.user["extra"]
+    if attrs.operation == "DELETE":
+        options: dict[str, Any] | None = {
+            **(attrs.options or {}),
+            "kind": "DeleteOptions",
+            "apiVersion": "meta.k8s.io/v1",
+        }
+    elif attrs.operation in ("CREATE", "UPDATE"):
+        kind = "CreateOptions" if attrs.operation == "CREATE" else "UpdateOptions"
+        options = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+        if req.field_manager:
+            options["fieldManager"] = req.field_manager
+    else:
+        options = None
+    if options is not None and req.dry_run:
+        options["dryRun"] = ["All"]
+    request: dict[str, Any] = {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": matched.group, "version": matched.version, "kind": matched.kind},
+        "resource": {
+            "group": matched.group,
+            "version": matched.version,
+            "resource": matched.plural,
+        },
+        "requestKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+        "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
+        "operation": attrs.operation,
+        "userInfo": user,
+        "object": _versioned(obj, matched),
+        "oldObject": _versioned(old, matched),
+        "dryRun": req.dry_run,
+        "options": options,
+    }
+    if attrs.subresource:
+        request["subResource"] = attrs.subresource
+        request["requestSubResource"] = attrs.subresource
+    if attrs.name:
+        request["name"] = attrs.name
+    namespace = request_namespace(attrs)
+    if namespace:
+        request["namespace"] = namespace
+    return request
 
 
 class _CallError(Exception):
@@ -279,6 +341,7 @@ class WebhookAdmission:
             VALIDATING: {},
         }
         self._ssl: dict[str, ssl.SSLContext] = {}
+        self.policies = PolicyAdmission(core.store)
         # The client certificate (PEM cert, key) presented to every webhook, as
         # kube-apiserver does when --admission-control-config-file gives it one; None: none.
         self.client_cert: tuple[bytes, bytes] | None = None
@@ -478,55 +541,7 @@ class WebhookAdmission:
         old: dict[str, Any] | None,
     ) -> dict[str, Any]:
         """The AdmissionRequest for one call (a fresh uid each time, as upstream)."""
-        rt, req = attrs.rt, attrs.request
-        user: dict[str, Any] = {"username": str(req.user.get("username", ""))}
-        if req.user.get("uid"):
-            user["uid"] = req.user["uid"]
-        if req.user.get("groups"):
-            user["groups"] = list(req.user["groups"])
-        if req.user.get("extra"):
-            user["extra"] = req.user["extra"]
-        if attrs.operation == "DELETE":
-            options: dict[str, Any] | None = {
-                **(attrs.options or {}),
-                "kind": "DeleteOptions",
-                "apiVersion": "meta.k8s.io/v1",
-            }
-        elif attrs.operation in ("CREATE", "UPDATE"):
-            kind = "CreateOptions" if attrs.operation == "CREATE" else "UpdateOptions"
-            options = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
-            if req.field_manager:
-                options["fieldManager"] = req.field_manager
-        else:
-            options = None
-        if options is not None and req.dry_run:
-            options["dryRun"] = ["All"]
-        request: dict[str, Any] = {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": inv.rt.group, "version": inv.rt.version, "kind": inv.rt.kind},
-            "resource": {
-                "group": inv.rt.group,
-                "version": inv.rt.version,
-                "resource": inv.rt.plural,
-            },
-            "requestKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
-            "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
-            "operation": attrs.operation,
-            "userInfo": user,
-            "object": _versioned(obj, inv.rt),
-            "oldObject": _versioned(old, inv.rt),
-            "dryRun": req.dry_run,
-            "options": options,
-        }
-        if attrs.subresource:
-            request["subResource"] = attrs.subresource
-            request["requestSubResource"] = attrs.subresource
-        if attrs.name:
-            request["name"] = attrs.name
-        namespace = request_namespace(attrs)
-        if namespace:
-            request["namespace"] = namespace
-        return request
+        return admission_request(attrs, inv.rt, obj, old)
 
     async def _post(self, hook: Webhook, version: str, request: dict[str, Any]) -> dict[str, Any]:
         """POST the review and return the decoded, verified `response`."""
@@ -766,6 +781,10 @@ class WebhookAdmission:
             # chain there (it can deny, it cannot patch).
             for hook in self.webhooks(MUTATING):
                 await self._mutate_one(hook, attrs, None, old)
+        if self.policies.active():
+            # kube-apiserver's ValidatingAdmissionPolicy plugin runs before the webhooks.
+            request = admission_request(attrs, attrs.rt, obj, old)
+            self.policies.validate(attrs, obj, old, request)
         hooks = self.webhooks(VALIDATING)
         if not hooks:
             return

@@ -187,7 +187,9 @@ class ApiHttpServer:
         if account is None or account["metadata"].get("uid") != issued.uid:
             return None
         return reviews.Identity(
-            rbac.service_account_user(issued.namespace, issued.name), issued.uid, issued.audiences
+            rbac.service_account_user(issued.namespace, issued.name, issued.pod),
+            issued.uid,
+            issued.audiences,
         )
 
     def _policy(self) -> rbac.Policy:
@@ -375,9 +377,11 @@ class ApiHttpServer:
         dry = q.getall("dryRun", [])
         who: rbac.UserInfo | None = request.get(_USER)
         # Admission webhooks see the requesting user as `userInfo` (no authentication: admin).
-        user = (
+        user: dict[str, Any] = (
             dict(ADMIN_USER) if who is None else {"username": who.name, "groups": list(who.groups)}
         )
+        if who is not None and who.extra:
+            user["extra"] = {k: list(v) for k, v in who.extra}
         return Request(
             user=user,
             dry_run="All" in dry,
@@ -490,12 +494,17 @@ class ApiHttpServer:
         # 404 for a ServiceAccount that does not exist
         account = self.core.get(t.rt, t.namespace or "", t.name)
         answer = _token_request(body)
+        bound = answer["spec"].get("boundObjectRef") or {}
+        pod = None
+        if isinstance(bound, dict) and bound.get("kind") == "Pod":
+            pod = (str(bound.get("name") or ""), str(bound.get("uid") or ""))
         self.sa_tokens[answer["status"]["token"]] = IssuedToken(
             t.namespace or "",
             t.name,
             str(account["metadata"].get("uid", "")),
             tuple(answer["spec"]["audiences"]),
             time.time() + int(answer["spec"]["expirationSeconds"]),
+            pod,
         )
         return answer
 
@@ -823,6 +832,7 @@ class IssuedToken:
     uid: str  # of the ServiceAccount: a new one of the same name does not inherit its tokens
     audiences: tuple[str, ...]
     expires: float  # epoch seconds
+    pod: tuple[str, str] | None = None  # spec.boundObjectRef of kind Pod: (name, uid)
 
 
 def _token_request(body: Any) -> dict[str, Any]:
