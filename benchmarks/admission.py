@@ -1,4 +1,4 @@
-"""Pod admission under load (issue 17 item 5): the pod webhooks at 1,000 pod creations/s, and
+"""Pod admission under load: the pod webhooks at 1,000 pod creations/s, and
 the simulated Job controller's pod creation rate with the webhooks against without them.
 
 The webhook process is the controller harness (`tests/integration/placement/harness.py

@@ -1,5 +1,5 @@
-"""Scale at `--sim-level pods`: the largest JobSet this machine takes end to end (issue 17
-item 9), against the published anchor of 50,000 training pods scheduled in under 2 minutes
+"""Scale at `--sim-level pods`: the largest JobSet this machine takes end to end,
+against the published anchor of 50,000 training pods scheduled in under 2 minutes
 on a 65,000-node cluster (417 pods/s).
 
 One step is one size: a fresh `jobset sim --sim-level pods` (Job controller, scheduler and

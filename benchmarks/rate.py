@@ -1,5 +1,5 @@
 """Unthrottled Job creation: the controller against an independent minimal client, and the
-simulator's own limit (issue 17 items 1-3).
+simulator's own limit.
 
 With the client rate limiter on, both sides of `benchmarks.scenarios` are held at 500 QPS
 and their ratio measures the limiter. Here nothing throttles: per size N, three phases run

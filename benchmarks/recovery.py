@@ -1,5 +1,5 @@
-"""Recovery time: from one worker's failure to every pod Running again, per restart strategy
-(issue 17 item 6), with the pod-creation limit beside it.
+"""Recovery time: from one worker's failure to every pod Running again, per restart strategy,
+with the pod-creation limit beside it.
 
 Per strategy, on a fresh `jobset sim --sim-level pods` (scheduler and kubelets simulated;
 `NODES` gives room for every pod) with `jobset controller` at its shipped defaults: one

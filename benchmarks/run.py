@@ -75,6 +75,24 @@ def _command(argv: list[str] | None) -> str:
     return "python -m benchmarks.run " + " ".join(args)
 
 
+def commit() -> str | None:
+    """The checkout's commit, `+dirty` when it has uncommitted changes, so that RESULTS.md
+    says what code each figure comes from; None outside a git checkout."""
+    repo = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+        except OSError:
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    head = git("rev-parse", "--short=12", "HEAD")
+    if head is None:
+        return None
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def predict(durations: dict[tuple[str, int], float], scenario: str, n: int) -> float | None:
     """Seconds the step (both sides) will take: a line through the two largest smaller
     sizes measured (fixed start-up costs do not scale), else proportional to one."""
@@ -298,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "scale",
         "machine": machine(),
         "started": started.isoformat(timespec="seconds"),
+        "commit": commit(),
         "wall_seconds": 0.0,
         "command": _command(argv),
         "options": {
