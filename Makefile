@@ -46,7 +46,7 @@ test: lint typecheck prometheus iptables
 # outage, the API server fuzzed with 10x the examples, the 16k-Job adversarial run,
 # 50 JobSets under a seeded schedule of faults at the deployed controller, the upgrade from an
 # older commit's wheel; the in-cluster ones need root):
-# figures in docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
+# what each guarantees: docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
 soak: $(STAMP) prometheus iptables
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests
 

@@ -484,8 +484,8 @@ def _section(
             "",
             "*kube-scheduler evaluations*: what kube-scheduler would have evaluated for the same "
             "pods (InterPodAffinity term tests plus filter plugin calls, counted by the "
-            "simulator's cost model, docs/benchmarks.md#placement); the simulated scheduler's "
-            "own time does not show that work.",
+            "simulator's cost model, docs/benchmarks.md#the-schedulers-work-counted); the "
+            "simulated scheduler's own time does not show that work.",
             "",
             markdown_table(
                 [

@@ -27,14 +27,14 @@ does not write them (they predate those Jobs; the Jobs' events bring the pass th
 current ones): one status write fewer per JobSet. Events and the finished/restart metrics
 follow a successful status write only.
 
-No JobSet holds the event loop for the others. `plan` is pure and synchronous, and over a
-16,000-Job JobSet it takes about 16 ms on an idle core (sorting, classifying, counting and
-indexing every Job; each cached Job's labels, conditions and name are parsed once, as the
-record is built: `jobfacts`), more on a busy one. For a JobSet with `PLAN_IN_THREAD_JOBS`
+No JobSet holds the event loop for the others. `plan` is pure and synchronous, and its cost
+grows with the Jobs that exist (sorting, classifying, counting and indexing every Job; each
+cached Job's labels, conditions and name are parsed once, as the record is built:
+`jobfacts`). For a JobSet with `PLAN_IN_THREAD_JOBS`
 Jobs or more, or a failure policy of `PLAN_IN_THREAD_PATTERNS` message patterns or more,
 it runs in a worker thread, so the loop - every other JobSet's pass, the webhooks, the
 lease renewal - gets the interpreter back at each GIL switch interval instead of waiting for
-the whole plan (0.5 ms in `jobset controller`, not Python's 5 ms: `kubeutil.gilswitch`).
+the whole plan (`kubeutil.gilswitch` shortens that interval).
 Its inputs are cache objects, which nobody modifies (they are replaced), and the plan
 changes nothing, so the thread shares nothing mutable. Acting then awaits each write, and
 the Job bodies are built one per write, so the rest of a pass yields anyway.
@@ -101,14 +101,14 @@ EVENT_COMPONENT: Final = "jobset-controller"
 
 T = TypeVar("T")
 
-# A JobSet with this many Jobs is planned in a worker thread (about 1 ms of planning on the
-# loop below it; the thread hop costs ~0.1 ms). A planning thread holds the interpreter lock
+# A JobSet with this many Jobs is planned in a worker thread (below it, planning on the loop
+# costs less than the thread hop would save). A planning thread holds the interpreter lock
 # the loop needs after each socket call, so a plan's cost slows the loop while it runs: the
 # per-Job parse is done once per record (`jobfacts`) to keep that short.
 PLAN_IN_THREAD_JOBS: Final = 1000
 # ... and so is one whose failure policy has this many message patterns: a failed Job is
-# matched against each rule's patterns in turn (RE2, linear, but 6,000 patterns - a policy
-# as large as an object allows - take tens of ms even when compiled, and far more to compile).
+# matched against each rule's patterns in turn (RE2, linear, but a policy as large as an
+# object allows is long to match and longer to compile).
 PLAN_IN_THREAD_PATTERNS: Final = MANY_PATTERNS
 # A pass that finds the cache still behind this controller's own status write waits for
 # the write's watch event, which requeues the JobSet; this long at most (seconds).
@@ -440,9 +440,8 @@ class JobSetController:
 
         Such a pass would plan on the status before that write (a restart not yet counted,
         say), and its own write would fail on the resourceVersion: a wasted plan and a
-        wasted PUT of the whole object. For a JobSet of 1.44 MiB (3,000 failure rules) each
-        was tens of ms of both processes' CPU, twice per restart, while other tenants
-        waited. The write's watch event brings the next pass; `OWN_WRITE_WAIT` is the net
+        wasted PUT of the whole object, costly for a large JobSet in both processes while
+        other tenants wait. The write's watch event brings the next pass; `OWN_WRITE_WAIT` is the net
         should it never come. Any other version (the write's own, or a newer one by
         someone else) ends the wait.
         """

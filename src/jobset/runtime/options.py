@@ -66,7 +66,7 @@ class ManagerOptions:
     burst: int = 500
     concurrency: int = 5
     # Every pass is cut after this many seconds (controller-runtime's ReconciliationTimeout;
-    # 0: no limit). Generous: a 16k-Job first pass at the jobs budget takes ~35 s.
+    # 0: no limit). Generous: a large JobSet's first pass must fit at the default budget.
     reconcile_timeout: float = 60.0
     bind_address: str = "0.0.0.0"
     metrics_port: int | None = 8080  # None: no metrics server; 0: any free port

@@ -61,8 +61,8 @@ class Request:
 
 
 # A create or update whose body is at least this large is pruned, defaulted, validated and
-# its managedFields recorded in a worker thread. For a custom resource of 1.44 MiB (a JobSet of 3,000 failure rules) that
-# is about a second of schema walking and CEL; kube-apiserver serves other requests in other
+# its managedFields recorded in a worker thread. For a custom resource near etcd's object limit
+# that is long schema walking and CEL; kube-apiserver serves other requests in other
 # goroutines meanwhile, and on the one loop this server would answer nobody. The steps are
 # pure functions of the object, its old version (both replaced, never mutated, on write) and
 # the compiled schema; the store is read and written only back on the loop, where the version
@@ -689,7 +689,7 @@ class ApiCore:
         if admission is not None:
             await admission.validate(attrs, obj, old)
         if operation != "Apply":
-            # The diff of a large object (a 1.44 MiB JobSet: 0.2-0.3 s) runs off the loop,
+            # The diff of a large object runs off the loop,
             # before the version check: from the check to the commit nothing awaits.
             obj = await self._off_loop(req, self._managed, obj, old, req, "Update", rt, subresource)
         current = self.store.get(rt.key, (namespace, name))

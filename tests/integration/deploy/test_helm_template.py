@@ -224,7 +224,7 @@ def test_upstream_pod_options() -> None:
 
 def test_webhook_client_auth_from_cluster() -> None:
     """webhook.clientAuth.fromCluster: the flag, and read access to the API server's
-    published client CA through the Role every cluster has for it (issue 20 finding 2a)."""
+    published client CA through the Role every cluster has for it."""
     assert "--webhook-client-ca-from-cluster" not in _args(objects())
     objs = objects({"webhook": {"clientAuth": {"fromCluster": True}}})
     assert "--webhook-client-ca-from-cluster" in _args(objs)

@@ -1,8 +1,8 @@
 """Validation converts to CEL only the fields a node's rules select.
 
 A rule on a JobSet's `spec` that reads `startupPolicy` and `replicatedJobs` must not convert
-3,000 failure-policy rules to CEL values (issue 19: the simulated API server spent 300 ms of
-a 1.44 MiB create doing that). `fields_selected` finds what an expression reads of `self` and
+thousands of failure-policy rules to CEL values: converting them was most of a large create's
+cost. `fields_selected` finds what an expression reads of `self` and
 `oldSelf`; every other use of the variable reads it whole, and then the whole value is
 converted, as before.
 """
