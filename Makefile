@@ -29,6 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
+	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
 
 typecheck: $(STAMP)
 	$(BIN)/mypy src

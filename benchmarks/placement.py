@@ -25,7 +25,7 @@ are given per pod and as a ratio to `none`.
 
     .venv/bin/python -m benchmarks.placement --domains 64 --pods 8
 
-Writes `benchmarks/results/placement.json`.
+Writes its JSON to `benchmarks/results/` (`--out`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Manager options and the command-line flags that set them.
 
-The flags are part of `jobset controller`'s contract (docs/design.md): `--kubeconfig`,
+The flags are part of `jobset controller`'s contract (docs/architecture.md): `--kubeconfig`,
 `--namespace`, `--leader-elect`, `--metrics-port`, `--health-port`, `--concurrency`,
 `--qps`, `--burst`, `--log-format`; the leader-election timings keep client-go's defaults
 and names. `add_runtime_flags()` lets the CLI (and test fixtures) declare them once.
@@ -61,7 +61,7 @@ def default_namespace() -> str:
 class ManagerOptions:
     kubeconfig: str | None = None
     namespace: str | None = None  # watch only this namespace (None: all)
-    # upstream's --kube-api-qps/--kube-api-burst defaults; docs/operations.md has the figures
+    # upstream's --kube-api-qps/--kube-api-burst defaults; docs/operations.md says why
     qps: float = 500.0
     burst: int = 500
     concurrency: int = 5
