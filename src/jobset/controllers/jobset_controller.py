@@ -279,28 +279,7 @@ class JobSetController:
             self.log.debug("own status write not in the cache yet, waiting for it")
             return Result(requeue_after=OWN_WRITE_WAIT)
         uid = str(js["metadata"].get("uid") or "")
-        jobs = self.jobs.store.by_index(BY_CONTROLLER_UID, uid) if uid else []
-        inp = PlanInput(
-            jobset=js,
-            jobs=jobs,
-            now=self.clock(),
-            service_exists=self._service_exists(js),
-            existing_pvcs=self._existing_pvcs(js),
-            features=self.features,
-            invalid_message=self._validation.message(key, js),
-            awaited_jobs=self.awaited.pending(key),
-            deleted_jobs=self.awaited_deletes.pending(key),
-            pods=self._in_place_pods(js),
-        )
-        planning = time.monotonic()
-        if (
-            len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
-            or message_pattern_count(js) >= PLAN_IN_THREAD_PATTERNS
-        ):
-            p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
-        else:
-            p = plan(inp)
-        plan_seconds = time.monotonic() - planning
+        p, plan_seconds = await self._plan(key, uid, js)
         if p.skip is not None:
             self.log.debug("skipping jobset", reason=p.skip)
             return Result()
@@ -323,23 +302,7 @@ class JobSetController:
                 self.log.debug("write conflict, requeueing", error=str(err))
                 return Result(requeue=True)
             raise
-        requeue_after = p.requeue_after or 0.0
-        write = p.status_changed
-        if write and p.only_counts_changed:
-            if created:
-                # Counts taken before these Jobs existed are stale already; the Jobs' watch
-                # events bring the pass that writes current ones (one write fewer per JobSet).
-                write = False
-            else:
-                last = self._last_status_write.get(key)
-                wait = 0.0 if last is None else last + self.counts_interval - time.monotonic()
-                if wait > 0:
-                    # Counts that change with every Job event are coalesced: a pass takes a
-                    # few milliseconds, so writing each change wrote status hundreds of times
-                    # over a 1,000-Job JobSet's life. Decisions never read the stored counts
-                    # (plan recomputes them from the Jobs): only their freshness waits.
-                    write = False
-                    requeue_after = min(wait, requeue_after) if requeue_after else wait
+        write, requeue_after = self._status_write_due(key, p, created)
         if write:
             try:
                 # Only the new resourceVersion is read of the answer (_remember_own_write).
@@ -368,6 +331,52 @@ class JobSetController:
                 # A write never seen must not wait for an unrelated event to be made again.
                 requeue_after = min(requeue_after, expiry) if requeue_after else expiry
         return Result(requeue_after=requeue_after)
+
+    async def _plan(self, key: str, uid: str, js: Mapping[str, Any]) -> tuple[Plan, float]:
+        """The pass's plan from the caches, and the seconds planning took."""
+        jobs = self.jobs.store.by_index(BY_CONTROLLER_UID, uid) if uid else []
+        inp = PlanInput(
+            jobset=js,
+            jobs=jobs,
+            now=self.clock(),
+            service_exists=self._service_exists(js),
+            existing_pvcs=self._existing_pvcs(js),
+            features=self.features,
+            invalid_message=self._validation.message(key, js),
+            awaited_jobs=self.awaited.pending(key),
+            deleted_jobs=self.awaited_deletes.pending(key),
+            pods=self._in_place_pods(js),
+        )
+        planning = time.monotonic()
+        if (
+            len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
+            or message_pattern_count(js) >= PLAN_IN_THREAD_PATTERNS
+        ):
+            p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
+        else:
+            p = plan(inp)
+        return p, time.monotonic() - planning
+
+    def _status_write_due(self, key: str, p: Plan, created: int) -> tuple[bool, float]:
+        """Whether the pass writes its status now, and when to look again."""
+        requeue_after = p.requeue_after or 0.0
+        write = p.status_changed
+        if write and p.only_counts_changed:
+            if created:
+                # Counts taken before these Jobs existed are stale already; the Jobs' watch
+                # events bring the pass that writes current ones (one write fewer per JobSet).
+                write = False
+            else:
+                last = self._last_status_write.get(key)
+                wait = 0.0 if last is None else last + self.counts_interval - time.monotonic()
+                if wait > 0:
+                    # Counts that change with every Job event are coalesced: writing each
+                    # change would write status once per Job event over a JobSet's life.
+                    # Decisions never read the stored counts (plan recomputes them from the
+                    # Jobs): only their freshness waits.
+                    write = False
+                    requeue_after = min(wait, requeue_after) if requeue_after else wait
+        return write, requeue_after
 
     def _in_place_pods(self, js: Mapping[str, Any]) -> list[Any]:
         if self.pods is None or not is_in_place_restart(js):
