@@ -32,17 +32,22 @@ lint: $(STAMP)
 	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
 	$(BIN)/python tools/check_function_length.py  # no function in src/ over 80 lines
 
+# src/ and benchmarks/ strict; tests/ with pyproject's override for them.
 typecheck: $(STAMP)
-	$(BIN)/mypy src
+	$(BIN)/mypy src benchmarks tests
 	$(BIN)/mypy --strict tools
 
 # Two pytest-xdist workers: the suite mostly waits on the processes it starts (load ~0.5 on
 # one worker). --dist loadfile keeps each file on one worker, in order, so module fixtures
 # start once. (loadgroup would keep the in-cluster package together, but pytest-xdist 3.8
 # cannot group under pytest 9, which made nodeids read-only.) TEST_WORKERS=0: one process.
+# Line coverage of src/ in the test processes (xdist's workers combined): a report of the
+# files not fully covered, an HTML one in .cache/coverage-html, and a failure below the
+# floor of pyproject's [tool.coverage.report].
 TEST_WORKERS ?= 2
+COVERAGE := --cov --cov-report=term --cov-report=html
 test: lint typecheck prometheus iptables
-	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak" $(COVERAGE)
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
 # outage, the API server fuzzed with 10x the examples, the 16k-Job adversarial run,

@@ -146,7 +146,7 @@ async def measure(sim: SimProcess, strategy: str, jobs: int, pods: int) -> dict[
         # Every decision is counted before its binding is written, so this is complete.
         sched = await client.request("GET", "/debug/scheduler")
         evaluations = sched["kubeSchedulerEvaluations"]
-        pools = {}
+        pools: dict[str, set[str]] = {}
         nodes = {n["metadata"]["name"]: n for n in (await client.list(NODES))["items"]}
         for p in items:
             job = p["metadata"]["labels"].get("job-name")

@@ -227,10 +227,10 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"rate {n}: controller, minimal client, sim limit ...")
             t = time.monotonic()
             first = "controller" if i % 2 == 0 else "minimal"
-            entry = asyncio.run(rate.run_size(n, opts, first))
-            durations[("rate", n)] = entry["step_seconds"] = round(time.monotonic() - t, 1)
-            rate_runs.append(entry)
-            console.print(rate.one_line(entry))
+            rate_entry = asyncio.run(rate.run_size(n, opts, first))
+            durations[("rate", n)] = rate_entry["step_seconds"] = round(time.monotonic() - t, 1)
+            rate_runs.append(rate_entry)
+            console.print(rate.one_line(rate_entry))
     extra: dict[str, Any] = {}
     if args.pods == "yes":
         console.print(f"fairness at {max(sizes)} Jobs per large JobSet ...")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -84,7 +85,8 @@ def test_message_patterns_are_counted_over_every_rule_and_bad_shapes_count_zero(
         {"onJobFailureMessagePatterns": ["c"]},
     ]
     assert message_pattern_count({"spec": {"failurePolicy": {"rules": rules}}}) == 3
-    for shape in ({}, {"spec": []}, {"spec": {"failurePolicy": {"rules": "x"}}}, []):
+    shapes: tuple[Any, ...] = ({}, {"spec": []}, {"spec": {"failurePolicy": {"rules": "x"}}}, [])
+    for shape in shapes:
         assert message_pattern_count(shape) == 0
 
 

@@ -75,7 +75,9 @@ def test_pod_terms_counts_every_listed_term() -> None:
     }
     assert pod_terms(plain("p", affinity=preferred)) == PodTerms(0, 0, 3, False)
     assert pod_terms(plain("s", nodeSelector={POOL: "pool-0"})).node_constraint
-    required_node = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}
+    required_node: dict[str, Any] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}
+    }
     assert pod_terms(plain("n", affinity=required_node)).node_constraint
 
 
