@@ -106,7 +106,11 @@ def _create_request(js: dict[str, Any]) -> AdmissionRequest:
     )
 
 
-@pytest.mark.parametrize(("claims", "gets", "lists"), [(3, 3, 0), (50, 0, 1)])
+@pytest.mark.parametrize(
+    ("claims", "gets", "lists"),
+    [(3, 3, 0), (50, 0, 1)],
+    ids=["few claims: one GET each", "many claims: one LIST"],
+)
 async def test_webhook_pvc_lookups_are_bounded(
     sim_none: SimProcess, claims: int, gets: int, lists: int
 ) -> None:

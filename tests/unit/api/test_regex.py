@@ -40,6 +40,14 @@ def test_patterns_go_compiles_are_accepted(pattern: str) -> None:
         (r"\C", r"\C"),  # RE2 itself has it; Go refuses it
         ("[", "missing ]"),
     ],
+    ids=[
+        "lookahead",
+        "backreference",
+        "possessive repetition",
+        "repetition over 1000",
+        "escape C (RE2 has it, Go refuses it)",
+        "unclosed class",
+    ],
 )
 def test_patterns_go_refuses_are_refused(pattern: str, fragment: str) -> None:
     error = go_regexp_error(pattern)

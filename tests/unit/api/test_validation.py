@@ -570,6 +570,11 @@ def test_coordinator_pod_index_in_range() -> None:
 @pytest.mark.parametrize(
     ("js_name", "rj_name", "subdomain"),
     [("a" * 60, "replicatedjob-a", None), ("jobset", "a" * 60, None), ("jobset", "rj", "a" * 60)],
+    ids=[
+        "coordinator label value is too long due to long JobSet name",
+        "coordinator label value is too long due to long ReplicatedJob name",
+        "coordinator label value is too long due to long SubDomain",
+    ],
 )
 def test_coordinator_label_value_must_be_valid(
     js_name: str, rj_name: str, subdomain: str | None

@@ -127,6 +127,12 @@ def test_per_job_restart_attempt_label_with_gate() -> None:
         # node-selector without exclusive-topology at the same level is not copied
         ({"alpha.jobset.sigs.k8s.io/node-selector": "true"}, {}, {}),
     ],
+    ids=[
+        "exclusive placement for entire JobSet",
+        "exclusive placement for a ReplicatedJob",
+        "not upstream: the ReplicatedJob's annotation wins",
+        "not upstream: node-selector alone is not copied",
+    ],
 )
 def test_exclusive_placement_annotations(
     js_ann: dict[str, str], rjob_ann: dict[str, str], expected: dict[str, str]
