@@ -224,6 +224,15 @@ def _scan(candidates: int, feasible: int, examined: int | None = None) -> Filter
         # 150 nodes: 49 % is 73, below the 100-node minimum
         (150, 150, 100, 100),
     ],
+    ids=[
+        "1000 nodes all feasible",
+        "1000 nodes scaled by density",
+        "1000 nodes fewer feasible than wanted",
+        "5000 nodes all feasible",
+        "5000 nodes one pinned pool",
+        "20000 nodes at the 5 percent floor",
+        "150 nodes at the 100-node minimum",
+    ],
 )
 def test_filtered_nodes_follow_percentage_of_nodes_to_score(
     nodes: int, feasible: int, filtered: int, scored: int

@@ -40,6 +40,19 @@ from tests.unit.kubesim.machinery.test_schema import rule_schema
         ("self.a.all(self, self > 1)", None, set()),  # a macro variable named self
         ("has(self.a) && oldSelf == self", None, None),
     ],
+    ids=[
+        "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && self.replicatedJobs.exists(x, has(x.dependsOn)))",
+        "self.a == oldSelf.a",
+        "self.x.y + self.z > 0",
+        "self.templates.all(t, !has(t.metadata.namespace))",
+        "1 == 1",
+        "self == oldSelf",
+        "size(self) > 1",
+        'self["a"] == 1',
+        'self.all(k, k != "")',
+        "self.a.all(self, self > 1)",
+        "has(self.a) && oldSelf == self",
+    ],
 )
 def test_fields_selected(
     expression: str, self_fields: set[str] | None, old_fields: set[str] | None
@@ -107,6 +120,14 @@ def test_a_rule_reading_the_whole_value_converts_all_of_it() -> None:
             {**SPEC, "a": 2},
             ["ns n"],
         ),
+    ],
+    ids=[
+        "a selected field fails",
+        "a selected field passes",
+        "a rule that reads self whole",
+        "has() of a present field",
+        "has() of an absent field",
+        "messageExpression reads a field",
     ],
 )
 def test_rules_give_the_same_results(
