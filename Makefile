@@ -31,6 +31,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
 	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
 	$(BIN)/python tools/check_function_length.py  # no function in src/ over 80 lines
+	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
 
 # src/ and benchmarks/ strict; tests/ with pyproject's override for them.
 typecheck: $(STAMP)
