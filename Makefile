@@ -29,24 +29,32 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
+	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
+	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
+	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
 
+# src/ and benchmarks/ strict; tests/ with pyproject's override for them.
 typecheck: $(STAMP)
-	$(BIN)/mypy src
+	$(BIN)/mypy src benchmarks tests
 	$(BIN)/mypy --strict tools
 
 # Two pytest-xdist workers: the suite mostly waits on the processes it starts (load ~0.5 on
 # one worker). --dist loadfile keeps each file on one worker, in order, so module fixtures
 # start once. (loadgroup would keep the in-cluster package together, but pytest-xdist 3.8
 # cannot group under pytest 9, which made nodeids read-only.) TEST_WORKERS=0: one process.
+# Line coverage of src/ in the test processes (xdist's workers combined): a report of the
+# files not fully covered, an HTML one in .cache/coverage-html, and a failure below the
+# floor of pyproject's [tool.coverage.report].
 TEST_WORKERS ?= 2
+COVERAGE := --cov --cov-report=term --cov-report=html
 test: lint typecheck prometheus iptables
-	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak" $(COVERAGE)
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
 # outage, the API server fuzzed with 10x the examples, the 16k-Job adversarial run,
 # 50 JobSets under a seeded schedule of faults at the deployed controller, the upgrade from an
 # older commit's wheel; the in-cluster ones need root):
-# figures in docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
+# what each guarantees: docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
 soak: $(STAMP) prometheus iptables
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests
 

@@ -5,8 +5,8 @@ A child Job as the API server sends it is mostly bytes no reconcile reads (manag
 pod template); 50,000 of them would be gigabytes. `job_record` keeps what the readers listed
 below need, in a dict shaped like the Job (same paths, so every reader works on it
 unchanged), and shares through one `Interner` every part many Jobs have in common: label
-values, owner references, the Complete condition, equal spec and status blocks. About 1 KB per
-cached Job (docs/benchmarks.md). The pod template is kept only while a Job is suspended,
+values, owner references, the Complete condition, equal spec and status blocks (its memory
+per cached Job is a goal of docs/benchmarks.md). The pod template is kept only while a Job is suspended,
 and then only the fields a resume merges into (labels, annotations, nodeSelector,
 tolerations, schedulingGates, and each container's name and resources).
 
@@ -111,10 +111,9 @@ def job_record(job: Object) -> Object:
     """Cache transform for Jobs: a new, small record of what reconciles read (see
     `_JOB_LABELS` and friends above), with every part many Jobs have in common shared.
 
-    A child Job as stored is about 9 KB of Python objects once its pod spec and
-    managedFields are gone (its 12 JobSet keys appear four times: labels and annotations,
-    on the Job and on its pod template); this record is a few hundred bytes plus what is
-    unique to the Job (name, uid, resourceVersion, creation time, index label). The pod
+    A child Job as stored is large even once its pod spec and managedFields are gone (its
+    JobSet keys appear four times: labels and annotations, on the Job and on its pod
+    template); this record is small and shared but for what is unique to the Job (name, uid, resourceVersion, creation time, index label). The pod
     template is kept only while the Job is suspended, for the resume merge. A record is a
     dict shaped like the Job (same paths), so every reader works on it unchanged; like
     every cached object it is shared and must not be modified.

@@ -46,7 +46,9 @@ kube-apiserver's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` plu
 * A dry-run request matching a webhook whose `sideEffects` is neither `None` nor
   `NoneOnDryRun` is refused with 400, as kube-apiserver refuses it.
 
-How a `clientConfig.service` is reached: `kubesim.controllers.endpoints.resolve_service`.
+How a `clientConfig.service` is reached: the `ServiceResolver` the cluster assembly gives
+(`kubesim.controllers.endpoints.resolve_service`; the API server imports no simulated
+controller).
 The Service must exist (else `service "<name>" not found`, as with kube-apiserver's
 resolver) and have the port the webhook names. An address annotation
 `sim.jobset.x-k8s.io/address: host:port` on the Service wins (the dial hint `jobset dev`
@@ -75,8 +77,9 @@ import errno
 import ipaddress
 import ssl
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import jsonpatch
@@ -88,7 +91,7 @@ from kubesim.apiserver import certs
 from kubesim.apiserver.apicore import AdmissionAttributes, ApiCore
 from kubesim.apiserver.policies import PolicyAdmission
 from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import ResourceKey
+from kubesim.apiserver.store import ResourceKey, Store
 from kubesim.apiserver.webhookconfig import (
     Webhook,
     is_namespace,
@@ -96,17 +99,45 @@ from kubesim.apiserver.webhookconfig import (
     request_namespace,
     rule_matches,
 )
-from kubesim.controllers.endpoints import (
-    ADDRESS_ANNOTATION,
-    PodHost,
-    ServiceUnavailable,
-    resolve_service,
-    simulated_pod_host,
-)
 from kubesim.machinery.cel import CelError, LazyVariables
 from kubesim.machinery.errors import ApiError, Cause
 
-__all__ = ["ADDRESS_ANNOTATION", "Webhook", "WebhookAdmission", "admission_request"]
+__all__ = [
+    "PodHost",
+    "ServiceResolver",
+    "ServiceUnavailable",
+    "Webhook",
+    "WebhookAdmission",
+    "admission_request",
+]
+
+
+class ServiceUnavailable(Exception):
+    """A Service cannot be reached; the message is what kube-apiserver reports."""
+
+
+# How an endpoint address of a pod is dialled: given the pod and its IP, the host to connect
+# to (the host itself for simulated pods, which listen nowhere; the IP for real ones).
+PodHost = Callable[[Mapping[str, Any], str], str]
+
+
+class ServiceEndpoint(Protocol):
+    """Where a call to a Service goes."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
+class ServiceResolver(Protocol):
+    """Resolves `service <namespace>/<name>` port `port` to an endpoint to dial, or raises
+    ServiceUnavailable with kube-apiserver's wording."""
+
+    def __call__(
+        self, store: Store, namespace: str, name: str, port: int, *, pod_host: PodHost
+    ) -> ServiceEndpoint: ...
+
 
 log = structlog.get_logger("sim.admission")
 
@@ -330,11 +361,12 @@ class WebhookAdmission:
     webhook servers alive between calls, as kube-apiserver's HTTP/1.1 client pool does.
     """
 
-    def __init__(self, core: ApiCore) -> None:
+    def __init__(self, core: ApiCore, resolve_service: ServiceResolver, pod_host: PodHost) -> None:
         self.core = core
-        # How a pod endpoint of a webhook Service is dialled (controllers.endpoints.PodHost):
-        # 127.0.0.1 for simulated pods; a runtime running real pods swaps in their IPs.
-        self.pod_host: PodHost = simulated_pod_host
+        self.resolve_service = resolve_service
+        # How a pod endpoint of a webhook Service is dialled: the host for simulated pods; a
+        # runtime running real pods swaps in their IPs.
+        self.pod_host = pod_host
         self._session: aiohttp.ClientSession | None = None
         self._parsed: dict[ResourceKey, dict[str, tuple[str, list[Webhook]]]] = {
             MUTATING: {},
@@ -518,7 +550,7 @@ class WebhookAdmission:
         host = f"{name}.{namespace}.svc"
         display = f"https://{host}:{port}{path}?{timeout}"
         try:
-            endpoint = resolve_service(
+            endpoint = self.resolve_service(
                 self.core.store, namespace, name, port, pod_host=self.pod_host
             )
         except ServiceUnavailable as exc:

@@ -99,6 +99,13 @@ def test_load_example(tmp_path: Path) -> None:
         ("# then-run: kubectl", "# then-run: echo", "kubectl command"),
         ("kind: JobSet", "kind: Job", "exactly one JobSet"),
     ],
+    ids=[
+        "no expectation",
+        "two expectations",
+        "then-expect without then-run",
+        "then-run not kubectl",
+        "not exactly one JobSet",
+    ],
 )
 def test_load_example_rejects(tmp_path: Path, old: str, new: str, message: str) -> None:
     path = tmp_path / "bad.yaml"
