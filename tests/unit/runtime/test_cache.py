@@ -60,7 +60,8 @@ def test_indexes_follow_updates_and_deletes() -> None:
 
 
 def _owned(ns: str, **ref: Any) -> dict[str, Any]:
-    owner = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js"}
+    owner: dict[str, Any] = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}
+    owner["name"] = "js"
     owner.update({"uid": "u1", "controller": True, **ref})
     return {"metadata": {"name": "j", "namespace": ns, "ownerReferences": [owner]}}
 
