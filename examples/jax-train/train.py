@@ -14,8 +14,9 @@ The checkpoint directory (`CHECKPOINT_DIR`, a volume every pod mounts) holds:
 
 On start, rank 0 reads the checkpoint (if any) and broadcasts it, so every rank resumes from
 the same step. `FAIL_ONCE_AT_STEP`/`FAIL_RANK` make one rank exit with an error at that step,
-once: the marker file `failed-once-<rank>` in the checkpoint directory remembers it across
-restarts of any kind (recreated pods, or containers restarted in place).
+once: the marker file `failed-once-<rank>` in the checkpoint directory (the step and time of
+the failure) remembers it across restarts of any kind (recreated pods, or containers
+restarted in place).
 
 Only numpy and jax are needed; the data is synthetic and generated from the step and rank, so
 nothing is downloaded.
@@ -108,7 +109,7 @@ def fail_once(directory: Path, rank: int, step: int) -> None:
     marker = directory / f"failed-once-{rank}"
     if marker.exists():
         return
-    marker.write_text(f"step {step}\n")
+    marker.write_text(json.dumps({"step": step, "time": time.time()}) + "\n")
     print(f"rank {rank}: injected failure at step {step}", file=sys.stderr, flush=True)
     os._exit(1)
 
