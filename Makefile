@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(HASH)
 # What `make demo` needs and no more: the package and the simulator's extra.
 DEMO_STAMP := $(VENV)/.installed-sim-$(HASH)
 
-.PHONY: venv test soak lint typecheck unit demo bench crd clean prometheus iptables
+.PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,9 +25,23 @@ $(DEMO_STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The training examples' containers (examples/jax-train) run as real processes from this
+# venv: `jobset dev --run-image example.com/jax-train=.venv-train/bin`. JAX on CPU, ~600 MB.
+TRAIN_VENV := .venv-train
+TRAIN_REQ := examples/jax-train/requirements.txt
+TRAIN_STAMP := $(TRAIN_VENV)/.installed-$(shell cat $(TRAIN_REQ) | sha1sum | cut -c1-12)
+
+$(TRAIN_STAMP): $(TRAIN_REQ)
+	test -x $(TRAIN_VENV)/bin/python || $(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/python -m pip install -q -r $(TRAIN_REQ)
+	rm -f $(TRAIN_VENV)/.installed-*
+	touch $@
+
+train-venv: $(TRAIN_STAMP)
+
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks tools
-	$(BIN)/ruff format --check src tests benchmarks tools
+	$(BIN)/ruff check src tests benchmarks tools examples
+	$(BIN)/ruff format --check src tests benchmarks tools examples
 	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
 	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
 	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
@@ -47,7 +61,7 @@ typecheck: $(STAMP)
 # floor of pyproject's [tool.coverage.report].
 TEST_WORKERS ?= 2
 COVERAGE := --cov --cov-report=term --cov-report=html
-test: lint typecheck prometheus iptables
+test: lint typecheck prometheus iptables train-venv
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak" $(COVERAGE)
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
@@ -85,6 +99,11 @@ unit: $(STAMP)
 # The demo starts `jobset dev` and runs a multislice job, a restarting job and a dependsOn pipeline.
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m jobset.dev.demo
+
+# A real JAX training run (examples/jax-train) under `jobset dev --run-image`: a worker
+# fails once, the JobSet restarts, training resumes from its checkpoint. Needs root.
+demo-train: $(DEMO_STAMP) $(TRAIN_STAMP)
+	JOBSET_TRAIN_BIN=$(CURDIR)/$(TRAIN_VENV)/bin $(BIN)/python -m jobset.dev.demo jax-train
 
 # Controller vs a minimal baseline client at 1k/4k/16k Jobs on `jobset sim` (< 10 min on 2 cores);
 # bench-large adds 64k Jobs and the pod-scale climb to 200k pods, and has no time budget.
@@ -139,4 +158,4 @@ image-test: image $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -m image tests/integration/deploy/test_image_build.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TRAIN_VENV) .pytest_cache .mypy_cache .ruff_cache
