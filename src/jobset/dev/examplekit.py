@@ -37,7 +37,7 @@ for machines (one per key, `# key: value`):
     ``$TRAIN_BIN`` for the ``bin`` directory of a virtual environment holding the training
     examples' requirements (`train_bin`).
 
-An example is a file `examples/NAME.yaml`, or a directory `examples/NAME/` whose
+An example is a file `examples/<name>.yaml`, or a directory `examples/<name>/` whose
 `jobset.yaml` carries the header; a directory with a `kustomization.yaml` is applied with
 ``kubectl apply -k`` (its ConfigMaps generated from the files beside it).
 

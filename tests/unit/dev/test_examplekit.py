@@ -311,6 +311,6 @@ def test_directory_example_is_kustomized(tmp_path: Path, monkeypatch: pytest.Mon
     assert example.apply_args() == ["apply", "-f", str(example_dir / "jobset.yaml")]
     assert example.dev_flags[-1] == "example.com/t=/opt/train/bin"
     (example_dir / "kustomization.yaml").write_text("resources: [jobset.yaml]\n")
-    assert example.kustomized and example.shown == "examples/train"
+    assert example.kustomized and example.shown == f"examples/{example_dir.name}"
     assert example.apply_args() == ["apply", "-k", str(example_dir)]
     assert [e.key for e in load_examples(tmp_path)] == ["train"]
