@@ -10,7 +10,10 @@
   switches to the container's uid / gid / groups, and executes the command with the
   container's environment. It never returns to Python: the process *is* the container.
 - mode `join`: enters the namespaces of a running container (its pid) and executes a command
-  there with that container's user and environment (exec probes).
+  there with that container's user and environment (exec probes, `kubectl exec`). With
+  `python -I -S launch.py --spec-fd N` the spec is read from fd N and the launcher's standard
+  streams are the command's (`kubectl exec -i`); with `tty` its stdin is a terminal that
+  becomes the controlling terminal of the command.
 
 A failure before the command runs is written to `status_file` (run mode) and the launcher
 exits 128, which the runtime reports as the container's `StartError`, as containerd does.
@@ -38,6 +41,7 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+TIOCSCTTY = 0x540E
 START_ERROR = 128
 SCRATCH_CANDIDATES = ("/mnt", "/media", "/srv", "/opt", "/home", "/boot")
 KERNEL_MOUNTS = ("/proc", "/sys", "/dev")
@@ -254,6 +258,10 @@ def join(spec: dict[str, Any]) -> None:
         _setns(f"/proc/{pid}/ns/uts", CLONE_NEWUTS)
         _setns(f"/proc/{pid}/ns/mnt", CLONE_NEWNS)
         os.chdir(spec.get("workdir") or "/")
+        if spec.get("tty"):
+            import fcntl
+
+            fcntl.ioctl(0, TIOCSCTTY, 0)  # the launcher leads a new session: its terminal
         _identity(spec)
         _exec(spec, None)
     except (LaunchError, OSError) as exc:
@@ -261,11 +269,22 @@ def join(spec: dict[str, Any]) -> None:
         os._exit(START_ERROR)
 
 
+def _read_fd(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
 def main() -> None:
-    spec = json.loads(sys.stdin.buffer.read())
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+    if len(sys.argv) == 3 and sys.argv[1] == "--spec-fd":
+        spec = json.loads(_read_fd(int(sys.argv[2])))  # stdin is the command's
+    else:
+        spec = json.loads(sys.stdin.buffer.read())
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
     if spec.get("mode") == "join":
         join(spec)
     else:

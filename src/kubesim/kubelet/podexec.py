@@ -1,0 +1,319 @@
+"""`kubectl exec`, `attach` and `port-forward` for real containers: the kubelet's side.
+
+- exec runs `launch.py` in `join` mode, the one way into a running container (its namespaces,
+  user, environment and working directory), with the command's standard streams on pipes, or
+  with `tty` on a new pseudo-terminal whose size follows the client's resize messages;
+- attach streams what the container writes from now on (its log), until it exits;
+- port-forward connects, from inside the pod's network namespace, to the port on localhost, as
+  the kubelet's runtime does, so a server bound to 127.0.0.1 in the pod is reachable: a
+  short-lived thread enters the namespace and makes the socket, which the event loop then uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import termios
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from kubesim.apiserver.podstreams import ExecProcess, StreamError
+from kubesim.kubelet import network
+from kubesim.kubelet.processes import DEFAULT_PATH, LAUNCHER
+
+if TYPE_CHECKING:
+    from kubesim.kubelet.processes import ProcessRuntime
+
+__all__ = ["RuntimeStreams"]
+
+READ_SIZE: Final = 32 * 1024
+ATTACH_POLL: Final = 0.1
+CLONE_NEWNET: Final = 0x40000000
+
+
+def _exit_code(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+def _settle(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+class _PipeProcess:
+    """A command whose stdin, stdout and stderr are pipes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    async def read_stdout(self) -> bytes:
+        assert self.proc.stdout is not None
+        return await self.proc.stdout.read(READ_SIZE)
+
+    async def read_stderr(self) -> bytes:
+        assert self.proc.stderr is not None
+        return await self.proc.stderr.read(READ_SIZE)
+
+    async def write_stdin(self, data: bytes) -> None:
+        if self.proc.stdin is None or self.proc.stdin.is_closing():
+            return
+        self.proc.stdin.write(data)
+        with contextlib.suppress(ConnectionError):
+            await self.proc.stdin.drain()
+
+    def close_stdin(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+
+    def resize(self, width: int, height: int) -> None:
+        return None
+
+    async def wait(self) -> int:
+        return _exit_code(await self.proc.wait())
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+class _PtyProcess:
+    """A command on a pseudo-terminal: its output is one stream, as with a real TTY."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, master: int) -> None:
+        self.proc = proc
+        self.master = master
+        self.eof = False
+
+    async def read_stdout(self) -> bytes:
+        if self.eof:
+            return b""
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(self.master, _settle, ready, None)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self.master)
+        try:
+            data = os.read(self.master, READ_SIZE)
+        except BlockingIOError:
+            return await self.read_stdout()
+        except OSError:  # EIO: every holder of the terminal's other end has gone
+            data = b""
+        if not data:
+            self.eof = True
+            os.close(self.master)
+        return data
+
+    async def read_stderr(self) -> bytes:
+        return b""
+
+    async def write_stdin(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view and not self.eof:
+            try:
+                view = view[os.write(self.master, view) :]
+            except BlockingIOError:
+                await asyncio.sleep(0.01)
+            except OSError:
+                return
+
+    def close_stdin(self) -> None:
+        # A terminal has no end of file of its own: ^D at the start of a line is one.
+        with contextlib.suppress(OSError):
+            if not self.eof:
+                os.write(self.master, b"\x04")
+
+    def resize(self, width: int, height: int) -> None:
+        with contextlib.suppress(OSError):
+            if not self.eof:
+                fcntl.ioctl(
+                    self.master, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0)
+                )
+
+    async def wait(self) -> int:
+        return _exit_code(await self.proc.wait())
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+class _AttachProcess:
+    """What the container writes from the moment of attaching, until it exits."""
+
+    def __init__(self, path: Path, ended: asyncio.Event) -> None:
+        self.file = path.open("rb")
+        self.file.seek(0, os.SEEK_END)
+        self.ended = ended
+
+    async def read_stdout(self) -> bytes:
+        while not self.file.closed:
+            data = self.file.read(READ_SIZE)
+            if data:
+                return data
+            if self.ended.is_set():
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ended.wait(), ATTACH_POLL)
+        self.file.close()
+        return b""
+
+    async def read_stderr(self) -> bytes:
+        return b""  # the container's log holds both streams: they come on stdout
+
+    async def write_stdin(self, data: bytes) -> None:
+        return None  # containers run without stdin (`stdin: true` is not simulated)
+
+    def close_stdin(self) -> None:
+        return None
+
+    def resize(self, width: int, height: int) -> None:
+        return None
+
+    async def wait(self) -> int:
+        return 0
+
+    def kill(self) -> None:
+        self.file.close()
+
+
+def _connect_in_netns(netns: Path, port: int) -> socket.socket:
+    """A socket connected to localhost:`port` in the network namespace `netns`; runs on a
+    thread of its own, which the namespace change confines and which then ends."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(netns, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {netns}")
+    finally:
+        os.close(fd)
+    errors = []
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.connect((host, port))
+        except OSError as exc:
+            sock.close()
+            errors.append(f"{host}: {exc.strerror or exc}")
+            continue
+        sock.setblocking(False)
+        return sock
+    raise OSError(f"failed to connect to localhost:{port} inside the pod: {'; '.join(errors)}")
+
+
+async def _in_thread(netns: Path, port: int) -> socket.socket:
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[socket.socket] = loop.create_future()
+
+    def run() -> None:
+        try:
+            sock = _connect_in_netns(netns, port)
+        except OSError as exc:
+            loop.call_soon_threadsafe(_fail, done, exc)
+            return
+        loop.call_soon_threadsafe(_settle, done, sock)
+
+    threading.Thread(target=run, name="port-forward-dial", daemon=True).start()
+    return await done
+
+
+class RuntimeStreams:
+    """The `PodStreams` backend of the process runtime."""
+
+    def __init__(self, runtime: ProcessRuntime) -> None:
+        self.runtime = runtime
+
+    def _instance(self, pod: Mapping[str, Any], container: str) -> Any:
+        inst = self.runtime.running_instance(pod, container)
+        if inst is None:
+            raise StreamError(f'container not found ("{container}")')
+        return inst
+
+    async def exec(
+        self, pod: Mapping[str, Any], container: str, command: list[str], stdin: bool, tty: bool
+    ) -> ExecProcess:
+        inst = self._instance(pod, container)
+        spec = {
+            "mode": "join",
+            "pid": inst.proc.pid,
+            "argv": command,
+            "env": inst.env,
+            "workdir": str(inst.spec.get("workingDir") or "/"),
+            "tty": tty,
+            **inst.identity,
+        }
+        read_fd, write_fd = os.pipe()
+        master = slave = -1
+        if tty:
+            master, slave = os.openpty()
+            os.set_blocking(master, False)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                "-S",
+                LAUNCHER,
+                "--spec-fd",
+                str(read_fd),
+                stdin=slave
+                if tty
+                else asyncio.subprocess.PIPE
+                if stdin
+                else asyncio.subprocess.DEVNULL,
+                stdout=slave if tty else asyncio.subprocess.PIPE,
+                stderr=slave if tty else asyncio.subprocess.PIPE,
+                pass_fds=(read_fd,),
+                start_new_session=True,
+                env={"PATH": DEFAULT_PATH},
+            )
+        except OSError as exc:
+            os.close(write_fd)
+            if tty:
+                os.close(master)
+            raise StreamError(f"failed to exec in container: {exc}") from None
+        finally:
+            os.close(read_fd)
+            if tty:
+                os.close(slave)
+        await asyncio.to_thread(_write_all, write_fd, json.dumps(spec).encode())
+        return _PtyProcess(proc, master) if tty else _PipeProcess(proc)
+
+    async def attach(self, pod: Mapping[str, Any], container: str) -> ExecProcess:
+        inst = self._instance(pod, container)
+        return _AttachProcess(inst.log_path, inst.exited)
+
+    async def dial(
+        self, pod: Mapping[str, Any], port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        netns = self.runtime.netns_of(pod)
+        if netns is None:
+            raise StreamError(f"pod {pod['metadata']['name']} has no network namespace")
+        sock = await _in_thread(network.NETNS_DIR / netns, port)
+        return await asyncio.open_connection(sock=sock)
