@@ -13,9 +13,8 @@ kubectl 1.32 opens them as WebSockets (a GET with an upgrade):
   stream tagged with the port and a request id, as the kubelet's port-forward server expects.
 
 The container side is a `PodStreams` backend (the process runtime of `--run-image`); a pod it
-does not run answers as a kubelet whose runtime does not know the container. A request without
-a WebSocket upgrade (the SPDY fallback of older clients) is refused with 400, which kubectl
-1.32 never needs since it upgrades to WebSocket first.
+does not run answers as a kubelet whose runtime does not know the container. The SPDY form of
+the same requests (older clients, kubectl's fallback) is `spdystreams.py`.
 """
 
 from __future__ import annotations
@@ -164,8 +163,10 @@ async def serve(
     opts = stream_options(request, pod, sub)
     ws = _upgrade(request, EXEC_PROTOCOL)
     await ws.prepare(request)
-    session = _ExecSession(ws, opts)
-    await session.run(pod, sub, backend)
+    t = _WebSocketExec(ws, opts)
+    # As kube-apiserver does: an empty message on the lowest output channel says it is up.
+    await t.send(STDOUT if opts.stdout else STDERR if opts.stderr else ERROR, b"")
+    await run_exec(t, opts, pod, sub, backend)
     return ws
 
 
@@ -208,8 +209,62 @@ def parse_resize(data: bytes) -> list[tuple[int, int]]:
     return out
 
 
+class ExecTransport(Protocol):
+    """How an exec or attach session talks to its client (WebSocket, or SPDY streams)."""
+
+    async def send(self, channel: int, data: bytes) -> None: ...
+
+    async def read_client(self, proc: ExecProcess) -> None:
+        """Give the client's stdin, its end and resizes to `proc` until the client is gone."""
+
+    async def finish(self, status: dict[str, Any]) -> None:
+        """Write `status` on the error channel and end the session."""
+
+
+async def run_exec(
+    t: ExecTransport,
+    opts: StreamOptions,
+    pod: Mapping[str, Any],
+    sub: str,
+    backend: PodStreams | None,
+) -> None:
+    """Start the command (or attach), stream it to the client, and report how it ended."""
+    try:
+        if backend is None:
+            raise StreamError(f'container not found ("{opts.container}")')
+        if sub == "attach":
+            proc = await backend.attach(pod, opts.container)
+        else:
+            proc = await backend.exec(pod, opts.container, opts.command, opts.stdin, opts.tty)
+    except StreamError as exc:
+        await t.finish(_internal_error(f"unable to upgrade connection: {exc}"))
+        return
+    reader = asyncio.create_task(t.read_client(proc))
+    reader.add_done_callback(lambda _: proc.kill())  # a client that goes away ends the command
+    try:
+        await asyncio.gather(
+            _pump(t, proc.read_stdout, STDOUT if opts.stdout else None),
+            _pump(t, proc.read_stderr, STDERR if opts.stderr else None),
+        )
+        code = await proc.wait()
+    finally:
+        proc.kill()
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+    await t.finish(exit_status(code))
+
+
+async def _pump(
+    t: ExecTransport, read: Callable[[], Awaitable[bytes]], channel: int | None
+) -> None:
+    while data := await read():
+        if channel is not None:
+            await t.send(channel, data)
+
+
 @dataclass
-class _ExecSession:
+class _WebSocketExec:
     ws: web.WebSocketResponse
     opts: StreamOptions
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -219,40 +274,7 @@ class _ExecSession:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await self.ws.send_bytes(bytes([channel]) + data)
 
-    async def run(self, pod: Mapping[str, Any], sub: str, backend: PodStreams | None) -> None:
-        o = self.opts
-        await self.send(STDOUT if o.stdout else STDERR if o.stderr else ERROR, b"")
-        try:
-            if backend is None:
-                raise StreamError(f'container not found ("{o.container}")')
-            if sub == "attach":
-                proc = await backend.attach(pod, o.container)
-            else:
-                proc = await backend.exec(pod, o.container, o.command, o.stdin, o.tty)
-        except StreamError as exc:
-            await self.finish(_internal_error(f"unable to upgrade connection: {exc}"))
-            return
-        reader = asyncio.create_task(self._read_client(proc))
-        try:
-            pumps = [self._pump(proc.read_stdout, STDOUT if o.stdout else None)]
-            pumps.append(self._pump(proc.read_stderr, STDERR if o.stderr else None))
-            await asyncio.gather(*pumps)
-            code = await proc.wait()
-        finally:
-            proc.kill()
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-        await self.finish(exit_status(code))
-
-    async def _pump(self, read: Callable[[], Awaitable[bytes]], channel: int | None) -> None:
-        while data := await read():
-            if channel is not None:
-                await self.send(channel, data)
-
-    async def _read_client(self, proc: ExecProcess) -> None:
-        """Stdin, its close and resizes from the client; a client that goes away ends the
-        command, as the kubelet's stream does."""
+    async def read_client(self, proc: ExecProcess) -> None:
         async for msg in self.ws:
             if msg.type != WSMsgType.BINARY or not msg.data:
                 continue
@@ -264,7 +286,6 @@ class _ExecSession:
             elif channel == RESIZE and self.opts.tty:
                 for width, height in parse_resize(data):
                     proc.resize(width, height)
-        proc.kill()
 
     async def finish(self, status: dict[str, Any]) -> None:
         await self.send(ERROR, orjson.dumps(status))

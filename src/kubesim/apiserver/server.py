@@ -36,6 +36,7 @@ from kubesim.apiserver import (
     protobuf,
     rbac,
     reviews,
+    spdystreams,
     tables,
 )
 from kubesim.apiserver.apicore import ADMIN_USER, ApiCore, Request
@@ -471,6 +472,9 @@ class ApiHttpServer:
             return await self._log(request, t)
         if t.subresource in podstreams.SUBRESOURCES and t.rt.key == ("", "pods"):
             pod = self.core.get(t.rt, t.namespace or "", t.name)
+            spdy_answer = await spdystreams.serve(request, pod, t.subresource, self.pod_streams)
+            if spdy_answer is not None:
+                return spdy_answer
             return await podstreams.serve(request, pod, t.subresource, self.pod_streams)
         obj = self.core.get(t.rt, t.namespace or "", t.name)
         if t.subresource == "scale":

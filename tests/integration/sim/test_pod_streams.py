@@ -76,12 +76,28 @@ async def test_logs_follow_of_a_pod_deleted_as_it_exits_ends_cleanly(env: Env) -
     assert (follow.returncode, out, err) == (0, b"last words\n", b"")
 
 
-async def kubectl(env: Env, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
+# kubectl 1.32 upgrades to WebSocket; these variables make it use SPDY, its fallback and what
+# older clients speak.
+SPDY_ONLY = {
+    "KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false",
+    "KUBECTL_PORT_FORWARD_WEBSOCKETS": "false",
+}
+
+
+@pytest.fixture(params=[{}, SPDY_ONLY], ids=["websocket", "spdy"])
+def protocol(request: pytest.FixtureRequest) -> dict[str, str]:
+    return {**os.environ, **request.param}
+
+
+async def kubectl(
+    env: Env, *args: str, stdin: bytes = b"", environ: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         *("kubectl", "--kubeconfig", str(env.kubeconfig), *args),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=environ,
     )
     out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
     assert proc.returncode is not None
@@ -93,25 +109,34 @@ async def running_pod(env: Env, name: str, **container: object) -> None:
     await eventually(lambda: env.pod(name), running)
 
 
-async def test_exec_enters_the_container_and_reports_its_exit_code(env: Env) -> None:
+async def test_exec_enters_the_container_and_reports_its_exit_code(
+    env: Env, protocol: dict[str, str]
+) -> None:
     await running_pod(env, "w")
-    # The pod's own UTS namespace: the command runs inside the container, over WebSocket.
-    rc, out, err = await kubectl(env, "exec", "w", "-v=4", "--", "hostname")
+    # The pod's own UTS namespace: the command runs inside the container.
+    rc, out, err = await kubectl(env, "exec", "w", "-v=6", "--", "hostname", environ=protocol)
     assert (rc, out) == (0, "w\n"), err
-    assert "The subprotocol is v5.channel.k8s.io" in err
-    rc, out, err = await kubectl(env, "exec", "w", "--", "sh", "-c", "echo $HOSTNAME-$PWD")
+    if protocol.get("KUBECTL_REMOTE_COMMAND_WEBSOCKETS") == "false":
+        assert re.search(r"POST \S+/pods/w/exec\S* 101 Switching Protocols", err), err
+    else:
+        assert re.search(r"GET \S+/pods/w/exec\S* 101 Switching Protocols", err), err
+    rc, out, err = await kubectl(
+        env, "exec", "w", "--", "sh", "-c", "echo $HOSTNAME-$PWD", environ=protocol
+    )
     assert (rc, out) == (0, "w-/\n"), err
     rc, out, err = await kubectl(
-        env, "exec", "w", "--", "sh", "-c", "echo out; echo oops >&2; exit 3"
+        env, "exec", "w", "--", "sh", "-c", "echo out; echo oops >&2; exit 3", environ=protocol
     )
     assert (rc, out) == (3, "out\n")
     assert err == "oops\ncommand terminated with exit code 3\n"
 
 
-async def test_exec_with_stdin_gets_its_input_and_end(env: Env) -> None:
+async def test_exec_with_stdin_gets_its_input_and_end(env: Env, protocol: dict[str, str]) -> None:
     await running_pod(env, "w")
     rc, out, err = await kubectl(
-        env, "exec", "-i", "w", "--", "sh", "-c", "cat; echo done", stdin=b"hello\nworld\n"
+        *(env, "exec", "-i", "w", "--", "sh", "-c", "cat; echo done"),
+        stdin=b"hello\nworld\n",
+        environ=protocol,
     )
     assert (rc, out, err) == (0, "hello\nworld\ndone\n", "")
 
@@ -129,11 +154,12 @@ def _take_terminal() -> None:
 class Terminal:
     """kubectl on a pseudo-terminal of the test's, read to the next match of a pattern."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, environ: dict[str, str]) -> None:
         self.master, slave = os.openpty()
         _set_size(slave, 33, 111)
         self.proc = subprocess.Popen(
             args,
+            env=environ,
             stdin=slave,
             stdout=slave,
             stderr=slave,
@@ -167,12 +193,15 @@ class Terminal:
         return code
 
 
-async def test_exec_with_a_tty_follows_the_terminal_size(env: Env) -> None:
+async def test_exec_with_a_tty_follows_the_terminal_size(
+    env: Env, protocol: dict[str, str]
+) -> None:
     await running_pod(env, "w")
     script = "tty; stty size; while read line; do stty size; done"
     term = Terminal(
         *("kubectl", "--kubeconfig", str(env.kubeconfig), "exec", "-it", "w"),
         *("--", "sh", "-c", script),
+        environ=protocol,
     )
     assert (await term.expect(rb"(/dev/pts/\d+)\r\n")).group(1)
     await term.expect(rb"33 111\r\n")
@@ -205,7 +234,9 @@ async def test_cp_copies_into_and_out_of_the_container(env: Env, tmp_path: Path)
     assert back.read_bytes() == b"line one\nline two\n"
 
 
-async def test_port_forward_reaches_a_server_on_the_pods_localhost(env: Env) -> None:
+async def test_port_forward_reaches_a_server_on_the_pods_localhost(
+    env: Env, protocol: dict[str, str]
+) -> None:
     listening = "import socket; socket.create_connection(('127.0.0.1', 9090)).close()"
     await running_pod(
         env,
@@ -216,6 +247,7 @@ async def test_port_forward_reaches_a_server_on_the_pods_localhost(env: Env) -> 
     await eventually(lambda: env.pod("lo"), _ready)
     forward = await asyncio.create_subprocess_exec(
         *("kubectl", "--kubeconfig", str(env.kubeconfig), "port-forward", "pod/lo", ":9090"),
+        env=protocol,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
