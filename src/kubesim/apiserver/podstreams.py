@@ -74,6 +74,9 @@ class ExecProcess(Protocol):
 
 
 class PodStreams(Protocol):
+    def has_container(self, pod: Mapping[str, Any], container: str) -> bool:
+        """Whether the runtime runs `container` of `pod` (it knows running containers only)."""
+
     async def exec(
         self, pod: Mapping[str, Any], container: str, command: list[str], stdin: bool, tty: bool
     ) -> ExecProcess: ...

@@ -121,6 +121,9 @@ async def serve(
         await _port_forward(conn, pod, backend)
         return conn.response
     opts = podstreams.stream_options(request, pod, sub)
+    if backend is None or not backend.has_container(pod, opts.container):
+        # The kubelet's own answer, which kube-apiserver passes on for a SPDY upgrade.
+        return web.Response(status=500, text=f'container not found ("{opts.container}")')
     conn = await _upgrade(request, offered, EXEC_PROTOCOL)
     session = _SpdyExec(conn, opts)
     loop_task = asyncio.create_task(session.loop())

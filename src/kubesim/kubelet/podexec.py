@@ -250,6 +250,9 @@ class RuntimeStreams:
     def __init__(self, runtime: ProcessRuntime) -> None:
         self.runtime = runtime
 
+    def has_container(self, pod: Mapping[str, Any], container: str) -> bool:
+        return self.runtime.running_instance(pod, container) is not None
+
     def _instance(self, pod: Mapping[str, Any], container: str) -> Any:
         inst = self.runtime.running_instance(pod, container)
         if inst is None:
