@@ -12,8 +12,10 @@
 - mode `join`: enters the namespaces of a running container (its pid) and executes a command
   there with that container's user and environment (exec probes, `kubectl exec`). With
   `python -I -S launch.py --spec-fd N` the spec is read from fd N and the launcher's standard
-  streams are the command's (`kubectl exec -i`); with `tty` its stdin is a terminal that
-  becomes the controlling terminal of the command.
+  streams are the command's (`kubectl exec -i`). With `console_fd` (a Unix socket) the command
+  gets a new pseudo-terminal instead, made inside the container (its /dev/ptmx) as runc makes
+  one, as its controlling terminal and standard streams; the terminal's other end is sent back
+  over the socket.
 
 A failure before the command runs is written to `status_file` (run mode) and the launcher
 exits 128, which the runtime reports as the container's `StartError`, as containerd does.
@@ -251,6 +253,26 @@ def run(spec: dict[str, Any]) -> None:
         os._exit(START_ERROR)
 
 
+def _console(sock_fd: int) -> None:
+    """A new terminal from the current mount namespace's /dev/ptmx: the master end goes back
+    over the socket `sock_fd`, the other end becomes this process's controlling terminal and
+    its stdin, stdout and stderr."""
+    import fcntl
+    import socket
+
+    master, slave = os.openpty()
+    with socket.socket(fileno=sock_fd) as sock:
+        socket.send_fds(sock, [b"pty"], [master])
+    os.close(master)
+    if os.getsid(0) != os.getpid():
+        os.setsid()
+    fcntl.ioctl(slave, TIOCSCTTY, 0)
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)
+    if slave > 2:
+        os.close(slave)
+
+
 def join(spec: dict[str, Any]) -> None:
     pid = int(spec["pid"])
     try:
@@ -258,10 +280,8 @@ def join(spec: dict[str, Any]) -> None:
         _setns(f"/proc/{pid}/ns/uts", CLONE_NEWUTS)
         _setns(f"/proc/{pid}/ns/mnt", CLONE_NEWNS)
         os.chdir(spec.get("workdir") or "/")
-        if spec.get("tty"):
-            import fcntl
-
-            fcntl.ioctl(0, TIOCSCTTY, 0)  # the launcher leads a new session: its terminal
+        if spec.get("console_fd") is not None:
+            _console(int(spec["console_fd"]))
         _identity(spec)
         _exec(spec, None)
     except (LaunchError, OSError) as exc:

@@ -204,6 +204,13 @@ class _AttachProcess:
         self.file.close()
 
 
+def _receive_terminal(sock: socket.socket) -> int | None:
+    """The terminal's master end, sent by the launcher; None when it ended without one."""
+    with sock:
+        _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+    return fds[0] if fds else None
+
+
 def _connect_in_netns(netns: Path, port: int) -> socket.socket:
     """A socket connected to localhost:`port` in the network namespace `netns`; runs on a
     thread of its own, which the namespace change confines and which then ends."""
@@ -269,44 +276,44 @@ class RuntimeStreams:
             "argv": command,
             "env": inst.env,
             "workdir": str(inst.spec.get("workingDir") or "/"),
-            "tty": tty,
             **inst.identity,
         }
-        read_fd, write_fd = os.pipe()
-        master = slave = -1
+        console = ours = None
+        pass_fds = []
         if tty:
-            master, slave = os.openpty()
-            os.set_blocking(master, False)
+            ours, console = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            spec["console_fd"] = console.fileno()
+            pass_fds.append(console.fileno())
+        read_fd, write_fd = os.pipe()
+        pass_fds.append(read_fd)
+        pipe = asyncio.subprocess.PIPE
+        devnull = asyncio.subprocess.DEVNULL
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-I",
-                "-S",
-                LAUNCHER,
-                "--spec-fd",
-                str(read_fd),
-                stdin=slave
-                if tty
-                else asyncio.subprocess.PIPE
-                if stdin
-                else asyncio.subprocess.DEVNULL,
-                stdout=slave if tty else asyncio.subprocess.PIPE,
-                stderr=slave if tty else asyncio.subprocess.PIPE,
-                pass_fds=(read_fd,),
+                *(sys.executable, "-I", "-S", LAUNCHER, "--spec-fd", str(read_fd)),
+                stdin=devnull if tty or not stdin else pipe,
+                stdout=devnull if tty else pipe,
+                stderr=devnull if tty else pipe,
+                pass_fds=pass_fds,
                 start_new_session=True,
                 env={"PATH": DEFAULT_PATH},
             )
         except OSError as exc:
             os.close(write_fd)
-            if tty:
-                os.close(master)
             raise StreamError(f"failed to exec in container: {exc}") from None
         finally:
             os.close(read_fd)
-            if tty:
-                os.close(slave)
+            if console is not None:
+                console.close()
         await asyncio.to_thread(_write_all, write_fd, json.dumps(spec).encode())
-        return _PtyProcess(proc, master) if tty else _PipeProcess(proc)
+        if ours is None:
+            return _PipeProcess(proc)
+        master = await asyncio.to_thread(_receive_terminal, ours)
+        if master is None:
+            code = _exit_code(await proc.wait())
+            raise StreamError(f"failed to start the terminal in the container (exit {code})")
+        os.set_blocking(master, False)
+        return _PtyProcess(proc, master)
 
     async def attach(self, pod: Mapping[str, Any], container: str) -> ExecProcess:
         inst = self._instance(pod, container)
