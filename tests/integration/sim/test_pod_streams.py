@@ -129,6 +129,11 @@ async def test_exec_enters_the_container_and_reports_its_exit_code(
     )
     assert (rc, out) == (3, "out\n")
     assert err == "oops\ncommand terminated with exit code 3\n"
+    rc, out, err = await kubectl(env, "exec", "w", "-c", "nope", "--", "true", environ=protocol)
+    assert (rc, err) == (
+        1,
+        "Error from server (BadRequest): container nope is not valid for pod w\n",
+    )
 
 
 async def test_exec_with_stdin_gets_its_input_and_end(env: Env, protocol: dict[str, str]) -> None:
