@@ -302,6 +302,27 @@ async def test_exec_and_port_forward_need_their_rbac_permissions(env: Env) -> No
     rc, _, err = await kubectl(env, "--token", token, "port-forward", "pod/w", ":8080")
     assert rc == 1
     assert 'cannot create resource "pods/portforward"' in err
+    # As in Kubernetes 1.32 (before AuthorizePodWebsocketUpgradeCreatePermission), the
+    # WebSocket form is a GET: `get` on pods/exec is enough for it, the SPDY form needs create.
+    await rbac.patch_namespaced_role(
+        "viewer",
+        NS,
+        [
+            {
+                "op": "add",
+                "path": "/rules/-",
+                "value": {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get"]},
+            }
+        ],
+    )
+    rc, out, err = await kubectl(env, "--token", token, "exec", "w", "--", "hostname")
+    assert (rc, out) == (0, "w\n"), err
+    rc, _, err = await kubectl(
+        *(env, "--token", token, "exec", "w", "--", "hostname"),
+        environ={**os.environ, **SPDY_ONLY},
+    )
+    assert rc == 1
+    assert 'cannot create resource "pods/exec"' in err
 
 
 async def test_exec_into_a_simulated_pod_fails_as_without_a_runtime(
