@@ -12,6 +12,7 @@ import ipaddress
 import itertools
 from typing import Any
 
+from kubesim.apiserver.poddns import validate_pod_dns
 from kubesim.apiserver.resources import ResourceType
 from kubesim.machinery import field as fe
 from kubesim.machinery.errors import Cause
@@ -133,6 +134,7 @@ class PodStrategy(Strategy):
                 causes.append(fe.required(f"spec.containers[{i}].name"))
             if not c.get("image"):
                 causes.append(fe.required(f"spec.containers[{i}].image"))
+        causes.extend(validate_pod_dns(spec))
         if old is None:
             return causes
         old_spec = old.get("spec") or {}
@@ -275,6 +277,7 @@ class JobStrategy(Strategy):
             )
         if not pod.get("containers"):
             causes.append(fe.required("spec.template.spec.containers"))
+        causes.extend(validate_pod_dns(pod, "spec.template.spec"))
         if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
             causes.append(fe.required("spec.completions", "when completion mode is Indexed"))
         for fld in ("parallelism", "completions", "backoffLimit"):

@@ -1,7 +1,7 @@
 """`kubectl exec`, `attach` and `port-forward` for real containers: the kubelet's side.
 
-- exec runs `launch.py` in `join` mode, the one way into a running container (its namespaces,
-  user, environment and working directory), with the command's standard streams on pipes, or
+- exec runs `launch.py` in `join` mode, the one way into a running container (its PID,
+  network, UTS and mount namespaces, user, capabilities, environment and working directory), with the command's standard streams on pipes, or
   with `tty` on a new pseudo-terminal whose size follows the client's resize messages;
 - attach streams what the container writes from now on (its log), until it exits;
 - port-forward connects, from inside the pod's network namespace, to the port on localhost, as
@@ -38,6 +38,8 @@ __all__ = ["RuntimeStreams"]
 
 READ_SIZE: Final = 32 * 1024
 ATTACH_POLL: Final = 0.1
+START_WAIT: Final = 10.0  # seconds a container that is starting may take to run its command
+START_POLL: Final = 0.02
 CLONE_NEWNET: Final = 0x40000000
 
 
@@ -266,18 +268,26 @@ class RuntimeStreams:
             raise StreamError(f'container not found ("{container}")')
         return inst
 
+    async def _join_spec(
+        self, pod: Mapping[str, Any], container: str, command: list[str]
+    ) -> dict[str, Any]:
+        """How to enter the container; the pod can be Running a moment before the launcher has
+        finished building the container and runs its command (a runtime's StartContainer
+        returns only then), so that moment is waited out."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_WAIT
+        while True:
+            spec = self.runtime.join_spec(self._instance(pod, container), command)
+            if spec is not None:
+                return spec
+            if loop.time() >= deadline:
+                raise StreamError(f'container not found ("{container}")')
+            await asyncio.sleep(START_POLL)
+
     async def exec(
         self, pod: Mapping[str, Any], container: str, command: list[str], stdin: bool, tty: bool
     ) -> ExecProcess:
-        inst = self._instance(pod, container)
-        spec = {
-            "mode": "join",
-            "pid": inst.proc.pid,
-            "argv": command,
-            "env": inst.env,
-            "workdir": str(inst.spec.get("workingDir") or "/"),
-            **inst.identity,
-        }
+        spec = await self._join_spec(pod, container, command)
         console = ours = None
         pass_fds = []
         if tty:

@@ -21,7 +21,7 @@ from kubernetes_asyncio import client
 
 from kubesim.kubelet.network import bridge_mac
 from tests.eventually import eventually
-from tests.integration.sim.test_processes import NS, Env, env, http, running, web_pod
+from tests.integration.sim.test_processes import NS, REALPOD, Env, env, http, running, web_pod
 
 __all__ = ["env"]  # the fixture, imported for its use here
 
@@ -124,6 +124,15 @@ async def test_exec_enters_the_container_and_reports_its_exit_code(
         env, "exec", "w", "--", "sh", "-c", "echo $HOSTNAME-$PWD", environ=protocol
     )
     assert (rc, out) == (0, "w-/\n"), err
+    # Its root (the kubelet's /etc/hostname) and its PID namespace (PID 1 is the container's
+    # command, the exec a process beside it).
+    rc, out, err = await kubectl(env, "exec", "w", "--", "cat", "/etc/hostname", environ=protocol)
+    assert (rc, out) == (0, "w\n"), err
+    script = "tr '\\0' ' ' < /proc/1/cmdline; echo; echo $$"
+    rc, out, err = await kubectl(env, "exec", "w", "--", "sh", "-c", script, environ=protocol)
+    init, pid = out.splitlines()
+    assert (rc, init.split()[-1:]) == (0, [str(REALPOD / "web")]), err
+    assert 1 < int(pid) < 100
     rc, out, err = await kubectl(
         env, "exec", "w", "--", "sh", "-c", "echo out; echo oops >&2; exit 3", environ=protocol
     )
