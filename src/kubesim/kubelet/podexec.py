@@ -112,25 +112,25 @@ class _PtyProcess:
         self.eof = False
 
     async def read_stdout(self) -> bytes:
-        if self.eof:
-            return b""
         loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(self.master, _settle, ready, None)
-        try:
-            await ready
-        finally:
-            loop.remove_reader(self.master)
-        try:
-            data = os.read(self.master, READ_SIZE)
-        except BlockingIOError:
-            return await self.read_stdout()
-        except OSError:  # EIO: every holder of the terminal's other end has gone
-            data = b""
-        if not data:
+        while not self.eof:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(self.master, _settle, ready, None)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(self.master)
+            try:
+                data = os.read(self.master, READ_SIZE)
+            except BlockingIOError:
+                continue
+            except OSError:  # EIO: every holder of the terminal's other end has gone
+                data = b""
+            if data:
+                return data
             self.eof = True
             os.close(self.master)
-        return data
+        return b""
 
     async def read_stderr(self) -> bytes:
         return b""
