@@ -323,6 +323,9 @@ class SimCluster:
             self.http.log_source = kubelet.logs
             if self.runtime is not None:
                 self.http.log_stream = self.runtime.log_response
+                from kubesim.kubelet.podexec import RuntimeStreams
+
+                self.http.pod_streams = RuntimeStreams(self.runtime)
             self.core.graceful_pod_deletion = True
         for component in self.components:
             component.start()

@@ -88,7 +88,16 @@ def _rt(
 ALL = ("all",)
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("", "v1", "Namespace", "namespaces", False, ("ns",), ("status", "finalize")),
-    _rt("", "v1", "Pod", "pods", True, ("po",), ("status", "binding", "log", "eviction"), ALL),
+    _rt(
+        "",
+        "v1",
+        "Pod",
+        "pods",
+        True,
+        ("po",),
+        ("status", "binding", "log", "eviction", "exec", "attach", "portforward"),
+        ALL,
+    ),
     _rt("", "v1", "Service", "services", True, ("svc",), ("status",), ALL),
     _rt("", "v1", "Endpoints", "endpoints", True, ("ep",)),
     _rt("", "v1", "Event", "events", True, ("ev",)),

@@ -32,9 +32,11 @@ from kubesim.apiserver import (
     discovery,
     eventsapi,
     openapi,
+    podstreams,
     protobuf,
     rbac,
     reviews,
+    spdystreams,
     tables,
 )
 from kubesim.apiserver.apicore import ADMIN_USER, ApiCore, Request
@@ -122,6 +124,9 @@ class ApiHttpServer:
         self.log_source: LogSource | None = None
         # Real containers (`--run-image`) answer pods/log themselves (previous, follow).
         self.log_stream: LogStream | None = None
+        # Real containers (`--run-image`) answer exec, attach and port-forward; without them
+        # every pod answers as one whose container the runtime does not know.
+        self.pod_streams: podstreams.PodStreams | None = None
         # `pods/<name>/eviction` under the disruption budgets, plugged in by the cluster
         # assembly (the budgets' logic lives with their controller); None: no such subresource.
         self.evict: Evictor | None = None
@@ -486,6 +491,12 @@ class ApiHttpServer:
     async def _get(self, request: web.Request, t: Target) -> web.StreamResponse:
         if t.subresource == "log":
             return await self._log(request, t)
+        if t.subresource in podstreams.SUBRESOURCES and t.rt.key == ("", "pods"):
+            pod = self.core.get(t.rt, t.namespace or "", t.name)
+            spdy_answer = await spdystreams.serve(request, pod, t.subresource, self.pod_streams)
+            if spdy_answer is not None:
+                return spdy_answer
+            return await podstreams.serve(request, pod, t.subresource, self.pod_streams)
         obj = self.core.get(t.rt, t.namespace or "", t.name)
         if t.subresource == "scale":
             return json_response(_scale_of(obj))
@@ -493,6 +504,8 @@ class ApiHttpServer:
 
     async def _create(self, request: web.Request, t: Target, req: Request) -> web.StreamResponse:
         rt, ns = t.rt, t.namespace or ""
+        if t.subresource in podstreams.SUBRESOURCES and rt.key == ("", "pods"):
+            return await self._get(request, t)  # the SPDY form of the same request
         body = await self._body(request)
         if t.subresource == "binding":
             return json_response(await self._bind(t, body, req), 201)

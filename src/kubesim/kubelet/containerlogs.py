@@ -28,12 +28,6 @@ def instance_logs(directory: Path) -> list[Path] | None:
     return sorted(directory.glob("*.log"), key=lambda p: int(p.stem))
 
 
-def _read_from(path: Path, offset: int) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return f.read()
-
-
 def _tail(data: bytes, lines: str | None) -> bytes:
     if lines is None:
         return data
@@ -62,23 +56,28 @@ async def log_response(
         path = files[-2]
     else:
         path = files[-1]
-    data = _tail(path.read_bytes(), q.get("tailLines"))
     follow = q.get("follow", "").lower() in ("true", "1") and not previous
     if not follow:
-        return web.Response(body=data, content_type="text/plain")
-    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-    await resp.prepare(request)
-    offset = path.stat().st_size
-    await resp.write(data)
-    while True:
-        done = ended(path)
-        chunk = _read_from(path, offset)
-        if chunk:
-            offset += len(chunk)
-            await resp.write(chunk)
-        elif done:
-            break
-        else:
-            await asyncio.sleep(FOLLOW_POLL)
+        return web.Response(
+            body=_tail(path.read_bytes(), q.get("tailLines")), content_type="text/plain"
+        )
+    # The file stays open for the whole follow: the pod's directory is removed as soon as the
+    # pod object is deleted, which can be right after the container exits, before the last
+    # lines were sent; an open file is still readable after it is unlinked.
+    f = await asyncio.to_thread(path.open, "rb")
+    with f:
+        data = f.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        await resp.write(_tail(data, q.get("tailLines")))
+        while True:
+            done = ended(path)
+            chunk = f.read()
+            if chunk:
+                await resp.write(chunk)
+            elif done:
+                break
+            else:
+                await asyncio.sleep(FOLLOW_POLL)
     await resp.write_eof()
     return resp

@@ -16,7 +16,12 @@
   the container.
 - mode `join`: enters the namespaces of a running container (the host pid of its init: PID,
   network, UTS and mount) and runs a command there, as a child, with that container's user,
-  capabilities and environment (exec probes, `kubectl exec`).
+  capabilities, environment and working directory (exec probes, `kubectl exec`). With
+  `python -I -S launch.py --spec-fd N` the spec is read from fd N and the launcher's standard
+  streams are the command's (`kubectl exec -i`). With `console_fd` (a Unix socket) the command
+  gets a new pseudo-terminal instead, made inside the container (its /dev/ptmx) as runc makes
+  one, as its controlling terminal and standard streams; the terminal's other end is sent back
+  over the socket.
 
 A failure before the command runs is written to `status_file` (run mode) and the launcher
 exits 128, which the runtime reports as the container's `StartError`, as containerd does.
@@ -48,6 +53,7 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
+TIOCSCTTY = 0x540E
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
@@ -442,6 +448,26 @@ def run(spec: dict[str, Any]) -> None:
     _wait_forwarding(child)
 
 
+def _console(sock_fd: int) -> None:
+    """A new terminal from the current mount namespace's /dev/ptmx: the master end goes back
+    over the socket `sock_fd`, the other end becomes this process's controlling terminal and
+    its stdin, stdout and stderr."""
+    import fcntl
+    import socket
+
+    master, slave = os.openpty()
+    with socket.socket(fileno=sock_fd) as sock:
+        socket.send_fds(sock, [b"pty"], [master])
+    os.close(master)
+    if os.getsid(0) != os.getpid():
+        os.setsid()
+    fcntl.ioctl(slave, TIOCSCTTY, 0)
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)
+    if slave > 2:
+        os.close(slave)
+
+
 def join(spec: dict[str, Any]) -> None:
     pid = int(spec["pid"])
     try:
@@ -455,6 +481,8 @@ def join(spec: dict[str, Any]) -> None:
         child = os.fork()  # only a child is in the container's PID namespace
         if child == 0:
             os.chdir(spec.get("workdir") or "/")
+            if spec.get("console_fd") is not None:
+                _console(int(spec["console_fd"]))
             _identity(spec)
             _exec(spec, None)
     except (LaunchError, OSError) as exc:
@@ -463,11 +491,22 @@ def join(spec: dict[str, Any]) -> None:
     _wait_forwarding(child)
 
 
+def _read_fd(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
 def main() -> None:
-    spec = json.loads(sys.stdin.buffer.read())
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+    if len(sys.argv) == 3 and sys.argv[1] == "--spec-fd":
+        spec = json.loads(_read_fd(int(sys.argv[2])))  # stdin is the command's
+    else:
+        spec = json.loads(sys.stdin.buffer.read())
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
     if spec.get("mode") == "join":
         join(spec)
     else:

@@ -5,7 +5,10 @@ crashed one left behind):
 
 - simulator number N (0-63, the first free one): bridge `ksimN` in the root namespace with
   10.244.4N.1/22, the gateway; the API server also listens there, and that is the
-  `KUBERNETES_SERVICE_HOST` of every real pod. Its state directory `/run/kubesim/ksimN`
+  `KUBERNETES_SERVICE_HOST` of every real pod. The bridge gets a fixed, locally administered
+  MAC address (`02:6b:73:69:6d:NN`) when it is made: without one Linux gives a bridge the lowest
+  MAC of its ports, which changes as pod veths come and go, and pods that cached the old
+  gateway MAC lose the API server until their ARP entry expires. Its state directory `/run/kubesim/ksimN`
   holds `owner` (pid and start time of the simulator) and the per-pod directories.
 - each pod: network namespace `ksimN-<pod uid prefix>`, with `lo` up and `eth0` = one end of
   a veth pair whose other end `ksimNv<k>` is on the bridge; pod IP 10.244.4N.0 + k, k 2-1022
@@ -30,7 +33,7 @@ from typing import Final
 
 import structlog
 
-__all__ = ["Bridge", "PodNetwork", "open_bridge", "pids_in_netns", "sweep_stale"]
+__all__ = ["Bridge", "PodNetwork", "bridge_mac", "open_bridge", "pids_in_netns", "sweep_stale"]
 
 log = structlog.get_logger("sim.network")
 
@@ -158,6 +161,11 @@ async def sweep_stale() -> list[int]:
     return sorted(swept)
 
 
+def bridge_mac(index: int) -> str:
+    """The fixed MAC address of bridge `ksim<index>`: locally administered (0x02), unicast."""
+    return f"02:6b:73:69:6d:{index:02x}"
+
+
 @dataclass
 class PodNetwork:
     netns: str
@@ -271,7 +279,7 @@ async def open_bridge() -> Bridge:
         try:
             await _ip(
                 batch=(
-                    f"link add {bridge.name} type bridge\n"
+                    f"link add {bridge.name} address {bridge_mac(index)} type bridge\n"
                     f"addr add {bridge.gateway}/{bridge.network.prefixlen} dev {bridge.name}\n"
                     f"link set {bridge.name} up\n"
                 )

@@ -769,6 +769,24 @@ class ProcessRuntime:
             inst.run.dirty = True
             self._wake(inst.key)
 
+    # ------------------------------------------------------------------ streams
+
+    def running_instance(self, pod: Mapping[str, Any], container: str) -> _Instance | None:
+        """The running process of `container` in `pod` (exec, attach), None when there is none:
+        the runtime knows only running containers, as `crictl ps` does."""
+        sandbox = self._sandboxes.get(str((pod.get("metadata") or {}).get("uid") or ""))
+        if sandbox is None or sandbox.closed:
+            return None
+        inst = sandbox.instances.get(container)
+        if inst is None or inst.proc is None or inst.exit_code is not None:
+            return None
+        return inst
+
+    def netns_of(self, pod: Mapping[str, Any]) -> str | None:
+        """The name of the pod's network namespace (port-forward), None when it has none."""
+        sandbox = self._sandboxes.get(str((pod.get("metadata") or {}).get("uid") or ""))
+        return None if sandbox is None or sandbox.closed else sandbox.net.netns
+
     # ------------------------------------------------------------------ logs
 
     def _instance_logs(self, pod: Mapping[str, Any], container: str) -> list[Path] | None:
