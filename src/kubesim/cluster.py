@@ -102,6 +102,9 @@ class SimCluster:
         if self.options.kube_feature_gates.get(MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS):
             jobs = JobStrategy(mutable_pod_resources=True)
             self.core.strategy_overrides[("batch", "jobs")] = jobs
+        from kubesim.apiserver import workloads
+
+        self.workload_gates = workloads.enable(self.core, self.options.kube_feature_gates)
 
     @property
     def kubeconfig(self) -> str:
