@@ -262,7 +262,9 @@ class SimCluster:
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
-            scheduler = Scheduler(self.core, self.rng, events=self.events)
+            scheduler = Scheduler(
+                self.core, self.rng, events=self.events, gates=self.workload_gates
+            )
             self.components.append(scheduler)
             self.http.debug_views["scheduler"] = scheduler.debug_report
             self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
