@@ -97,6 +97,7 @@ class GangVerdict:
     victim_groups: list[GroupKey] = field(default_factory=list)
     condition: tuple[str, str, str] | None = None  # PodGroupScheduled status, reason, message
     cost: SchedulingCost = ZERO
+    tried: int = 0  # pods a pod-group cycle ran for (PreEnqueue rejections run none)
 
 
 @dataclass
@@ -203,6 +204,7 @@ class GangPlanner:
             verdict.condition = ("False", "Unschedulable", MSG_NO_QUORUM)
             return verdict
         self.group_cycles += 1
+        verdict.tried = len(pending)
         key = self._topology_key(spec)
         trial, cost = self._place(pending, bound, need, key, snap, rng)
         verdict.cost = cost

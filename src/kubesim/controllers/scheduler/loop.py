@@ -370,7 +370,7 @@ class Scheduler:
         ordered = sorted(groups, key=lambda g: -self.gangs.group_priority(g, self.gangs.members(g)))
         for group in ordered:
             verdict = self.gangs.decide(group, self.snapshot, self.rng)
-            self.cycles += len(verdict.bindings) + len(verdict.rejected)
+            self.cycles += verdict.tried
             self.cost += verdict.cost
             for pod, node in verdict.bindings:
                 bindings.append((pod, node))
