@@ -12,7 +12,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -27,6 +27,9 @@ from kubesim.apiserver.store import Store
 from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
 from kubesim.machinery.errors import ApiError
+
+if TYPE_CHECKING:
+    from kubesim.dns import ClusterDns
 
 SIM_LEVELS = ("pods", "jobs", "none")
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -54,6 +57,11 @@ class SimOptions:
     kube_feature_gates: dict[str, bool] = field(default_factory=dict)
     # Events from the simulated components (kubectl describe); `--no-events` turns them off
     events: bool = True
+    # `--cluster-domain`: the DNS domain of Services and pods (kubelet's clusterDomain)
+    cluster_domain: str = "cluster.local"
+    # `--dns-address`: where cluster DNS also listens (HOST, PORT), beside the pod network's
+    # gateway with --run-image; without either there is no DNS server
+    dns_addresses: list[tuple[str, int]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,6 +74,9 @@ class SimCluster:
             raise ValueError(
                 f"--sim-level must be one of {', '.join(SIM_LEVELS)}, not {self.options.sim_level!r}"
             )
+        from kubesim.dns import check_cluster_domain
+
+        self.cluster_domain = check_cluster_domain(self.options.cluster_domain)
         self.rng = random.Random(self.options.seed)
         self.registry = Registry()
         self.store = Store(history_size=self.options.history_size)
@@ -79,6 +90,7 @@ class SimCluster:
         self.events: EventSink | None = EventSink(self.core) if self.options.events else None
         self.components: list[Any] = []
         self.runtime: Any = None  # kubelet.processes.ProcessRuntime with --run-image
+        self.dns: ClusterDns | None = None  # with --run-image or --dns-address
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
         self.ca_pem = b""
@@ -140,9 +152,12 @@ class SimCluster:
                 raise ValueError("--run-image needs --sim-level pods")
             from kubesim.kubelet.processes import ProcessRuntime
 
-            self.runtime = ProcessRuntime(self.core, self.http, opts.run_images)
+            self.runtime = ProcessRuntime(
+                self.core, self.http, opts.run_images, cluster_domain=self.cluster_domain
+            )
             self.admission.pod_host = self.runtime.pod_host  # webhooks served by real pods
             hosts.append(await self.runtime.open())  # pods reach the API server there
+        await self._start_dns()
         self._start_components()
         ssl_ctx = None
         if opts.tls:
@@ -165,8 +180,28 @@ class SimCluster:
         self.url = f"{scheme}://{opts.host}:{self.port}"
         if self.runtime is not None:
             self.runtime.serve_api(await self._serve_pods(ssl_ctx), self.ca_pem)
+        if self.dns is not None:
+            from kubesim.dns import ApiEndpoint
+
+            api = (self.runtime.api_host, self.runtime.api_port) if self.runtime else None
+            self.dns.records.set_api(ApiEndpoint(*(api or (opts.host, self.port))))
         if opts.kubeconfig:
             certs.write_kubeconfig(opts.kubeconfig, self.url, self.ca_pem, self.token)
+
+    async def _start_dns(self) -> None:
+        """Cluster DNS on the pod network's gateway (UDP and TCP 53: where real pods'
+        resolv.conf points) and on each `--dns-address`; none without either."""
+        if self.runtime is None and not self.options.dns_addresses:
+            return
+        from kubesim.dns import ClusterDns
+
+        addresses = list(self.options.dns_addresses)
+        if self.runtime is not None:
+            addresses.insert(0, (self.runtime.api_host, 53))
+        self.dns = ClusterDns(self.store, self.cluster_domain, addresses[0][0])
+        self.dns.start()
+        for host, port in addresses:
+            await self.dns.serve(host, port)
 
     async def _serve_pods(self, ssl_ctx: Any) -> int:
         """Also listen on the pod bridge's gateway, the API address real pods are given."""
@@ -333,6 +368,8 @@ class SimCluster:
             await component.stop()
         if self.events is not None:
             await self.events.stop()
+        if self.dns is not None:
+            await self.dns.stop()
         if self.runtime is not None:
             await self.runtime.close()
         await self.gc.stop()

@@ -165,10 +165,16 @@ class ProcessRuntime:
     """Real containers for the kubelet: see the module docstring."""
 
     def __init__(
-        self, core: ApiCore, http: ApiHttpServer, run_images: Mapping[str, Path | str]
+        self,
+        core: ApiCore,
+        http: ApiHttpServer,
+        run_images: Mapping[str, Path | str],
+        cluster_domain: str = "cluster.local",
     ) -> None:
         self.core = core
         self.http = http
+        # The cluster's DNS domain (`--cluster-domain`): pods' search path and FQDNs.
+        self.cluster_domain = cluster_domain
         self.images = {image_repository(k): Path(v) for k, v in run_images.items()}
         self.bridge: network.Bridge | None = None
         self.api_port = 0
