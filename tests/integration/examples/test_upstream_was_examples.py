@@ -159,12 +159,22 @@ def _e2e_ns(dev: SimProcess) -> str:
     return name
 
 
-def _e2e_jobset(name: str, group: str | None, replicas: int, completions: int) -> dict[str, Any]:
-    """upstream e2e's makeJobSet: one ReplicatedJob of `sleep 5` pods."""
+def _e2e_jobset(
+    name: str, group: str | None, replicas: int, completions: int, **pod: Any
+) -> dict[str, Any]:
+    """upstream e2e's makeJobSet: one ReplicatedJob of `sleep 5` pods (`pod`: more fields)."""
+    container: dict[str, Any] = {
+        "name": "worker",
+        "image": "busybox",
+        "command": ["sh", "-c", f"sleep {pod.pop('sleep', 5)}"],
+    }
+    if "cpu" in pod:
+        container["resources"] = {"requests": {"cpu": pod.pop("cpu")}}
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "worker", "image": "busybox", "command": ["sh", "-c", "sleep 5"]}],
+        "containers": [container],
+        **pod,
     }
     if group:
         spec["schedulingGroup"] = {"podGroupName": group}
@@ -185,7 +195,9 @@ def _e2e_jobset(name: str, group: str | None, replicas: int, completions: int) -
     }
 
 
-def _e2e_group(js: str, count: int, constraints: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _e2e_group(
+    js: str, count: int, constraints: dict[str, Any] | None, **pg_extra: Any
+) -> list[dict[str, Any]]:
     policy = {"gang": {"minCount": count}}
     workload = {
         "apiVersion": "scheduling.k8s.io/v1alpha2",
@@ -200,6 +212,7 @@ def _e2e_group(js: str, count: int, constraints: dict[str, Any] | None) -> list[
     pg_spec: dict[str, Any] = {"podGroupTemplateRef": ref, "schedulingPolicy": policy}
     if constraints:
         pg_spec["schedulingConstraints"] = constraints
+    pg_spec.update(pg_extra)
     pg = {
         "apiVersion": "scheduling.k8s.io/v1alpha2",
         "kind": "PodGroup",
@@ -255,3 +268,30 @@ def test_should_co_locate_all_pods_within_the_same_rack(e2e: SimProcess) -> None
     racks = _labels_of_nodes(e2e, "topology.kubernetes.io/rack")
     assert len({racks[p["spec"]["nodeName"]] for p in pods}) == 1
     _completed(e2e, ns, "tas-js")
+
+
+def test_should_preempt_a_low_priority_podgroup_to_admit_a_high_priority_one(
+    e2e: SimProcess,
+) -> None:
+    # Pending (PIt) upstream; here: 4 nodes of 4 CPUs hold one gang of four 3-CPU pods.
+    ns = _e2e_ns(e2e)
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": f"e2e-{n}"}, "value": v}
+        for n, v in (("low", 1), ("high", 100000))
+    ]  # fmt: skip
+    e2e.kubectl("apply", "-f", "-", input=json.dumps({"kind": "List", "apiVersion": "v1",
+                                                      "items": classes}))  # fmt: skip
+    mode = {"disruptionMode": "PodGroup"}
+    low = _e2e_group("lp-js", 4, None, priorityClassName="e2e-low", **mode)
+    slow = {"cpu": "3", "priorityClassName": "e2e-low", "sleep": 100000}
+    _create(e2e, ns, *low, _e2e_jobset("lp-js", "lp-js-pg", 2, 2, **slow))
+    eventually_sync(
+        lambda: _running(_pods(e2e, "lp-js", ns)), lambda ps: len(ps) == 4, within=WITHIN
+    )
+    high = _e2e_group("hp-js", 4, None, priorityClassName="e2e-high", **mode)
+    fast = {"cpu": "3", "priorityClassName": "e2e-high"}
+    _create(e2e, ns, *high, _e2e_jobset("hp-js", "hp-js-pg", 2, 2, **fast))
+    _completed(e2e, ns, "hp-js")
+    events = e2e.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Preempted").stdout
+    assert "lp-js" in events
