@@ -196,6 +196,21 @@ def validation_errors(js: Mapping[str, Any]) -> list[FieldError]:
                 "ReplicatedJob: use JobSet",
             )
         )
+    spec = js.get("spec") or {}
+    in_order = (spec.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+    if (
+        value == "JobSet"
+        and len(rjobs) > 1
+        and (in_order or any(r.get("dependsOn") for r in rjobs))
+    ):
+        errors.append(
+            invalid(
+                path,
+                value,
+                "one gang of every pod never starts when ReplicatedJobs start one after "
+                "another (startupPolicy InOrder, dependsOn): use ReplicatedJob or Job",
+            )
+        )
     for i, rjob in enumerate(rjobs):
         pod_spec = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
         group = (pod_spec.get("spec") or {}).get("schedulingGroup")

@@ -276,6 +276,11 @@ def test_webhook_refuses_unknown_mode_and_foreign_scheduling_group(
         "spec.replicatedJobs[0].template.spec.template.spec.schedulingGroup.podGroupName: "
         'Invalid value: "elsewhere"' in out
     )
+    ordered = jobset("ordered", "JobSet", startupPolicy={"startupPolicyOrder": "InOrder"})
+    second = json.loads(json.dumps(ordered["spec"]["replicatedJobs"][0]))
+    ordered["spec"]["replicatedJobs"].append({**second, "name": "v"})
+    out = _create(dev, ns, ordered, check=False)
+    assert f'metadata.annotations[{GANG}]: Invalid value: "JobSet": one gang of every pod' in out
     # The name the controller would set is accepted.
     assert "created" in _create(dev, ns, jobset("same", "ReplicatedJob", group="same-w"))
 
