@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.crds import CrdHooks
 from kubesim.apiserver.resources import Registry
 from kubesim.apiserver.server import ApiHttpServer
+from kubesim.apiserver.storage import DefaultStorageClassHook
 from kubesim.apiserver.store import Store
 from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
@@ -82,6 +85,7 @@ class SimCluster:
         self.store = Store(history_size=self.options.history_size)
         self.core = ApiCore(self.registry, self.store)
         self.core.hooks.append(CrdHooks(self.core))
+        self.core.hooks.append(DefaultStorageClassHook(self.store))
         self.core.admission = self.admission = WebhookAdmission(self.core)
         self._apply_kube_feature_gates()
         self.token = self.options.token or certs.new_token()
@@ -93,6 +97,8 @@ class SimCluster:
         self.dns: ClusterDns | None = None  # with --run-image or --dns-address
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
+        self._scratch: list[Path] = []  # directories of this run, removed by stop()
+        self.volumes_root: Path | None = None
         self.ca_pem = b""
         self.url = ""
         self.port = 0
@@ -283,6 +289,7 @@ class SimCluster:
             return
         from kubesim.controllers.job import JobController
 
+        self._start_storage()
         jobs = JobController(
             self.core,
             level=level,
@@ -317,6 +324,30 @@ class SimCluster:
             self.core.graceful_pod_deletion = True
         for component in self.components:
             component.start()
+
+    def _start_storage(self) -> None:
+        """The PV controller, the local-path provisioner (its volumes under the data
+        directory, kept across restarts, or a directory of this run, removed by stop()) and
+        storage object in-use protection."""
+        from kubesim.controllers import protection
+        from kubesim.controllers.localpath import LocalPathProvisioner
+        from kubesim.controllers.persistentvolume import PersistentVolumeController
+
+        if self.options.data_dir:
+            root = Path(self.options.data_dir) / "volumes"
+            root.mkdir(parents=True, exist_ok=True)
+        else:
+            root = Path(tempfile.mkdtemp(prefix="jobset-sim-volumes-"))
+            self._scratch.append(root)
+        self.volumes_root = root
+        if self.runtime is not None:  # no container reads the cluster's state or any claim
+            data = [Path(self.options.data_dir)] if self.options.data_dir else []
+            self.runtime.hidden += [root, *data]
+        self.components += [
+            PersistentVolumeController(self.core, self.events),
+            LocalPathProvisioner(self.core, root, self.events),
+            protection.install(self.core),
+        ]
 
     async def _compact_every(self, interval: float) -> None:
         while True:
@@ -356,12 +387,24 @@ class SimCluster:
         for name in BOOT_NAMESPACES:
             with contextlib.suppress(ApiError):
                 await self.core.create(sa_rt, name, {"metadata": {"name": "default"}}, self.req())
+        if self.options.sim_level != "none":
+            await self._install_standard_class()
         if self.options.nodes:
             from kubesim.nodespec import parse_node_spec
 
             for node in parse_node_spec(self.options.nodes):
                 with contextlib.suppress(ApiError):
                     await self.core.create(node_rt, "", node, self.req())
+
+    async def _install_standard_class(self) -> None:
+        """kind's default class, `standard` (local-path, WaitForFirstConsumer), unless a
+        restart from the data directory brings it back."""
+        from kubesim.controllers.localpath import standard_class
+
+        sc_rt = self.registry.get("storage.k8s.io", "v1", "storageclasses")
+        assert sc_rt is not None
+        with contextlib.suppress(ApiError):
+            await self.core.create(sc_rt, "", standard_class(), self.req())
 
     async def stop(self) -> None:
         for component in reversed(self.components):
@@ -383,3 +426,5 @@ class SimCluster:
         persistence = getattr(self, "persistence", None)
         if persistence is not None:
             persistence.close()
+        for directory in self._scratch:
+            shutil.rmtree(directory, ignore_errors=True)

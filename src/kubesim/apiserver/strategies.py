@@ -12,6 +12,7 @@ import ipaddress
 import itertools
 from typing import Any
 
+from kubesim.apiserver.poddns import validate_pod_dns
 from kubesim.apiserver.resources import ResourceType
 from kubesim.machinery import field as fe
 from kubesim.machinery.errors import Cause
@@ -134,6 +135,7 @@ class PodStrategy(Strategy):
                 causes.append(fe.required(f"spec.containers[{i}].name"))
             if not c.get("image"):
                 causes.append(fe.required(f"spec.containers[{i}].image"))
+        causes.extend(validate_pod_dns(spec))
         if old is None:
             return causes
         old_spec = old.get("spec") or {}
@@ -283,6 +285,7 @@ class JobStrategy(Strategy):
             )
         if not pod.get("containers"):
             causes.append(fe.required("spec.template.spec.containers"))
+        causes.extend(validate_pod_dns(pod, "spec.template.spec"))
         if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
             causes.append(fe.required("spec.completions", "when completion mode is Indexed"))
         for fld in ("parallelism", "completions", "backoffLimit"):
@@ -512,5 +515,15 @@ _STRATEGIES: dict[tuple[str, str], Strategy] = {
 _PLAIN = Strategy()
 
 
+_storage_added = False
+
+
 def strategy_for(rt: ResourceType) -> Strategy:
+    global _storage_added
+    if not _storage_added:
+        # Imported on first use: `storage` builds on `Strategy` above, so it imports this module.
+        from kubesim.apiserver import storage
+
+        _STRATEGIES.update(storage.STRATEGIES)
+        _storage_added = True
     return _STRATEGIES.get(rt.key, _PLAIN)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -89,6 +90,19 @@ def exists(path: str) -> bool:
     return os.path.exists(path)
 
 
+def in_pid_namespace(link: str) -> list[int]:
+    """The host pids of the processes in the PID namespace `link` (`pid:[inode]`)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "pid") == link:
+                    out.append(int(entry.name))
+            except OSError:
+                continue
+    return out
+
+
 def netns_of(index: int) -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith(f"ksim{index}-")]
@@ -102,6 +116,13 @@ def links_of(index: int) -> list[str]:
 
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    async with real_cluster(tmp_path) as e:
+        yield e
+
+
+@contextlib.asynccontextmanager
+async def real_cluster(tmp_path: Path) -> AsyncIterator[Env]:
+    """A simulator with `example.com/web` mapped to `realpod/`, and a client for it."""
     kubeconfig = tmp_path / "kubeconfig"
     cluster = SimCluster(
         SimOptions(
@@ -356,12 +377,13 @@ async def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(
     _, body = await eventually(
         lambda: _try(f"http://{p.status.pod_ip}:8080/whoami"), lambda r: r[0] == 200
     )
-    pid = json.loads(body)["pid"]
+    pidns = json.loads(body)["pidns"]
+    assert in_pid_namespace(pidns)
     follow = asyncio.create_task(env.kubectl("logs", "-f", "stubborn"))
     await env.core.delete_namespaced_pod("stubborn", NS)
     await eventually(lambda: env.core.list_namespaced_pod(NS), lambda r: not r.items)
     assert (record_dir / "log").read_text().startswith("SIGTERM")
-    assert not exists(f"/proc/{pid}")  # it ignored SIGTERM: SIGKILL ended it
+    assert not in_pid_namespace(pidns)  # it ignored SIGTERM: SIGKILL ended it
     followed = await asyncio.wait_for(follow, 30)  # -f ends when the container does
     assert "serving on port 8080" in followed and "got SIGTERM" in followed
 
