@@ -174,14 +174,10 @@ def _drop_disabled(
 
 
 def _immutable(path: str, new: Any, old: Any) -> list[Cause]:
+    """Declarative validation's `+k8s:immutable`: Forbidden, without the value."""
     if new != old:
-        return [fe.invalid(path, fe.Shown(_go_struct(new)), "field is immutable")]
+        return [fe.forbidden(path, "field is immutable")]
     return []
-
-
-def _go_struct(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) < 200 else text[:197] + "..."
 
 
 # ------------------------------------------------------------------ strategies
