@@ -13,7 +13,7 @@ import pytest
 from kubesim.process import SimProcess, start_sim
 from tests.eventually import eventually_sync
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 
 GATES = (
     "GenericWorkload=true,GangScheduling=true,"

@@ -11,7 +11,7 @@ import pytest
 
 from kubesim.process import SimProcess, start_sim
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 
 ALL_GATES = (
     "GenericWorkload=true,GangScheduling=true,"
