@@ -510,8 +510,15 @@ class ProcessRuntime:
             raise MountError(f'serviceaccount "{account}" not found')
         token = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
         audiences = (audience,) if audience else tuple(reviews.API_AUDIENCES)
+        # Bound to the pod, as the kubelet's projected tokens are: the pod's name and uid
+        # reach admission as userInfo.extra (the in-place restart agent's policy reads them).
         self.http.sa_tokens[token] = IssuedToken(
-            namespace, account, str(sa["metadata"].get("uid") or ""), audiences, now + seconds
+            namespace,
+            account,
+            str(sa["metadata"].get("uid") or ""),
+            audiences,
+            now + seconds,
+            (sandbox.key[1], sandbox.uid),
         )
         sandbox.tokens[(audience, seconds)] = (token, now + 0.8 * seconds)
         return token

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -202,13 +203,13 @@ async def test_real_pods_network_env_volumes_identity_logs(env: Env) -> None:
                 pod_spec={"volumes": [{"name": "creds", "secret": {"secretName": "creds"}}]},
             )
         )
-    pods = {n: await eventually(lambda n=n: env.pod(n), running) for n in ("a", "b")}
+    pods = {n: await eventually(functools.partial(env.pod, n), running) for n in ("a", "b")}
     ips = {n: p.status.pod_ip for n, p in pods.items()}
     assert ips["a"] != ips["b"]
     # Both bind port 8080, each in its own network namespace, each answers on its IP.
     for name, ip in ips.items():
         _status, body = await eventually(
-            lambda ip=ip: _try(f"http://{ip}:8080/"), lambda r: r[0] == 200
+            functools.partial(_try, f"http://{ip}:8080/"), lambda r: r[0] == 200
         )
         assert json.loads(body)["pod"] == name
 

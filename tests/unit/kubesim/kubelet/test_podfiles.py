@@ -68,7 +68,7 @@ def test_hostname_and_domain(spec: dict[str, Any], expected: tuple[str, str]) ->
 
 
 def test_capabilities_and_their_errors() -> None:
-    plain = {"securityContext": {}}
+    plain: dict[str, Any] = {"securityContext": {}}
     assert set(capabilities(plain)) == DEFAULT_CAPABILITIES
     every = capabilities({"securityContext": {"capabilities": {"add": ["ALL"], "drop": ["KILL"]}}})
     assert 5 not in every and 21 in every  # KILL dropped, SYS_ADMIN kept
