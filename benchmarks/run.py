@@ -143,6 +143,19 @@ def run_placement(console: Console, out: Path) -> dict[str, Any] | None:
     return data
 
 
+def run_gang(console: Console, out: Path) -> dict[str, Any] | None:
+    """benchmarks/gang.py: gangs competing for a cluster that holds only some of them."""
+    cmd = [sys.executable, "-m", "benchmarks.gang", "--out", str(out)]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1]
+    )
+    if proc.returncode != 0:
+        console.print(f"[red]gang benchmark failed[/red]\n{proc.stdout[-2000:]}")
+        return None
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
@@ -379,6 +392,8 @@ def _finish(run: _Run, data: dict[str, Any], out: Path) -> int:
     if want_placement:
         console.print("placement: 4 strategies on 64 domains ...")
         data["placement"] = run_placement(console, RESULTS / "placement_64.json")
+        console.print("placement: 12 gangs for a cluster that holds 10 ...")
+        data["placement_gang"] = run_gang(console, RESULTS / "gang.json")
     data["goals"] = report.goals(data)
     data["wall_seconds"] = round(time.monotonic() - run.t_start, 1)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -155,6 +155,7 @@ def add_jobset_components(
     (every replica serves admission, leader or not).
     """
     from jobset.controllers.features import parse_feature_gates
+    from jobset.controllers.gang_controller import GangController
     from jobset.controllers.jobset_controller import JobSetController
     from jobset.placement.setup import add_placement_controllers
     from jobset.webhooks import CertOptions, WebhookOptions, manifests, setup_webhooks
@@ -165,6 +166,7 @@ def add_jobset_components(
     controller = JobSetController(
         manager, features=features, per_jobset_metrics=args.per_jobset_metrics, limits=limits
     )
+    GangController(manager)  # scheduling.jobset-py.dev/gang (gang_controller.py)
     # After the reconciler: placement reuses the Job informer it declared.
     placement = add_placement_controllers(manager)
     controller.attach_placement(placement.planner)

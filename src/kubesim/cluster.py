@@ -127,6 +127,9 @@ class SimCluster:
         if self.options.kube_feature_gates.get(MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS):
             jobs = JobStrategy(mutable_pod_resources=True)
             self.core.strategy_overrides[("batch", "jobs")] = jobs
+        from kubesim.apiserver import workloads
+
+        self.workload_gates = workloads.enable(self.core, self.options.kube_feature_gates)
 
     @property
     def kubeconfig(self) -> str:
@@ -308,7 +311,9 @@ class SimCluster:
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
-            scheduler = Scheduler(self.core, self.rng, events=self.events)
+            scheduler = Scheduler(
+                self.core, self.rng, events=self.events, gates=self.workload_gates
+            )
             self.components.append(scheduler)
             self.http.debug_views["scheduler"] = scheduler.debug_report
             self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]

@@ -36,6 +36,7 @@ from typing import Any, Final, overload
 import orjson
 
 from jobset.api import constants as c
+from jobset.api.gang import gang_mode, set_scheduling_group
 from jobset.api.presets import apply_presets_in_place, preset_settings
 from jobset.api.types import (
     coordinator_endpoint,
@@ -265,6 +266,7 @@ def construct_job(
     _stamp(pod_meta, stamped, placement)
     if dns_hostnames_enabled(js):
         pod_spec["subdomain"] = subdomain(js)
+    set_scheduling_group(js, str(rjob.get("name") or ""), job_index, pod_spec)
     if uses_node_selector_strategy(job):
         add_node_selector_strategy(job)
     spec["suspend"] = is_suspended(js)
@@ -337,6 +339,8 @@ class BodyTemplate:
         if uses_node_selector_strategy(sample):
             return None
         sample["metadata"]["name"] = _HOLES[0]
+        if gang_mode(js) == "Job":  # each Job is a gang named as the Job
+            sample["spec"]["template"]["spec"]["schedulingGroup"]["podGroupName"] = _HOLES[0]
         pod_meta = sample["spec"]["template"]["metadata"]
         for meta in (sample["metadata"], pod_meta):
             for field in ("labels", "annotations"):

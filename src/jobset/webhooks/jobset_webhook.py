@@ -19,7 +19,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Final
 
+from jobset.api import constants as c
 from jobset.api.defaulting import defaulting_patch
+from jobset.api.gang import gang_mode
+from jobset.api.gang import validation_errors as gang_validation_errors
 from jobset.api.regex import MANY_PATTERNS, go_regexp_error, message_pattern_count
 from jobset.api.validation import (
     DEFAULT_LIMITS,
@@ -29,6 +32,7 @@ from jobset.api.validation import (
     validate_update,
     volume_claim_pvc_names,
 )
+from jobset.placement.strategy import PLANNED, STRATEGY_KEY
 from jobset.runtime.client import PVCS, ApiError, Client
 from jobset.runtime.reviews import User
 from jobset.webhooks.access import AccessReviewer, Unreviewable
@@ -87,6 +91,19 @@ def _pattern_warnings(js: Mapping[str, Any]) -> list[str]:
 MAX_PATTERN_WARNINGS = 10
 
 
+def _planned_for_job_gangs(js: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A `Job` gang with exclusive placement gets the planned strategy unless another is
+    chosen: with the affinity strategy followers are admitted only once their leader is
+    scheduled, and a gang schedules no member before all of them exist."""
+    anns = (js.get("metadata") or {}).get("annotations") or {}
+    if gang_mode(js) != "Job" or not anns.get(c.EXCLUSIVE_KEY):
+        return []
+    if c.NODE_SELECTOR_STRATEGY_KEY in anns or STRATEGY_KEY in anns:
+        return []
+    path = "/metadata/annotations/" + STRATEGY_KEY.replace("~", "~0").replace("/", "~1")
+    return [{"op": "add", "path": path, "value": PLANNED}]
+
+
 class JobSetWebhook:
     """Handlers for `/mutate-jobset-x-k8s-io-v1alpha2-jobset` and `/validate-...`.
 
@@ -125,7 +142,7 @@ class JobSetWebhook:
         try:
             # The defaults' operations directly: no deep copy of the JobSet and no diff of
             # the whole object against it, which are slow on the loop for a large JobSet.
-            ops = defaulting_patch(js)
+            ops = [*defaulting_patch(js), *_planned_for_job_gangs(js)]
         except (TypeError, AttributeError, ValueError) as exc:
             return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc}")
         return AdmissionResponse(True, patch=ops or None)
@@ -159,6 +176,7 @@ class JobSetWebhook:
                 errors = validate_update(
                     js, req.old_object, features=self.features, limits=self.limits
                 )
+            errors = [*errors, *gang_validation_errors(js)]
         except (TypeError, AttributeError, ValueError) as exc:
             return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc!r}")
         if not errors:

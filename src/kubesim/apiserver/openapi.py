@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from kubesim.apiserver.resources import Registry, ResourceType
+from kubesim.apiserver.workloadschema import SCHEMAS as BUILTIN_SCHEMAS
 
 
 def _reverse_group(group: str) -> str:
@@ -25,10 +26,18 @@ def definition_name(rt: ResourceType) -> str:
     return f"{_reverse_group(rt.group)}.{rt.version}.{rt.kind}"
 
 
+def _published(rt: ResourceType) -> bool:
+    """Custom resources, and the built-ins kubectl v1.32 does not know (workloadschema.py)."""
+    return rt.crd is not None or (rt.group, rt.version, rt.kind) in BUILTIN_SCHEMAS
+
+
 def _object_schema(rt: ResourceType) -> dict[str, Any]:
     gvk = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
     schema: dict[str, Any]
-    if rt.crd is not None and rt.crd.get("schema"):
+    builtin = BUILTIN_SCHEMAS.get((rt.group, rt.version, rt.kind))
+    if builtin is not None:
+        schema = dict(builtin)
+    elif rt.crd is not None and rt.crd.get("schema"):
         schema = dict(rt.crd["schema"])
         props = dict(schema.get("properties") or {})
         props.setdefault(
@@ -146,7 +155,7 @@ def _paths_for(rt: ResourceType) -> dict[str, Any]:
     # patch metadata for them instead of trusting an open schema.
     ref: dict[str, Any] = (
         {"$ref": f"#/components/schemas/{definition_name(rt)}"}
-        if rt.crd is not None
+        if _published(rt)
         else {"type": "object"}
     )
     body = {"content": {"application/json": {"schema": ref}}}
@@ -245,7 +254,7 @@ def v3_document(registry: Registry, gv_path: str) -> dict[str, Any] | None:
     schemas: dict[str, Any] = {"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": _OBJECT_META}
     paths: dict[str, Any] = {}
     for rt in types:
-        if rt.crd is not None:
+        if _published(rt):
             schemas[definition_name(rt)] = _object_schema(rt)
         paths.update(_paths_for(rt))
     return {
@@ -286,7 +295,7 @@ def v2_document(registry: Registry) -> dict[str, Any]:
         "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": _OBJECT_META,
     }
     for rt in registry.all():
-        if rt.crd is None:
+        if not _published(rt):
             continue
         schema = orjson.loads(
             orjson.dumps(_object_schema(rt)).replace(b"#/components/schemas/", b"#/definitions/")

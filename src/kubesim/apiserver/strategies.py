@@ -80,6 +80,7 @@ class PodStrategy(Strategy):
         spec.setdefault("enableServiceLinks", True)
         spec.setdefault("priority", 0)
         spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        spec.pop("schedulingGroup", None)  # GenericWorkload off (workloads.py turns it on)
         tolerations = list(spec.get("tolerations") or [])
         for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
             if not any(t.get("key") == key for t in tolerations):
@@ -208,7 +209,14 @@ def _qos(spec: dict[str, Any]) -> str:
 
 # Kubernetes feature gates of the simulated API server (`jobset sim --kube-feature-gates`).
 MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS = "MutablePodResourcesForSuspendedJobs"
-KUBE_FEATURE_GATES: dict[str, bool] = {MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS: False}
+KUBE_FEATURE_GATES: dict[str, bool] = {
+    MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS: False,
+    # Workload-Aware Scheduling (workloads.py, controllers/scheduler/gang.py)
+    "GenericWorkload": False,
+    "GangScheduling": False,
+    "TopologyAwareWorkloadScheduling": False,
+    "WorkloadAwarePreemption": False,
+}
 
 
 class JobStrategy(Strategy):

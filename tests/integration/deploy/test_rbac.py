@@ -154,6 +154,25 @@ spec:
             spec:
               restartPolicy: Never
               containers: [{name: main, image: busybox, command: [sleep, "3600"]}]
+---
+# scheduling.jobset-py.dev/gang: the controller keeps a Workload and PodGroups.
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: gang
+  namespace: team-a
+  annotations: {scheduling.jobset-py.dev/gang: ReplicatedJob}
+spec:
+  replicatedJobs:
+    - name: workers
+      replicas: 1
+      template:
+        spec:
+          managedBy: deploy-test.example.com/manual
+          template:
+            spec:
+              restartPolicy: Never
+              containers: [{name: main, image: busybox, command: [sleep, "1"]}]
 """
 
 
@@ -161,7 +180,9 @@ spec:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RequestAttributes]]:
     tmp = tmp_path_factory.mktemp("rbac")
     sim = start_sim(
-        tmp, "--sim-level", "pods", "--time-scale", "0.1", "--nodes", f"pools=4x2,label={POOL}"
+        tmp,
+        *("--sim-level", "pods", "--time-scale", "0.1", "--nodes", f"pools=4x2,label={POOL}"),
+        *("--kube-feature-gates", "GenericWorkload=true,GangScheduling=true"),
     )
     recorder = ApiRecorder(sim.kubeconfig).start()
     controller: Controller | None = None
@@ -182,6 +203,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RequestA
             NAMESPACE,
             "--webhook-port",
             str(port),
+            "--feature-gates",
+            "ElasticReplicas=true",  # the gang JobSet is scaled: its groups are replaced
             log=tmp / "controller.log",
         )
         controller.wait_ready()  # the certificate is served and the caBundle injected
@@ -371,6 +394,25 @@ def _exercise(sim: SimProcess) -> None:
 
     # Exclusive placement: a follower outside its leader's domain is marked and deleted.
     _misplace_followers(sim)
+    _scale_gang(sim)
+
+
+def _min_counts(sim: SimProcess, what: str) -> list[int]:
+    items = get_json(sim, what, "-n", USER_NS)["items"]
+    if what == "workloads":
+        return [t["schedulingPolicy"]["gang"]["minCount"]
+                for w in items for t in w["spec"]["podGroupTemplates"]]  # fmt: skip
+    return [pg["spec"]["schedulingPolicy"]["gang"]["minCount"] for pg in items]
+
+
+def _scale_gang(sim: SimProcess) -> None:
+    """A gang JobSet's groups are made, then replaced when its replicas change."""
+    eventually(lambda: _min_counts(sim, "podgroups") == [1] and _min_counts(sim, "workloads"))
+    sim.kubectl("patch", "jobset", "gang", "-n", USER_NS, "--type=json", "-p",
+                '[{"op": "replace", "path": "/spec/replicatedJobs/0/replicas", "value": 2}]')  # fmt: skip
+    eventually(
+        lambda: _min_counts(sim, "podgroups") == [2] and _min_counts(sim, "workloads") == [2]
+    )
 
 
 def _required(requests: list[RequestAttributes]) -> set[tuple[str, str, str, str]]:

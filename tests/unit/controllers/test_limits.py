@@ -49,6 +49,7 @@ def test_flags_set_the_limits(command: list[str]) -> None:
 
 def test_components_get_the_limits_of_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     """add_jobset_components hands the flags' limits to the reconciler and the webhooks."""
+    import jobset.controllers.gang_controller as gang_module
     import jobset.controllers.jobset_controller as controller_module
     import jobset.placement.setup as placement_setup
     import jobset.webhooks as webhooks_module
@@ -69,6 +70,7 @@ def test_components_get_the_limits_of_the_flags(monkeypatch: pytest.MonkeyPatch)
         return webhooks
 
     monkeypatch.setattr(controller_module, "JobSetController", Controller)
+    monkeypatch.setattr(gang_module, "GangController", lambda manager: None)
     monkeypatch.setattr(
         placement_setup, "add_placement_controllers", lambda m: argparse.Namespace(planner=None)
     )

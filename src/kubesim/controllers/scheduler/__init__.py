@@ -10,6 +10,8 @@
   filter calls), counted from the snapshot's totals; the loop serves the sums at
   `/debug/scheduler`.
 - `loop.py` - the loop that keeps the snapshot current from watch events and writes bindings.
+- `gang.py` - Workload-Aware Scheduling: the pods of a PodGroup decided together (gang
+  scheduling, topology domains, preemption of lower groups), used by the loop.
 
 Scale is the reason for the shape of `ClusterSnapshot`: JobSet's exclusive placement gives every
 pod a required pod affinity *and* anti-affinity term, and benchmarks bind ~10k such pods onto

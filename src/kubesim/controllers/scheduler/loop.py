@@ -45,8 +45,10 @@ from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.workloads import WorkloadGates
 from kubesim.clock import now_rfc3339
 from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
+from kubesim.controllers.scheduler import gang
 from kubesim.controllers.scheduler.cost import ZERO, SchedulingCost, kube_scheduler_evaluations
 from kubesim.controllers.scheduler.scheduling import FilterScan, needs_scheduling, schedule
 from kubesim.controllers.scheduler.snapshot import ClusterSnapshot
@@ -124,7 +126,11 @@ class Scheduler:
     """Binds pending pods to nodes; one task, decisions in batches."""
 
     def __init__(
-        self, core: ApiCore, rng: random.Random | None = None, events: EventSink | None = None
+        self,
+        core: ApiCore,
+        rng: random.Random | None = None,
+        events: EventSink | None = None,
+        gates: WorkloadGates | None = None,
     ) -> None:
         self.core = core
         self.rng = rng or random.Random(0)
@@ -145,6 +151,8 @@ class Scheduler:
         self.attempts = 0  # searches this scheduler made
         self.cycles = 0  # scheduling cycles kube-scheduler would have run (one per pod tried)
         self.cost: SchedulingCost = ZERO  # what those cycles would have cost it
+        # Pods of scheduling.k8s.io PodGroups, decided group by group (gang.py).
+        self.gangs = gang.GangPlanner(core.store, gates or WorkloadGates({}))
 
     def debug_report(self) -> dict[str, Any]:
         """The counters served at /debug/scheduler."""
@@ -153,6 +161,7 @@ class Scheduler:
             "attempts": self.attempts,
             "cycles": self.cycles,
             "kubeSchedulerEvaluations": self.cost.as_dict(),
+            **({"gang": self.gangs.report()} if self.gangs.enabled else {}),
         }
 
     def _req(self) -> Request:
@@ -184,7 +193,7 @@ class Scheduler:
 
     def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
         """Store listener: queue the event; the loop applies it to the snapshot."""
-        if rkey == _PODS or rkey == _NODES:
+        if rkey == _PODS or rkey == _NODES or (rkey == gang.PODGROUPS_KEY and self.gangs.enabled):
             self._events.append((rkey, ev))
             if self._wakeup is not None:
                 self._wakeup.set()
@@ -198,7 +207,9 @@ class Scheduler:
         snap = self.snapshot
         for rkey, ev in events:
             try:
-                if rkey == _NODES:
+                if rkey == gang.PODGROUPS_KEY:
+                    self._cluster_changed = True  # a group appeared or changed: retry
+                elif rkey == _NODES:
                     if ev.type == DELETED:
                         snap.remove_node(ev.obj["metadata"]["name"])
                     else:
@@ -214,6 +225,7 @@ class Scheduler:
         meta = pod["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
         snap = self.snapshot
+        self.gangs.observe(pod, ev.type == DELETED)
         if ev.type == DELETED:
             snap.remove_pod(pod)
             self._active.pop(key, None)
@@ -302,6 +314,7 @@ class Scheduler:
         verdicts: dict[bytes, tuple[str, SchedulingCost]] = {}
         bindings: list[tuple[dict[str, Any], str]] = []
         rejected: list[tuple[dict[str, Any], str]] = []
+        keys, groups = self._decide_groups(keys, bindings, rejected)
         for key in keys:
             pod = store.get(_PODS, key)
             if pod is None or not needs_scheduling(pod) or _gated(pod):
@@ -346,11 +359,12 @@ class Scheduler:
                 self.cost += cost
             rejected.append((pod, message))
             self._unschedulable[key] = None
-        if not bindings and not rejected:
+        if not bindings and not rejected and not groups:
             return
         results = await asyncio.gather(
             *(self._bind(pod, node) for pod, node in bindings),
             *(self._mark_unschedulable(pod, message) for pod, message in rejected),
+            *(gang.write_verdict(self.core, self.recorder, v, self._req()) for v in groups),
             return_exceptions=True,
         )
         for (pod, _node), ok in zip(bindings, results[: len(bindings)], strict=True):
@@ -370,6 +384,45 @@ class Scheduler:
         for res in results[len(bindings) :]:
             if isinstance(res, BaseException) and not isinstance(res, ApiError):
                 log.error("marking a pod unschedulable crashed", error=repr(res))
+
+    def _decide_groups(
+        self,
+        keys: list[PodKey],
+        bindings: list[tuple[dict[str, Any], str]],
+        rejected: list[tuple[dict[str, Any], str]],
+    ) -> tuple[list[PodKey], list[gang.GangVerdict]]:
+        """Run a pod-group cycle for each group with a pod in `keys` (higher priority first);
+        returns the keys to schedule one by one and the verdicts to write."""
+        if not self.gangs.enabled:
+            return keys, []
+        single: list[PodKey] = []
+        groups: dict[gang.GroupKey, None] = {}
+        for key in keys:
+            pod = self.core.store.get(_PODS, key)
+            group = self.gangs.group_of(pod) if pod is not None else None
+            if group is None:
+                single.append(key)
+            else:
+                groups[group] = None
+        verdicts = []
+        ordered = sorted(groups, key=lambda g: -self.gangs.group_priority(g, self.gangs.members(g)))
+        for group in ordered:
+            verdict = self.gangs.decide(group, self.snapshot, self.rng)
+            self.cycles += verdict.tried
+            self.cost += verdict.cost
+            for pod, node in verdict.bindings:
+                bindings.append((pod, node))
+            for pod, message in verdict.rejected:
+                rejected.append((pod, message))
+            waiting = {gang.pod_key(p) for p, _m in verdict.rejected}
+            for member in self.gangs.members(group):
+                key = gang.pod_key(member)
+                self._active.pop(key, None)
+                if key in waiting:
+                    self._unschedulable[key] = None
+            single += verdict.individual
+            verdicts.append(verdict)
+        return single, verdicts
 
     # ------------------------------------------------------------------ writes
 

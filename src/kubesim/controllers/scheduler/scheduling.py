@@ -14,10 +14,10 @@ and "No preemption victims found for incoming pod" otherwise, or `preemption: no
 due to preemptionPolicy=Never.`.
 
 Deliberate simplifications (documented so nobody mistakes them for kube-scheduler behaviour):
-no preemption (pods are never evicted for a higher-priority one, so every node that
-preemption could help is worded as having no victims), no preferred affinity / topology
-spread / image locality scoring, no host ports, and `namespaceSelector` only sees the
-`kubernetes.io/metadata.name` label every namespace carries.
+no pod preemption (a pod is never evicted for a higher-priority pod, so every node that
+preemption could help is worded as having no victims; only gangs preempt, see `gang.py`),
+no preferred affinity / topology spread / image locality scoring, no host ports, and
+`namespaceSelector` only sees the `kubernetes.io/metadata.name` label every namespace carries.
 """
 
 from __future__ import annotations
