@@ -39,8 +39,9 @@ _LINK = re.compile(r"\]\(([^)\s]+)\)")
 # Scanned: the docs and the code's own text; not generated or vendored trees.
 MARKDOWN = ("*.md", "docs/**/*.md", "examples/**/*.md", "charts/**/*.md", "benchmarks/*.md")
 PYTHON = ("src/**/*.py", "tests/**/*.py", "benchmarks/**/*.py", "tools/**/*.py")
-# Paths that are cited as what a command writes or a user creates, not as repository files.
-NOT_FILES = re.compile(r"(^|/)(dist|build|\.venv|\.cache)(/|$)")
+# Paths that are cited as what a command writes or a user creates (a benchmark writes its
+# results), not as repository files.
+NOT_FILES = re.compile(r"(^|/)(dist|build|\.venv|\.venv-train|\.cache)(/|$)|^benchmarks/results/")
 # Upstream's trees share some top-level names (client-go's `tools/cache`, its `.go` files,
 # upstream JobSet's `config/components/...`): those are cited as upstream's, not ours.
 UPSTREAM = re.compile(
