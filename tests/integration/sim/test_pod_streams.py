@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import os
 import re
 import struct
@@ -39,7 +40,7 @@ async def test_bridge_keeps_its_fixed_mac_as_pods_come_and_go(env: Env) -> None:
     for name in ("m1", "m2"):
         await env.create(web_pod(name))
     for name in ("m1", "m2"):
-        await eventually(lambda name=name: env.pod(name), running)
+        await eventually(functools.partial(env.pod, name), running)
         assert _mac(bridge.name) == mac
     await env.core.delete_namespaced_pod("m1", NS, grace_period_seconds=0)
     await eventually(lambda: env.core.list_namespaced_pod(NS), lambda r: len(r.items) == 1)
