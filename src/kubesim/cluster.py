@@ -114,6 +114,9 @@ class SimCluster:
     async def start(self) -> None:
         opts = self.options
         self.started_at = time.monotonic()
+        # The CA first: with --data-dir, state another user could have written is refused
+        # before anything starts.
+        identity = self._identity_ca() if opts.tls else None
         if opts.data_dir:
             from kubesim.apiserver.persistence import Persistence
 
@@ -142,8 +145,8 @@ class SimCluster:
             hosts.append(await self.runtime.open())  # pods reach the API server there
         self._start_components()
         ssl_ctx = None
-        if opts.tls:
-            ca_cert, ca_key = self._identity_ca()
+        if identity is not None:
+            ca_cert, ca_key = identity
             cert, key = certs.make_serving_cert(ca_cert, ca_key, hosts)
             ssl_ctx = certs.server_ssl_context(cert, key)
             self.ca_pem = ca_cert
@@ -211,22 +214,24 @@ class SimCluster:
         """
         if not self.options.data_dir:
             return certs.make_ca("jobset-sim-ca")
-        pki = Path(self.options.data_dir) / "pki"
-        pki.mkdir(parents=True, exist_ok=True, mode=0o700)
+        from kubesim.apiserver.statedir import check_existing, private_dir, write_private
+
+        private_dir(Path(self.options.data_dir))
+        pki = private_dir(Path(self.options.data_dir) / "pki")
         crt, key, tok = pki / "ca.crt", pki / "ca.key", pki / "token"
+        for path in (crt, key, tok):
+            check_existing(path)  # another user's CA or token is never trusted
         if crt.exists() and key.exists():
             ca = (crt.read_bytes(), key.read_bytes())
         else:
             ca = certs.make_ca("jobset-sim-ca")
             for path, data in ((key, ca[1]), (crt, ca[0])):
-                path.touch(mode=0o600)
-                path.write_bytes(data)
+                write_private(path, data)
         if self.options.token is None:
             if tok.exists() and tok.read_text().strip():
                 self.token = self.http.token = tok.read_text().strip()
             else:
-                tok.touch(mode=0o600)
-                tok.write_text(self.token)
+                write_private(tok, self.token.encode())
         return ca
 
     def _start_components(self) -> None:
