@@ -221,3 +221,79 @@ def test_bad_base64_is_refused_as_go_decodes_it(
         'Error from server (BadRequest): error when creating "STDIN": Secret in version "v1" '
         f"cannot be handled as a Secret: illegal base64 data at input byte {offset}"
     )
+
+
+def _workload(kind: str, spec: dict[str, object], labels: dict[str, str]) -> dict[str, object]:
+    api = "batch/v1" if kind == "Job" else "apps/v1"
+    body: dict[str, object] = {"template": {"metadata": {"labels": labels}, "spec": spec}}
+    if kind != "Job":
+        body["selector"] = {"matchLabels": {"app": "x"}}
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": "w"}, "spec": body}
+
+
+def _containers(*containers: dict[str, object], policy: str = "Always") -> dict[str, object]:
+    return {"restartPolicy": policy, "containers": list(containers)}
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "labels", "message"),
+    [
+        pytest.param(
+            "Deployment",
+            _containers({"name": "main", "image": ""}),
+            {"app": "x"},
+            "spec.template.spec.containers[0].image: Required value",
+            id="deployment-empty-image",
+        ),
+        pytest.param(
+            "ReplicaSet",
+            _containers({"name": "main", "image": "i"}, policy="Never"),
+            {"app": "x"},
+            'spec.template.spec.restartPolicy: Unsupported value: "Never": '
+            'supported values: "Always"',
+            id="replicaset-restart-policy",
+        ),
+        pytest.param(
+            "Deployment",
+            _containers({"name": "main", "image": "i"}),
+            {"app": "y"},
+            'spec.template.metadata.labels: Invalid value: map[string]string{"app":"y"}: '
+            "`selector` does not match template `labels`",
+            id="deployment-selector-mismatch",
+        ),
+        pytest.param(
+            "Job",
+            _containers({"name": "Main", "image": "i"}, policy="Never"),
+            {},
+            f'spec.template.spec.containers[0].name: Invalid value: "Main": {LABEL_MSG}',
+            id="job-container-name",
+        ),
+        pytest.param(
+            "Job",
+            _containers({"name": "a", "image": "i"}, {"name": "a", "image": "i"}, policy="Never"),
+            {},
+            'spec.template.spec.containers[1].name: Duplicate value: "a"',
+            id="job-duplicate-container",
+        ),
+        pytest.param(
+            "Job",
+            _containers(
+                {"name": "a", "image": "i", "volumeMounts": [{"name": "v", "mountPath": "/v"}]},
+                policy="Never",
+            ),
+            {},
+            'spec.template.spec.containers[0].volumeMounts[0].name: Not found: "v"',
+            id="job-mount-of-no-volume",
+        ),
+    ],
+)
+def test_workload_templates_follow_kube_apiserver(
+    sim_none: SimProcess,
+    kind: str,
+    spec: dict[str, object],
+    labels: dict[str, str],
+    message: str,
+) -> None:
+    assert (
+        _create(sim_none, _workload(kind, spec, labels)) == f'The {kind} "w" is invalid: {message}'
+    )
