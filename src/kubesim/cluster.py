@@ -237,12 +237,17 @@ class SimCluster:
     def _start_components(self) -> None:
         from kubesim.controllers.disruption import DisruptionController
         from kubesim.controllers.endpoints import EndpointsController
+        from kubesim.controllers.serviceaccounts import ServiceAccountsController
 
         if self.events is not None:
             self.events.start()
 
         # API machinery of kube-controller-manager that runs at every level, as the GC does.
-        self.components += [EndpointsController(self.core), DisruptionController(self.core)]
+        self.components += [
+            EndpointsController(self.core),
+            DisruptionController(self.core),
+            ServiceAccountsController(self.core),
+        ]
         level = self.options.sim_level
         if level == "none":
             for component in self.components:
