@@ -265,14 +265,21 @@ class SimCluster:
         self.components.append(jobs)
         if level == "pods":
             from kubesim.controllers.deployment import DeploymentController
-            from kubesim.controllers.replicaset import ReplicaSetController
+            from kubesim.controllers.replicaset import (
+                REPLICATION_CONTROLLERS,
+                ReplicaSetController,
+            )
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
             scheduler = Scheduler(self.core, self.rng, events=self.events)
             self.components.append(scheduler)
             self.http.debug_views["scheduler"] = scheduler.debug_report
-            self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
+            self.components += [
+                DeploymentController(self.core),
+                ReplicaSetController(self.core),
+                ReplicaSetController(self.core, REPLICATION_CONTROLLERS),
+            ]
             kubelet = Kubelet(
                 self.core,
                 time_scale=self.options.time_scale,

@@ -129,6 +129,7 @@ _GENERATION_TYPES = frozenset(
         ("batch", "cronjobs"),
         ("apps", "deployments"),
         ("apps", "replicasets"),
+        ("", "replicationcontrollers"),
         ("apps", "statefulsets"),
         ("apps", "daemonsets"),
         ("policy", "poddisruptionbudgets"),

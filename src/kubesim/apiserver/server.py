@@ -820,7 +820,9 @@ def _user_agent_manager(request: web.Request) -> str:
 
 def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj["metadata"]
-    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    selector = (obj.get("spec") or {}).get("selector") or {}
+    if "matchLabels" in selector or "matchExpressions" in selector:
+        selector = selector.get("matchLabels") or {}  # a ReplicationController's is a map
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

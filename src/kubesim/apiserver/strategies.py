@@ -559,6 +559,37 @@ class NodeStrategy(Strategy):
         return obj
 
 
+class ReplicationControllerStrategy(Strategy):
+    """core/v1 ReplicationController: the selector and the object's labels default to the
+    template's labels, replicas to 1; the template follows the ReplicaSet rules."""
+
+    def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        spec = dict(obj.get("spec") or {})
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if not spec.get("selector") and labels:
+            spec["selector"] = dict(labels)
+        if not obj["metadata"].get("labels") and labels:
+            obj["metadata"]["labels"] = dict(labels)
+        spec.setdefault("replicas", 1)
+        obj["spec"] = spec
+        obj["status"] = {"replicas": 0}
+        return obj
+
+    def validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> list[Cause]:
+        spec = obj.get("spec") or {}
+        causes: list[Cause] = []
+        if not spec.get("selector"):
+            causes.append(fe.required("spec.selector"))
+        replicas = spec.get("replicas")
+        if replicas is not None and (not isinstance(replicas, int) or replicas < 0):
+            causes.append(
+                fe.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
+            )
+        return causes + validate_replica_template(spec)
+
+
 _STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("", "namespaces"): NamespaceStrategy(),
     ("", "pods"): PodStrategy(),
@@ -569,6 +600,7 @@ _STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("batch", "jobs"): JobStrategy(),
     ("apps", "deployments"): DeploymentStrategy(),
     ("apps", "replicasets"): ReplicaSetStrategy(),
+    ("", "replicationcontrollers"): ReplicationControllerStrategy(),
 }
 _PLAIN = Strategy()
 

@@ -425,6 +425,14 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
         ("Age", "date", 0, _age),
         *_workload_wide(),
     ],
+    ("", "replicationcontrollers"): [
+        ("Name", "string", 0, _name),
+        ("Desired", "integer", 0, lambda o: (o.get("spec") or {}).get("replicas", 1)),
+        ("Current", "integer", 0, lambda o: (o.get("status") or {}).get("replicas", 0)),
+        ("Ready", "integer", 0, lambda o: (o.get("status") or {}).get("readyReplicas", 0)),
+        ("Age", "date", 0, _age),
+        *_workload_wide(),
+    ],
     ("apps", "replicasets"): [
         ("Name", "string", 0, _name),
         ("Desired", "integer", 0, lambda o: (o.get("spec") or {}).get("replicas", 1)),
