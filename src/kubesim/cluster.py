@@ -235,6 +235,7 @@ class SimCluster:
         return ca
 
     def _start_components(self) -> None:
+        from kubesim.controllers.apiservices import APIServiceAvailability
         from kubesim.controllers.disruption import DisruptionController
         from kubesim.controllers.endpoints import EndpointsController
         from kubesim.controllers.serviceaccounts import ServiceAccountsController
@@ -247,6 +248,7 @@ class SimCluster:
             EndpointsController(self.core),
             DisruptionController(self.core),
             ServiceAccountsController(self.core),
+            APIServiceAvailability(self.core),
         ]
         level = self.options.sim_level
         if level == "none":

@@ -12,6 +12,7 @@ import ipaddress
 import itertools
 from typing import Any
 
+from kubesim.apiserver.apiservices import validate_apiservice
 from kubesim.apiserver.podvalidation import validate_pod_spec, validate_replica_template
 from kubesim.apiserver.resources import ResourceType
 from kubesim.machinery import field as fe
@@ -590,6 +591,34 @@ class ReplicationControllerStrategy(Strategy):
         return causes + validate_replica_template(spec)
 
 
+class APIServiceStrategy(Strategy):
+    """apiregistration.k8s.io/v1 APIService: the Service port defaults to 443; status is
+    written only through its subresource."""
+
+    def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        spec = dict(obj.get("spec") or {})
+        if isinstance(spec.get("service"), dict):
+            spec["service"] = {"port": 443, **spec["service"]}
+        obj["spec"] = spec
+        obj["status"] = {}
+        return obj
+
+    def prepare_for_update(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any], subresource: str
+    ) -> dict[str, Any]:
+        if subresource == "status":
+            return {**obj, "spec": old.get("spec") or {}}
+        spec = dict(obj.get("spec") or {})
+        if isinstance(spec.get("service"), dict):
+            spec["service"] = {"port": 443, **spec["service"]}
+        return {**obj, "spec": spec, "status": old.get("status") or {}}
+
+    def validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> list[Cause]:
+        return validate_apiservice(obj)
+
+
 _STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("", "namespaces"): NamespaceStrategy(),
     ("", "pods"): PodStrategy(),
@@ -601,6 +630,7 @@ _STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("apps", "deployments"): DeploymentStrategy(),
     ("apps", "replicasets"): ReplicaSetStrategy(),
     ("", "replicationcontrollers"): ReplicationControllerStrategy(),
+    ("apiregistration.k8s.io", "apiservices"): APIServiceStrategy(),
 }
 _PLAIN = Strategy()
 
