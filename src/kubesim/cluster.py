@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -23,10 +25,14 @@ from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.crds import CrdHooks
 from kubesim.apiserver.resources import Registry
 from kubesim.apiserver.server import ApiHttpServer
+from kubesim.apiserver.storage import DefaultStorageClassHook
 from kubesim.apiserver.store import Store
 from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
 from kubesim.machinery.errors import ApiError
+
+if TYPE_CHECKING:
+    from kubesim.dns import ClusterDns
 
 SIM_LEVELS = ("pods", "jobs", "none")
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -54,6 +60,11 @@ class SimOptions:
     kube_feature_gates: dict[str, bool] = field(default_factory=dict)
     # Events from the simulated components (kubectl describe); `--no-events` turns them off
     events: bool = True
+    # `--cluster-domain`: the DNS domain of Services and pods (kubelet's clusterDomain)
+    cluster_domain: str = "cluster.local"
+    # `--dns-address`: where cluster DNS also listens (HOST, PORT), beside the pod network's
+    # gateway with --run-image; without either there is no DNS server
+    dns_addresses: list[tuple[str, int]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,11 +77,15 @@ class SimCluster:
             raise ValueError(
                 f"--sim-level must be one of {', '.join(SIM_LEVELS)}, not {self.options.sim_level!r}"
             )
+        from kubesim.dns import check_cluster_domain
+
+        self.cluster_domain = check_cluster_domain(self.options.cluster_domain)
         self.rng = random.Random(self.options.seed)
         self.registry = Registry()
         self.store = Store(history_size=self.options.history_size)
         self.core = ApiCore(self.registry, self.store)
         self.core.hooks.append(CrdHooks(self.core))
+        self.core.hooks.append(DefaultStorageClassHook(self.store))
         self.core.admission = self.admission = WebhookAdmission(self.core)
         self._apply_kube_feature_gates()
         self.token = self.options.token or certs.new_token()
@@ -79,8 +94,11 @@ class SimCluster:
         self.events: EventSink | None = EventSink(self.core) if self.options.events else None
         self.components: list[Any] = []
         self.runtime: Any = None  # kubelet.processes.ProcessRuntime with --run-image
+        self.dns: ClusterDns | None = None  # with --run-image or --dns-address
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
+        self._scratch: list[Path] = []  # directories of this run, removed by stop()
+        self.volumes_root: Path | None = None
         self.ca_pem = b""
         self.url = ""
         self.port = 0
@@ -140,9 +158,12 @@ class SimCluster:
                 raise ValueError("--run-image needs --sim-level pods")
             from kubesim.kubelet.processes import ProcessRuntime
 
-            self.runtime = ProcessRuntime(self.core, self.http, opts.run_images)
+            self.runtime = ProcessRuntime(
+                self.core, self.http, opts.run_images, cluster_domain=self.cluster_domain
+            )
             self.admission.pod_host = self.runtime.pod_host  # webhooks served by real pods
             hosts.append(await self.runtime.open())  # pods reach the API server there
+        await self._start_dns()
         self._start_components()
         ssl_ctx = None
         if identity is not None:
@@ -165,8 +186,28 @@ class SimCluster:
         self.url = f"{scheme}://{opts.host}:{self.port}"
         if self.runtime is not None:
             self.runtime.serve_api(await self._serve_pods(ssl_ctx), self.ca_pem)
+        if self.dns is not None:
+            from kubesim.dns import ApiEndpoint
+
+            api = (self.runtime.api_host, self.runtime.api_port) if self.runtime else None
+            self.dns.records.set_api(ApiEndpoint(*(api or (opts.host, self.port))))
         if opts.kubeconfig:
             certs.write_kubeconfig(opts.kubeconfig, self.url, self.ca_pem, self.token)
+
+    async def _start_dns(self) -> None:
+        """Cluster DNS on the pod network's gateway (UDP and TCP 53: where real pods'
+        resolv.conf points) and on each `--dns-address`; none without either."""
+        if self.runtime is None and not self.options.dns_addresses:
+            return
+        from kubesim.dns import ClusterDns
+
+        addresses = list(self.options.dns_addresses)
+        if self.runtime is not None:
+            addresses.insert(0, (self.runtime.api_host, 53))
+        self.dns = ClusterDns(self.store, self.cluster_domain, addresses[0][0])
+        self.dns.start()
+        for host, port in addresses:
+            await self.dns.serve(host, port)
 
     async def _serve_pods(self, ssl_ctx: Any) -> int:
         """Also listen on the pod bridge's gateway, the API address real pods are given."""
@@ -257,6 +298,7 @@ class SimCluster:
             return
         from kubesim.controllers.job import JobController
 
+        self._start_storage()
         jobs = JobController(
             self.core,
             level=level,
@@ -297,6 +339,27 @@ class SimCluster:
         for component in self.components:
             component.start()
 
+    def _start_storage(self) -> None:
+        """The PV controller, the local-path provisioner (its volumes under the data
+        directory, kept across restarts, or a directory of this run, removed by stop()) and
+        storage object in-use protection."""
+        from kubesim.controllers import protection
+        from kubesim.controllers.localpath import LocalPathProvisioner
+        from kubesim.controllers.persistentvolume import PersistentVolumeController
+
+        if self.options.data_dir:
+            root = Path(self.options.data_dir) / "volumes"
+            root.mkdir(parents=True, exist_ok=True)
+        else:
+            root = Path(tempfile.mkdtemp(prefix="jobset-sim-volumes-"))
+            self._scratch.append(root)
+        self.volumes_root = root
+        self.components += [
+            PersistentVolumeController(self.core, self.events),
+            LocalPathProvisioner(self.core, root, self.events),
+            protection.install(self.core),
+        ]
+
     async def _compact_every(self, interval: float) -> None:
         while True:
             await asyncio.sleep(interval)
@@ -335,6 +398,8 @@ class SimCluster:
         for name in BOOT_NAMESPACES:
             with contextlib.suppress(ApiError):
                 await self.core.create(sa_rt, name, {"metadata": {"name": "default"}}, self.req())
+        if self.options.sim_level != "none":
+            await self._install_standard_class()
         if self.options.nodes:
             from kubesim.nodespec import parse_node_spec
 
@@ -342,11 +407,23 @@ class SimCluster:
                 with contextlib.suppress(ApiError):
                     await self.core.create(node_rt, "", node, self.req())
 
+    async def _install_standard_class(self) -> None:
+        """kind's default class, `standard` (local-path, WaitForFirstConsumer), unless a
+        restart from the data directory brings it back."""
+        from kubesim.controllers.localpath import standard_class
+
+        sc_rt = self.registry.get("storage.k8s.io", "v1", "storageclasses")
+        assert sc_rt is not None
+        with contextlib.suppress(ApiError):
+            await self.core.create(sc_rt, "", standard_class(), self.req())
+
     async def stop(self) -> None:
         for component in reversed(self.components):
             await component.stop()
         if self.events is not None:
             await self.events.stop()
+        if self.dns is not None:
+            await self.dns.stop()
         if self.runtime is not None:
             await self.runtime.close()
         await self.gc.stop()
@@ -360,3 +437,5 @@ class SimCluster:
         persistence = getattr(self, "persistence", None)
         if persistence is not None:
             persistence.close()
+        for directory in self._scratch:
+            shutil.rmtree(directory, ignore_errors=True)

@@ -86,11 +86,27 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
         help="run containers of this image repository (any tag or digest) as real processes, "
         "DIR first on PATH (repeatable; needs root; see docs/sim.md)",
     )
+    p.add_argument(
+        "--cluster-domain",
+        default="cluster.local",
+        metavar="DOMAIN",
+        help="the cluster's DNS domain: Services are <svc>.<ns>.svc.DOMAIN (as the kubelet's "
+        "--cluster-domain)",
+    )
+    p.add_argument(
+        "--dns-address",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="also serve cluster DNS here, UDP and TCP, port 53 by default (repeatable; "
+        "with --run-image it is always served on the pod network's gateway)",
+    )
 
 
 def sim_options(args: argparse.Namespace) -> SimOptions:
     """The simulated cluster's options from the flags `add_sim_flags` declares (`sim`, `dev`)."""
     from kubesim.cluster import SimOptions
+    from kubesim.dns import parse_dns_address
 
     return SimOptions(
         port=args.port,
@@ -105,6 +121,8 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         run_images=_run_images(args),
         kube_feature_gates=_kube_feature_gates(args.kube_feature_gates),
         events=not getattr(args, "no_events", False),
+        cluster_domain=args.cluster_domain,
+        dns_addresses=[parse_dns_address(a) for a in args.dns_address],
     )
 
 
@@ -130,7 +148,7 @@ def _run_images(args: argparse.Namespace) -> dict[str, str]:
 # What the `[sim]` extra installs (pyproject.toml), by top-level module; the simulator imports
 # them. A unit test keeps this list and the extra in step.
 SIM_EXTRA: Final = "jobset-py[sim]"
-SIM_EXTRA_MODULES: Final = ("celpy", "lark")
+SIM_EXTRA_MODULES: Final = ("celpy", "lark", "dns")
 
 
 def missing_sim_extra(command: str) -> str | None:

@@ -122,6 +122,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         _rt("events.k8s.io", "v1", "Event", "events", True, ("ev",)), storage=("", "v1", "events")
     ),
     _rt("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)),
+    _rt("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ("sc",)),
     _rt("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
     _rt("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     _rt("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, ("netpol",)),

@@ -635,5 +635,15 @@ _STRATEGIES: dict[tuple[str, str], Strategy] = {
 _PLAIN = Strategy()
 
 
+_storage_added = False
+
+
 def strategy_for(rt: ResourceType) -> Strategy:
+    global _storage_added
+    if not _storage_added:
+        # Imported on first use: `storage` builds on `Strategy` above, so it imports this module.
+        from kubesim.apiserver import storage
+
+        _STRATEGIES.update(storage.STRATEGIES)
+        _storage_added = True
     return _STRATEGIES.get(rt.key, _PLAIN)

@@ -329,7 +329,111 @@ def _int_or_na(o: Obj, key: str) -> str:
     return "N/A" if value is None else str(value)
 
 
+_MODE_ABBREVIATIONS: tuple[tuple[str, str], ...] = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+
+
+def _access_modes(modes: Any) -> str:
+    """kubectl's access modes cell: the abbreviations in a fixed order, comma separated."""
+    given = set(modes or ())
+    return ",".join(short for mode, short in _MODE_ABBREVIATIONS if mode in given)
+
+
+def _storage_phase(o: Obj) -> str:
+    if o["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    return str((o.get("status") or {}).get("phase") or "")
+
+
+def _vac(o: Obj) -> str:
+    return str((o.get("spec") or {}).get("volumeAttributesClassName") or "<unset>")
+
+
+def _volume_mode(o: Obj) -> str:
+    return str((o.get("spec") or {}).get("volumeMode") or "<unset>")
+
+
+def _claim_class(o: Obj) -> str:
+    spec = o.get("spec") or {}
+    beta = (o["metadata"].get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    return str(beta if beta is not None else spec.get("storageClassName") or "")
+
+
+def _pvc_capacity(o: Obj) -> str:
+    if not (o.get("spec") or {}).get("volumeName"):
+        return ""
+    return str(((o.get("status") or {}).get("capacity") or {}).get("storage") or "0")
+
+
+def _pvc_modes(o: Obj) -> str:
+    if not (o.get("spec") or {}).get("volumeName"):
+        return ""
+    return _access_modes((o.get("status") or {}).get("accessModes"))
+
+
+def _pv_claim(o: Obj) -> str:
+    ref = (o.get("spec") or {}).get("claimRef") or {}
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else ""
+
+
+def _sc_name(o: Obj) -> str:
+    annotations = o["metadata"].get("annotations") or {}
+    default = annotations.get("storageclass.kubernetes.io/is-default-class") == "true"
+    return f"{_name(o)} (default)" if default else _name(o)
+
+
 _BUILTIN: dict[tuple[str, str], list[Column]] = {
+    ("", "persistentvolumeclaims"): [
+        ("Name", "string", 0, _name),
+        ("Status", "string", 0, _storage_phase),
+        ("Volume", "string", 0, lambda o: (o.get("spec") or {}).get("volumeName") or ""),
+        ("Capacity", "string", 0, _pvc_capacity),
+        ("Access Modes", "string", 0, _pvc_modes),
+        ("StorageClass", "string", 0, _claim_class),
+        ("VolumeAttributesClass", "string", 0, _vac),
+        ("Age", "string", 0, _age),
+        ("VolumeMode", "string", 1, _volume_mode),
+    ],
+    ("", "persistentvolumes"): [
+        ("Name", "string", 0, _name),
+        (
+            "Capacity",
+            "string",
+            0,
+            lambda o: str(((o.get("spec") or {}).get("capacity") or {}).get("storage") or "0"),
+        ),
+        (
+            "Access Modes",
+            "string",
+            0,
+            lambda o: _access_modes((o.get("spec") or {}).get("accessModes")),
+        ),
+        (
+            "Reclaim Policy",
+            "string",
+            0,
+            lambda o: (o.get("spec") or {}).get("persistentVolumeReclaimPolicy") or "",
+        ),
+        ("Status", "string", 0, _storage_phase),
+        ("Claim", "string", 0, _pv_claim),
+        ("StorageClass", "string", 0, _claim_class),
+        ("VolumeAttributesClass", "string", 0, _vac),
+        ("Reason", "string", 0, lambda o: (o.get("status") or {}).get("reason") or ""),
+        ("Age", "string", 0, _age),
+        ("VolumeMode", "string", 1, _volume_mode),
+    ],
+    ("storage.k8s.io", "storageclasses"): [
+        ("Name", "string", 0, _sc_name),
+        ("Provisioner", "string", 0, lambda o: o.get("provisioner") or ""),
+        ("ReclaimPolicy", "string", 0, lambda o: o.get("reclaimPolicy") or "Delete"),
+        ("VolumeBindingMode", "string", 0, lambda o: o.get("volumeBindingMode") or "Immediate"),
+        ("AllowVolumeExpansion", "string", 0, lambda o: bool(o.get("allowVolumeExpansion"))),
+        ("Age", "string", 0, _age),
+    ],
     ("", "pods"): [
         ("Name", "string", 0, _name),
         ("Ready", "string", 0, _pod_ready),

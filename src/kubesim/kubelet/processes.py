@@ -53,6 +53,7 @@ from kubesim.kubelet.volumes import (
     SA_VOLUME,
     MountError,
     checked_volume,
+    claim_directory,
     container_mounts,
     publish,
     sa_volume,
@@ -166,10 +167,16 @@ class ProcessRuntime:
     """Real containers for the kubelet: see the module docstring."""
 
     def __init__(
-        self, core: ApiCore, http: ApiHttpServer, run_images: Mapping[str, Path | str]
+        self,
+        core: ApiCore,
+        http: ApiHttpServer,
+        run_images: Mapping[str, Path | str],
+        cluster_domain: str = "cluster.local",
     ) -> None:
         self.core = core
         self.http = http
+        # The cluster's DNS domain (`--cluster-domain`): pods' search path and FQDNs.
+        self.cluster_domain = cluster_domain
         self.images = {image_repository(k): Path(v) for k, v in run_images.items()}
         self.bridge: network.Bridge | None = None
         self.api_port = 0
@@ -427,6 +434,9 @@ class ProcessRuntime:
         env["PATH"] = f"{directory}:{env['PATH']}"
         return env
 
+    def _get(self, plural: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.core.store.get(("", plural), (namespace, name))
+
     def _lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         plural = "secrets" if kind == "Secret" else "configmaps"
         obj = self.core.store.get(("", plural), (namespace, name))
@@ -469,7 +479,7 @@ class ProcessRuntime:
             )
             if files is not None:
                 publish(target, files, gid)
-            elif "hostPath" in volume:
+            elif "hostPath" in volume or "persistentVolumeClaim" in volume:
                 continue
             elif not target.exists():
                 target.mkdir(mode=0o777)
@@ -489,9 +499,18 @@ class ProcessRuntime:
     ) -> list[dict[str, Any]]:
         self._publish(sandbox, pod)
         by_name = {str(v.get("name")): v for v in self._volumes(pod)}
+        namespace = str(pod["metadata"].get("namespace") or "default")
         out = []
         for m in container_mounts(pod, source):
             volume = by_name[m.volume]
+            read_only = m.read_only
+            if "persistentVolumeClaim" in volume:
+                # The claim's volume, shared by every pod that mounts it and kept after them.
+                path, claim_read_only = claim_directory(volume, namespace, self._get)
+                read_only = read_only or claim_read_only
+                if m.sub_path:  # the kubelet makes a missing subPath in the volume
+                    os.makedirs(os.path.join(path, m.sub_path), mode=0o777, exist_ok=True)
+                volume = {"hostPath": {"path": path, "type": "DirectoryOrCreate"}}
             if "hostPath" in volume:
                 base = str(volume["hostPath"].get("path") or "")
                 if not os.path.exists(base):
@@ -506,7 +525,7 @@ class ProcessRuntime:
                 full = sandbox.volumes / src
                 if m.sub_path and not full.exists():
                     full.mkdir(parents=True, exist_ok=True, mode=0o777)
-            out.append({"source": src, "target": m.path, "read_only": m.read_only})
+            out.append({"source": src, "target": m.path, "read_only": read_only})
         return out
 
     # ------------------------------------------------------------------ exits

@@ -30,6 +30,7 @@ __all__ = [
     "MountError",
     "checked_name",
     "checked_volume",
+    "claim_directory",
     "container_mounts",
     "publish",
     "volume_files",
@@ -187,7 +188,8 @@ def volume_files(
     pod: Mapping[str, Any], volume: Mapping[str, Any], lookup: Lookup, tokens: TokenSource
 ) -> Files | None:
     """The files of a Secret / ConfigMap / downwardAPI / projected volume; None for a volume
-    that is a plain directory (emptyDir and the kinds the simulator has no storage for).
+    that is a directory (emptyDir, hostPath, a claim's volume, and the kinds the simulator has
+    no storage for).
     Raises MountError while a source is missing."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
@@ -222,6 +224,37 @@ def volume_files(
                 out[str(tok.get("path") or "token")] = (token.encode(), mode)
         return out
     return None
+
+
+def claim_directory(
+    volume: Mapping[str, Any],
+    namespace: str,
+    get: Callable[[str, str, str], Mapping[str, Any] | None],
+) -> tuple[str, bool]:
+    """The host directory behind a `persistentVolumeClaim` volume (its bound volume's
+    `hostPath` or `local` path) and whether the pod mounts it read-only. `get(plural,
+    namespace, name)` reads the store. Raises MountError while the claim is missing or
+    unbound (the kubelet keeps the pod in ContainerCreating)."""
+    source = volume.get("persistentVolumeClaim") or {}
+    name = str(source.get("claimName") or "")
+    vol = str(volume.get("name") or "")
+    claim = get("persistentvolumeclaims", namespace, name)
+    if claim is None:
+        raise MountError(f'persistentvolumeclaim "{name}" not found')
+    pv_name = str((claim.get("spec") or {}).get("volumeName") or "")
+    if not pv_name or (claim.get("status") or {}).get("phase") != "Bound":
+        raise MountError(
+            f'MountVolume.SetUp failed for volume "{vol}" : PVC {namespace}/{name} is not bound'
+        )
+    pv = get("persistentvolumes", "", pv_name)
+    spec = (pv or {}).get("spec") or {}
+    path = str((spec.get("hostPath") or spec.get("local") or {}).get("path") or "")
+    if not path:
+        raise MountError(
+            f'MountVolume.SetUp failed for volume "{pv_name}" : the simulator mounts only '
+            f"hostPath and local persistent volumes"
+        )
+    return path, bool(source.get("readOnly"))
 
 
 def container_mounts(pod: Mapping[str, Any], container: Mapping[str, Any]) -> list[Mount]:

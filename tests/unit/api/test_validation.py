@@ -731,6 +731,23 @@ def test_existing_pvc_must_match_and_be_retained() -> None:
     assert err.message == "spec does not match existing PVC data-js in namespace default"
 
 
+def test_existing_pvc_defaulted_and_bound_by_the_server_still_matches() -> None:
+    js = jobset(rjob(pod=mounting("data")), **vcp("data", retention="Retain"))
+    stored = {
+        **copy.deepcopy(PVC_SPEC),
+        "volumeMode": "Filesystem",
+        "storageClassName": "standard",
+        "volumeName": "pvc-1234",
+    }
+    assert validate_create(js, existing_pvcs={"data-js": {"spec": stored}}) == []
+    other_class = {**stored, "storageClassName": "fast"}
+    # A class the template names is compared as given.
+    named = jobset(rjob(pod=mounting("data")), **vcp("data", retention="Retain"))
+    named["spec"]["volumeClaimPolicies"][0]["templates"][0]["spec"]["storageClassName"] = "standard"
+    err = one(validate_create(named, existing_pvcs={"data-js": {"spec": other_class}}))
+    assert err.message == "spec does not match existing PVC data-js in namespace default"
+
+
 def test_pvc_lookup_failure_is_an_internal_error() -> None:
     js = jobset(rjob(pod=mounting("data")), **vcp("data"))
     err = one(validate_create(js, existing_pvcs={"data-js": RuntimeError("timeout")}))

@@ -30,6 +30,24 @@ def volume_claim_pvc_names(js: Mapping[str, Any]) -> list[str]:
     return out
 
 
+# What kube-apiserver and the PV controller fill in on a claim the template may leave unset:
+# volumeMode by defaulting, storageClassName by the DefaultStorageClass admission,
+# volumeName by binding (upstream's regression fix for retained, bound claims).
+_SERVER_FILLED = ("volumeMode", "storageClassName", "volumeName")
+
+
+def _as_stored(spec: Any, existing: Any) -> Any:
+    """The template's spec with the server-filled fields it leaves unset taken from the
+    existing claim, so that a retained, bound claim matches the unchanged template."""
+    if not isinstance(spec, Mapping) or not isinstance(existing, Mapping):
+        return spec
+    out = dict(spec)
+    for key in _SERVER_FILLED:
+        if out.get(key) is None and existing.get(key) is not None:
+            out[key] = existing[key]
+    return out
+
+
 def validate_volume_claim_policies(
     js: Mapping[str, Any],
     jsname: str,
@@ -72,7 +90,9 @@ def validate_volume_claim_policies(
                     )
                 )
             elif found is not None:
-                if not semantic_equal(found.get("spec"), template.get("spec")):
+                if not semantic_equal(
+                    found.get("spec"), _as_stored(template.get("spec"), found.get("spec"))
+                ):
                     errs.append(
                         invalid(
                             f"{tpath}.spec",

@@ -30,8 +30,10 @@ What upstream does for one pod (kubernetes/kubernetes, pkg/scheduler):
   plugins that run on a node: NodeUnschedulable, NodeName, TaintToleration and
   NodeResourcesFit always; NodeAffinity only for a pod with a nodeSelector or a required
   nodeAffinity (otherwise its PreFilter returns Skip, `nodeaffinity/node_affinity.go`);
-  InterPodAffinity unless skipped as above. The volume, port and topology-spread filters
-  skip themselves for the pods the simulator runs, and are not counted.
+  InterPodAffinity unless skipped as above; VolumeBinding for a pod with
+  PersistentVolumeClaims (`volume_binding_checks` counts one check per claim and node; a
+  pod its PreFilter rejects filters no node). The port and topology-spread filters skip
+  themselves for the pods the simulator runs, and are not counted.
 - PreScore/Score (`interpodaffinity/scoring.go`): skipped when one node or none passed.
   Otherwise PreScore walks the pods of `HavePodsWithAffinityList()` (every pod, if the
   incoming pod has preferred terms). For each pod `processExistingPod` tests the incoming pod's
@@ -83,6 +85,9 @@ class SchedulingCost:
     nodes_filtered: int = 0  # nodes the filter plugins ran on
     filter_calls: int = 0  # filter plugin calls over those nodes
     nodes_scored: int = 0  # feasible nodes scored
+    # VolumeBinding Filter: one claim checked against one node (its volume's node affinity,
+    # or the volumes that could serve it there).
+    volume_binding_checks: int = 0
 
     @property
     def affinity_checks(self) -> int:
@@ -96,7 +101,7 @@ class SchedulingCost:
     @property
     def total(self) -> int:
         """Term tests plus filter plugin calls: the predicate evaluations of the attempt."""
-        return self.affinity_checks + self.filter_calls
+        return self.affinity_checks + self.filter_calls + self.volume_binding_checks
 
     def __add__(self, other: SchedulingCost) -> SchedulingCost:
         # Spelled out rather than over dataclasses.fields(): the loop adds one per pod.
@@ -107,6 +112,7 @@ class SchedulingCost:
             self.nodes_filtered + other.nodes_filtered,
             self.filter_calls + other.filter_calls,
             self.nodes_scored + other.nodes_scored,
+            self.volume_binding_checks + other.volume_binding_checks,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -135,14 +141,20 @@ def estimate_feasible(scan: FilterScan) -> int:
 
 
 def kube_scheduler_evaluations(
-    pod: Mapping[str, Any], snap: ClusterSnapshot, scan: FilterScan
+    pod: Mapping[str, Any],
+    snap: ClusterSnapshot,
+    scan: FilterScan,
+    claims: int = 0,
+    rejected: bool = False,
 ) -> SchedulingCost:
     """The evaluations kube-scheduler's default profile makes to schedule `pod` onto the
     cluster `snap` holds (taken before the pod is assumed), given what `schedule()` saw of it
-    (`scan`). See the module docstring for the upstream functions each count follows."""
+    (`scan`), the number of PersistentVolumeClaims it mounts (`claims`) and whether the
+    VolumeBinding PreFilter rejected it (`rejected`: no node is filtered). See the module
+    docstring for the upstream functions each count follows."""
     nodes = len(snap.nodes)
-    if not nodes:
-        return ZERO  # "no nodes available": the cycle ends before any plugin runs
+    if not nodes or rejected:
+        return ZERO  # the cycle ends before any filter plugin runs
     terms = pod_terms(pod)
     bound = snap.bound
     existing = bound.required_anti_affinity_terms
@@ -156,6 +168,7 @@ def kube_scheduler_evaluations(
         filtered = min(nodes, -(-target * nodes // feasible))  # ceil(K * N / F)
     plugins = ALWAYS_RUN_FILTERS + terms.node_constraint
     plugins += bool(own or scan.existing_anti_matched)
+    plugins += bool(claims)  # VolumeBinding: its PreFilter skips pods without claims
     scored = min(feasible, target)
     if scored <= 1:
         scored = 0
@@ -170,4 +183,5 @@ def kube_scheduler_evaluations(
         nodes_filtered=filtered,
         filter_calls=filtered * plugins,
         nodes_scored=scored,
+        volume_binding_checks=filtered * claims,
     )

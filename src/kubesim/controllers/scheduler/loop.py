@@ -50,6 +50,7 @@ from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.scheduler.cost import ZERO, SchedulingCost, kube_scheduler_evaluations
 from kubesim.controllers.scheduler.scheduling import FilterScan, needs_scheduling, schedule
 from kubesim.controllers.scheduler.snapshot import ClusterSnapshot
+from kubesim.controllers.scheduler.volumebinding import PodVolumes, pod_volumes
 from kubesim.machinery.errors import ApiError
 
 __all__ = ["Scheduler"]
@@ -60,6 +61,14 @@ BATCH_SIZE: Final = 256  # pods decided before their bindings are written
 RETRY_INTERVAL: Final = 0.25  # seconds between retries of unschedulable pods, at least
 _PODS: Final[ResourceKey] = ("", "pods")
 _NODES: Final[ResourceKey] = ("", "nodes")
+# Changes that may let a pod with claims go on (VolumeBinding's cluster events).
+_STORAGE: Final = frozenset(
+    {
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("storage.k8s.io", "storageclasses"),
+    }
+)
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 # Labels that differ between otherwise identical pods and that affinity terms do not use.
 _PER_POD_LABELS: Final = frozenset(
@@ -179,6 +188,10 @@ class Scheduler:
             self._events.append((rkey, ev))
             if self._wakeup is not None:
                 self._wakeup.set()
+        elif rkey in _STORAGE and self._unschedulable:
+            self._cluster_changed = True
+            if self._wakeup is not None:
+                self._wakeup.set()
 
     def _apply_events(self) -> None:
         events, self._events = self._events, []
@@ -288,21 +301,41 @@ class Scheduler:
             pod = store.get(_PODS, key)
             if pod is None or not needs_scheduling(pod) or _gated(pod):
                 continue
-            sig = _signature(pod)
+            try:
+                volumes = pod_volumes(pod, store)
+            except Exception as exc:  # one odd claim must not stop scheduling
+                log.exception("reading a pod's claims failed", pod=f"{key[0]}/{key[1]}")
+                volumes = PodVolumes(rejected=f"error reading the pod's claims: {exc}")
+            # A pod's claims are its own: its verdict is not shared with look-alikes.
+            sig = _signature(pod) if volumes is None else b""
             self.cycles += 1
-            cached = verdicts.get(sig)
+            cached = verdicts.get(sig) if sig else None
             if cached is None:
                 self.attempts += 1
                 scan = FilterScan()
-                node, message = schedule(pod, snap, self.rng, scan=scan)
-                cost = kube_scheduler_evaluations(pod, snap, scan)  # before the assumption
+                node, message = schedule(pod, snap, self.rng, scan=scan, volumes=volumes)
+                cost = kube_scheduler_evaluations(  # before the assumption
+                    pod,
+                    snap,
+                    scan,
+                    claims=0 if volumes is None else volumes.claims,
+                    rejected=volumes is not None and bool(volumes.rejected),
+                )
                 self.cost += cost
+                if node is not None and volumes is not None and volumes.pending:
+                    # PreBind: place the claims for this node now (the next pod of the batch
+                    # sharing a claim must see where it went); the pod is bound once they
+                    # are bound, on a retry after their change.
+                    await self._place_claims(volumes, node)
+                    self._unschedulable[key] = None
+                    continue
                 if node is not None:
                     snap.assume(pod, node)
                     bindings.append((pod, node))
                     verdicts.clear()  # a new placement may satisfy someone's affinity
                     continue
-                verdicts[sig] = (message, cost)
+                if sig:
+                    verdicts[sig] = (message, cost)
             else:
                 message, cost = cached
                 self.cost += cost
@@ -334,6 +367,32 @@ class Scheduler:
                 log.error("marking a pod unschedulable crashed", error=repr(res))
 
     # ------------------------------------------------------------------ writes
+
+    async def _place_claims(self, volumes: PodVolumes, node_name: str) -> None:
+        """VolumeBinding's PreBind for the chosen node: static volumes get their claim,
+        claims to provision get the node (`volume.kubernetes.io/selected-node`)."""
+        node = self.core.store.get(_NODES, ("", node_name))
+        if node is None:
+            return
+        for kind, obj, extra, claim_ref in volumes.bind_writes(node):
+            plural = "persistentvolumeclaims" if kind == "claim" else "persistentvolumes"
+            rt = self.core.registry.get("", "v1", plural)
+            assert rt is not None
+            meta = obj["metadata"]
+            current = self.core.store.get(("", plural), (meta.get("namespace", ""), meta["name"]))
+            if current is None:
+                continue
+            new_meta = dict(current["metadata"])
+            new_meta["annotations"] = {**(new_meta.get("annotations") or {}), **extra}
+            new = {**current, "metadata": new_meta}
+            if claim_ref is not None:
+                new["spec"] = {**(current.get("spec") or {}), "claimRef": claim_ref}
+            try:
+                await self.core.update(
+                    rt, meta.get("namespace", ""), meta["name"], new, self._req()
+                )
+            except ApiError as err:
+                log.info("placing a claim failed", object=meta["name"], error=str(err))
 
     async def _bind(self, pod: dict[str, Any], node: str) -> bool:
         """Bind through the binding subresource (spec.nodeName, with the admission

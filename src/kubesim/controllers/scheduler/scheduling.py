@@ -1,7 +1,8 @@
 """The simulated kube-scheduler's decision: which node, if any, a pod may be bound to.
 
 `schedule(pod, snapshot)` runs the filters of kube-scheduler's default profile in its order
-(NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit, InterPodAffinity) over the
+(NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit, VolumeBinding (its
+PreFilter before any node, `volumebinding.py`), InterPodAffinity) over the
 nodes of a `ClusterSnapshot`, and words the "0/N nodes are available: ..." message as
 kube-scheduler does, because users and tests read it from `PodScheduled=False` exactly as on a
 real cluster.
@@ -15,7 +16,7 @@ due to preemptionPolicy=Never.`.
 Deliberate simplifications (documented so nobody mistakes them for kube-scheduler behaviour):
 no preemption (pods are never evicted for a higher-priority one, so every node that
 preemption could help is worded as having no victims), no preferred affinity / topology
-spread / image locality scoring, no host ports or volumes, and `namespaceSelector` only sees the
+spread / image locality scoring, no host ports, and `namespaceSelector` only sees the
 `kubernetes.io/metadata.name` label every namespace carries.
 """
 
@@ -38,6 +39,11 @@ from kubesim.controllers.scheduler.resources import (
     pod_requests,
 )
 from kubesim.controllers.scheduler.snapshot import _UNSCHEDULABLE_TAINT, ClusterSnapshot, NodeInfo
+from kubesim.controllers.scheduler.volumebinding import (
+    MSG_BIND_CONFLICT,
+    MSG_NODE_CONFLICT,
+    PodVolumes,
+)
 
 __all__ = [
     "MAX_NODES_TO_SCORE",
@@ -80,7 +86,15 @@ _MSG_TAINT: Final = "node(s) had untolerated taint"
 
 # The filters whose failure preemption cannot fix (kube-scheduler's
 # UnschedulableAndUnresolvable status), by their message.
-_UNRESOLVABLE: Final = frozenset({_MSG_UNSCHEDULABLE, _MSG_NODE_AFFINITY, _MSG_POD_AFFINITY})
+_UNRESOLVABLE: Final = frozenset(
+    {
+        _MSG_UNSCHEDULABLE,
+        _MSG_NODE_AFFINITY,
+        _MSG_POD_AFFINITY,
+        MSG_NODE_CONFLICT,
+        MSG_BIND_CONFLICT,
+    }
+)
 _MSG_NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 _MSG_NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 _MSG_NOT_ELIGIBLE: Final = "not eligible due to preemptionPolicy=Never."
@@ -143,7 +157,10 @@ _RESOURCE_ORDER: Final = ("pods", "cpu", "memory", "ephemeral-storage")
 class _PodContext:
     """Everything about the incoming pod that the per-node filter needs, computed once."""
 
-    def __init__(self, pod: Mapping[str, Any], snap: ClusterSnapshot) -> None:
+    def __init__(
+        self, pod: Mapping[str, Any], snap: ClusterSnapshot, volumes: PodVolumes | None = None
+    ) -> None:
+        self.volumes = volumes
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
         self.namespace = str(meta.get("namespace") or "default")
@@ -239,6 +256,10 @@ class _PodContext:
                 short.append(_MSG_TOO_MANY_PODS if name == "pods" else f"Insufficient {name}")
         if short is not None:
             return short
+        if self.volumes is not None:
+            conflict = self.volumes.reason(info.node)
+            if conflict is not None:
+                return [conflict]
         if self.affinity:
             pods_exist = True
             for i, term in enumerate(self.affinity):
@@ -308,6 +329,7 @@ def schedule(
     *,
     nodes_to_score: int | None = None,
     scan: FilterScan | None = None,
+    volumes: PodVolumes | None = None,
 ) -> tuple[str | None, str]:
     """Pick a node for `pod`: (node name, "") or (None, the PodScheduled=False message).
 
@@ -317,6 +339,8 @@ def schedule(
     should pick pods with `needs_scheduling()`. `nodes_to_score` overrides how many feasible
     nodes are compared (default: kube-scheduler's adaptive count, capped at
     MAX_NODES_TO_SCORE). `scan`, if given, is filled in with how the nodes were searched.
+    `volumes` is what the VolumeBinding PreFilter found of the pod's claims
+    (`volumebinding.pod_volumes`).
     """
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
@@ -325,7 +349,9 @@ def schedule(
         return None, SCHEDULING_GATED_MESSAGE
     if not snap.nodes:
         return None, NO_NODES_MESSAGE
-    ctx = _PodContext(pod, snap)
+    if volumes is not None and volumes.rejected:
+        return None, _prefilter_rejected(spec, len(snap.nodes), volumes.rejected)
+    ctx = _PodContext(pod, snap, volumes)
     order = snap._order
     narrowed = ctx.candidates(snap)
     names = order if narrowed is None else narrowed
@@ -378,6 +404,15 @@ def _diagnose(ctx: _PodContext, snap: ClusterSnapshot) -> str:
         return f"{fit} preemption: {_MSG_NOT_ELIGIBLE}"
     verdicts = {_MSG_NOT_HELPFUL: helpless, _MSG_NO_VICTIMS: len(snap.nodes) - helpless}
     return f"{fit} preemption: {_available(len(snap.nodes), verdicts)}"
+
+
+def _prefilter_rejected(spec: Mapping[str, Any], nodes: int, message: str) -> str:
+    """kube-scheduler's FitError when a PreFilter plugin rejected the pod: its message in
+    place of the per-node reasons, and every node past preemption's help."""
+    if spec.get("preemptionPolicy") == "Never":
+        return f"0/{nodes} nodes are available: {message}. preemption: {_MSG_NOT_ELIGIBLE}"
+    verdict = _available(nodes, {_MSG_NOT_HELPFUL: nodes})
+    return f"0/{nodes} nodes are available: {message}. preemption: {verdict}"
 
 
 def _available(nodes: int, histogram: Mapping[str, int]) -> str:

@@ -277,6 +277,7 @@ _KINDS: Final[Mapping[tuple[str, str], str]] = {
     ("rbac.authorization.k8s.io", "RoleBinding"): "RoleBinding",
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): "RoleBinding",
     ("policy", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("storage.k8s.io", "StorageClass"): "MetaOnly",
     ("networking.k8s.io", "NetworkPolicy"): "NetworkPolicy",
     ("apiextensions.k8s.io", "CustomResourceDefinition"): "CustomResourceDefinition",
 }

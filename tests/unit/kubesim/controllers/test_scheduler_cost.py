@@ -11,6 +11,7 @@ import pytest
 
 from kubesim.controllers.scheduler.affinity import PodTerms, pod_terms
 from kubesim.controllers.scheduler.cost import (
+    ZERO,
     SchedulingCost,
     estimate_feasible,
     kube_scheduler_evaluations,
@@ -239,9 +240,9 @@ def test_estimate_feasible_scales_an_early_stop_by_scan_density() -> None:
 
 
 def test_costs_add_field_by_field_and_serialise_camel_case() -> None:
-    a = SchedulingCost(1, 2, 3, 4, 5, 6)
+    a = SchedulingCost(1, 2, 3, 4, 5, 6, 7)
     total = a + a
-    assert total == SchedulingCost(2, 4, 6, 8, 10, 12)
+    assert total == SchedulingCost(2, 4, 6, 8, 10, 12, 14)
     assert total.as_dict() == {
         "existingAntiAffinityChecks": 2,
         "incomingAffinityChecks": 4,
@@ -249,9 +250,23 @@ def test_costs_add_field_by_field_and_serialise_camel_case() -> None:
         "nodesFiltered": 8,
         "filterCalls": 10,
         "nodesScored": 12,
+        "volumeBindingChecks": 14,
         "affinityChecks": 12,
-        "total": 22,
+        "total": 36,
     }
+
+
+def test_volume_binding_counts_a_check_per_claim_and_filtered_node() -> None:
+    snap = pools(2, 4)
+    p = plain("with-claims")
+    scan = FilterScan()
+    schedule(p, snap, random.Random(0), scan=scan)
+    plain_cost = kube_scheduler_evaluations(p, snap, scan)
+    cost = kube_scheduler_evaluations(p, snap, scan, claims=2)
+    assert cost.volume_binding_checks == 8 * 2
+    assert cost.filter_calls == plain_cost.filter_calls + 8  # VolumeBinding's Filter runs
+    # A pod VolumeBinding's PreFilter rejects is filtered on no node at all.
+    assert kube_scheduler_evaluations(p, snap, scan, claims=2, rejected=True) == ZERO
 
 
 # ---------------------------------------------------------------------------------------------
