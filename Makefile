@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(HASH)
 # What `make demo` needs and no more: the package and the simulator's extra.
 DEMO_STAMP := $(VENV)/.installed-sim-$(HASH)
 
-.PHONY: venv test soak lint typecheck unit demo bench crd clean prometheus iptables
+.PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,28 +25,50 @@ $(DEMO_STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks tools
-	$(BIN)/ruff format --check src tests benchmarks tools
-	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
+# The training examples' containers (examples/jax-train) run as real processes from this
+# venv: `jobset dev --run-image example.com/jax-train=.venv-train/bin`. JAX on CPU, ~600 MB.
+TRAIN_VENV := .venv-train
+TRAIN_REQ := examples/jax-train/requirements.txt
+TRAIN_STAMP := $(TRAIN_VENV)/.installed-$(shell cat $(TRAIN_REQ) | sha1sum | cut -c1-12)
 
+$(TRAIN_STAMP): $(TRAIN_REQ)
+	test -x $(TRAIN_VENV)/bin/python || $(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/python -m pip install -q -r $(TRAIN_REQ)
+	rm -f $(TRAIN_VENV)/.installed-*
+	touch $@
+
+train-venv: $(TRAIN_STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks tools examples
+	$(BIN)/ruff format --check src tests benchmarks tools examples
+	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
+	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
+	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
+	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
+
+# src/ and benchmarks/ strict; tests/ with pyproject's override for them.
 typecheck: $(STAMP)
-	$(BIN)/mypy src
+	$(BIN)/mypy src benchmarks tests
 	$(BIN)/mypy --strict tools
 
 # Two pytest-xdist workers: the suite mostly waits on the processes it starts (load ~0.5 on
 # one worker). --dist loadfile keeps each file on one worker, in order, so module fixtures
 # start once. (loadgroup would keep the in-cluster package together, but pytest-xdist 3.8
 # cannot group under pytest 9, which made nodeids read-only.) TEST_WORKERS=0: one process.
+# Line coverage of src/ in the test processes (xdist's workers combined): a report of the
+# files not fully covered, an HTML one in .cache/coverage-html, and a failure below the
+# floor of pyproject's [tool.coverage.report].
 TEST_WORKERS ?= 2
-test: lint typecheck prometheus iptables
-	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak"
+COVERAGE := --cov --cov-report=term --cov-report=html
+test: lint typecheck prometheus iptables train-venv
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak" $(COVERAGE)
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
 # outage, the API server fuzzed with 10x the examples, the 16k-Job adversarial run,
 # 50 JobSets under a seeded schedule of faults at the deployed controller, the upgrade from an
 # older commit's wheel; the in-cluster ones need root):
-# figures in docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
+# what each guarantees: docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
 soak: $(STAMP) prometheus iptables
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests
 
@@ -77,6 +99,11 @@ unit: $(STAMP)
 # The demo starts `jobset dev` and runs a multislice job, a restarting job and a dependsOn pipeline.
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m jobset.dev.demo
+
+# A real JAX training run (examples/jax-train) under `jobset dev --run-image`: a worker
+# fails once, the JobSet restarts, training resumes from its checkpoint. Needs root.
+demo-train: $(DEMO_STAMP) $(TRAIN_STAMP)
+	JOBSET_TRAIN_BIN=$(CURDIR)/$(TRAIN_VENV)/bin $(BIN)/python -m jobset.dev.demo jax-train
 
 # Controller vs a minimal baseline client at 1k/4k/16k Jobs on `jobset sim` (< 10 min on 2 cores);
 # bench-large adds 64k Jobs and the pod-scale climb to 200k pods, and has no time budget.
@@ -131,4 +158,4 @@ image-test: image $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -m image tests/integration/deploy/test_image_build.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TRAIN_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""Pod admission under load (issue 17 item 5): the pod webhooks at 1,000 pod creations/s, and
+"""Pod admission under load: the pod webhooks at 1,000 pod creations/s, and
 the simulated Job controller's pod creation rate with the webhooks against without them.
 
 The webhook process is the controller harness (`tests/integration/placement/harness.py
@@ -333,27 +333,45 @@ def server_side(before: Histograms, after: Histograms) -> dict[str, Any]:
     return out
 
 
+async def _start_generator(port: int, bodies: Path) -> asyncio.subprocess.Process:
+    """One load generator process (`generate`), waiting for its go signal on stdin."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "benchmarks.admission",
+        "generate",
+        str(port),
+        str(bodies),
+        str(RATE / GENERATORS),
+        str(SECONDS),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+    )
+
+
+def _worst_by_half_second(results: list[dict[str, Any]]) -> list[float]:
+    """The worst latency of the pods due in each half second: a stall shows as one bad
+    slot, a webhook that cannot keep up as slots growing worse to the end."""
+    per_slot = int(RATE / GENERATORS / 2)
+    slots = max(len(r["latencies_ms"]) for r in results) // per_slot
+    return [
+        round(
+            max(
+                max(r["latencies_ms"][k * per_slot : (k + 1) * per_slot] or [0.0]) for r in results
+            ),
+            1,
+        )
+        for k in range(slots)
+    ]
+
+
 async def load(
     port: int, pods: list[Object], harness_ps: psutil.Process, tmp: Path, metrics_port: int
 ) -> dict[str, Any]:
     bodies = tmp / "reviews.jsonl"
     bodies.write_bytes(b"\n".join(review(p) for p in pods) + b"\n")
-    procs = [
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "benchmarks.admission",
-            "generate",
-            str(port),
-            str(bodies),
-            str(RATE / GENERATORS),
-            str(SECONDS),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            cwd=ROOT,
-        )
-        for _ in range(GENERATORS)
-    ]
+    procs = [await _start_generator(port, bodies) for _ in range(GENERATORS)]
     try:
         for p in procs:
             assert p.stdout is not None
@@ -385,19 +403,7 @@ async def load(
                     p.kill()
                 await p.wait()
     ms = [x for r in results for x in r["latencies_ms"]]
-    # The worst latency of the pods due in each half second: a stall shows as one bad
-    # slot, a webhook that cannot keep up as slots growing worse to the end.
-    per_slot = int(RATE / GENERATORS / 2)
-    slots = max(len(r["latencies_ms"]) for r in results) // per_slot
-    worst = [
-        round(
-            max(
-                max(r["latencies_ms"][k * per_slot : (k + 1) * per_slot] or [0.0]) for r in results
-            ),
-            1,
-        )
-        for k in range(slots)
-    ]
+    worst = _worst_by_half_second(results)
     total = len(ms)
     span = max(r["seconds"] for r in results)
     return {

@@ -1,4 +1,4 @@
-"""Fairness between tenants at the shipped defaults (issue 17 item 7).
+"""Fairness between tenants at the shipped defaults.
 
 On a fresh `jobset sim --sim-level none` with `jobset controller` at its defaults (QPS 500,
 burst 500, 5 workers): `LARGE_COUNT` JobSets of N Jobs in namespace `bench` are created; once

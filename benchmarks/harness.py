@@ -147,7 +147,7 @@ class Measured:
 async def prepared_client(sim: SimProcess, user_agent: str | None = None) -> Client:
     """An unthrottled client of `sim` with the JobSet CRDs applied and the benchmark's
     namespaces created: what every benchmark does first on its fresh simulator."""
-    extra = {} if user_agent is None else {"user_agent": user_agent}
+    extra: dict[str, Any] = {} if user_agent is None else {"user_agent": user_agent}
     client = await Client.connect(str(sim.kubeconfig), qps=0, burst=0, **extra)
     try:
         await apply_crds(client)

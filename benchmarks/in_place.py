@@ -38,6 +38,7 @@ __all__ = [
     "MAX_REAL_PODS",
     "RBAC",
     "WORKER_IMAGE",
+    "add_agent",
     "fail_worker",
     "in_place_pod_template",
     "sim_flags",
@@ -96,12 +97,13 @@ def _field(path: str) -> dict[str, Any]:
     return {"valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def in_place_pod_template(job_spec: dict[str, Any]) -> None:
-    """Turn the benchmark's Job template into the in-place one (edits `job_spec`)."""
+def add_agent(job_spec: dict[str, Any]) -> None:
+    """Make a Job template in-place restartable (edits `job_spec`): the Job settings the
+    webhook requires, the agent as a sidecar under its ServiceAccount, and each worker
+    container restarting the pod in place on a non-zero exit."""
     job_spec["backoffLimit"] = 2147483647
     job_spec["podReplacementPolicy"] = "Failed"
     pod = job_spec["template"]["spec"]
-    (worker,) = pod["containers"]
     pod["serviceAccountName"] = SERVICE_ACCOUNT
     pod["terminationGracePeriodSeconds"] = 0
     pod["initContainers"] = [
@@ -125,9 +127,17 @@ def in_place_pod_template(job_spec: dict[str, Any]) -> None:
             ],
         }
     ]
+    for worker in pod["containers"]:
+        worker["restartPolicy"] = "Never"
+        worker["restartPolicyRules"] = [_NOT_ZERO]
+
+
+def in_place_pod_template(job_spec: dict[str, Any]) -> None:
+    """Turn the benchmark's Job template into the in-place one (edits `job_spec`), its
+    worker the host's `sleep` run as a real process."""
+    add_agent(job_spec)
+    (worker,) = job_spec["template"]["spec"]["containers"]
     worker["image"] = f"{WORKER_IMAGE}:1"
-    worker["restartPolicy"] = "Never"
-    worker["restartPolicyRules"] = [_NOT_ZERO]
     worker["env"] = [{"name": WORKER_POD_ENV, **_field("metadata.name")}]
 
 

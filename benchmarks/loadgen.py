@@ -98,15 +98,7 @@ async def run_load(
         result.create_seconds = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        token = ""
-        while True:
-            more: dict[str, Any] = {"_continue": token} if token else {}
-            page = await core.list_namespaced_config_map(namespace, limit=page_size, **more)
-            result.pages += 1
-            result.listed += len(page.items)
-            token = page.metadata._continue or ""
-            if not token:
-                break
+        await _list_in_pages(core, namespace, page_size, result)
         result.list_seconds = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -115,3 +107,18 @@ async def run_load(
     finally:
         await api.close()
     return result
+
+
+async def _list_in_pages(
+    core: client.CoreV1Api, namespace: str, page_size: int, result: LoadResult
+) -> None:
+    """List the namespace's ConfigMaps in pages of `page_size`, counting pages and items."""
+    token = ""
+    while True:
+        more: dict[str, Any] = {"_continue": token} if token else {}
+        page = await core.list_namespaced_config_map(namespace, limit=page_size, **more)
+        result.pages += 1
+        result.listed += len(page.items)
+        token = page.metadata._continue or ""
+        if not token:
+            return

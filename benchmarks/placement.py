@@ -25,7 +25,7 @@ are given per pod and as a ratio to `none`.
 
     .venv/bin/python -m benchmarks.placement --domains 64 --pods 8
 
-Writes `benchmarks/results/placement.json`.
+Writes its JSON to `benchmarks/results/` (`--out`).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ async def measure(sim: SimProcess, strategy: str, jobs: int, pods: int) -> dict[
         # Every decision is counted before its binding is written, so this is complete.
         sched = await client.request("GET", "/debug/scheduler")
         evaluations = sched["kubeSchedulerEvaluations"]
-        pools = {}
+        pools: dict[str, set[str]] = {}
         nodes = {n["metadata"]["name"]: n for n in (await client.list(NODES))["items"]}
         for p in items:
             job = p["metadata"]["labels"].get("job-name")

@@ -1,5 +1,5 @@
-"""Scale at `--sim-level pods`: the largest JobSet this machine takes end to end (issue 17
-item 9), against the published anchor of 50,000 training pods scheduled in under 2 minutes
+"""Scale at `--sim-level pods`: the largest JobSet this machine takes end to end,
+against the published anchor of 50,000 training pods scheduled in under 2 minutes
 on a 65,000-node cluster (417 pods/s).
 
 One step is one size: a fresh `jobset sim --sim-level pods` (Job controller, scheduler and
@@ -236,6 +236,23 @@ async def run_step(
         "dns_hostnames": dns_hostnames,
         "load_1m": [round(os.getloadavg()[0], 2)],
     }
+    await _measure_step(result, jobs, per_job, step_limit, memory_limit_gib, opts, profile)
+    result["load_1m"].append(round(os.getloadavg()[0], 2))
+    return result
+
+
+async def _measure_step(
+    result: dict[str, Any],
+    jobs: int,
+    per_job: int,
+    step_limit: float,
+    memory_limit_gib: float,
+    opts: Options,
+    profile: Path | None,
+) -> None:
+    """`run_step` on its own simulator: fills `result` in, never raises."""
+    total, nodes = result["pods"], result["nodes"]
+    per_node, dns_hostnames = result["pods_per_node"], result["dns_hostnames"]
     tmp = Path(tempfile.mkdtemp(prefix="bench-podscale-"))
     t_start = time.monotonic()
     sim = start_sim(tmp, "--sim-level", "pods", "--nodes", node_spec(nodes, per_node), timeout=300)
@@ -261,23 +278,11 @@ async def run_step(
         t0 = time.monotonic()
         await client.create(JOBSETS, scale_jobset(jobs, per_job, dns_hostnames))
         stop_reason = None
-        limit_bytes = memory_limit_gib * 2**30
-        while "running" not in watch.reached:
+        while "running" not in watch.reached and stop_reason is None:
             await asyncio.sleep(0.1)
-            now = time.monotonic()
-            if now - t0 > step_limit:
-                stop_reason = f"time limit: not all Running after {step_limit:.0f} s"
-            elif sampler.rss_total() > limit_bytes:
-                stop_reason = (
-                    f"memory limit: controller + sim RSS {sampler.rss_total() / 2**30:.1f} GiB "
-                    f"> {memory_limit_gib:.1f} GiB"
-                )
-            elif sampler.min_available < MIN_AVAILABLE_GIB * 2**30:
-                stop_reason = f"memory limit: host available memory below {MIN_AVAILABLE_GIB} GiB"
-            elif not proc.alive() or sim.proc.poll() is not None:
-                stop_reason = "a process exited:\n" + proc.tail(10)
-            if stop_reason:
-                break
+            stop_reason = _stop_reason(
+                time.monotonic() - t0, step_limit, memory_limit_gib, sampler, proc, sim
+            )
         t_end = time.monotonic()
         if spies:
             result["profile"] = stop_profiles(spies)
@@ -287,33 +292,16 @@ async def run_step(
             "harness": _cpu(me) - cpu0["harness"],
         }
         jobs_created, last_job = await _jobs_created_at(client)
-        requests = await request_counts(client, CONTROLLER_AGENT)
-        reconciles = None
-        with contextlib.suppress(Exception):  # a controller that exited has no metrics
-            reconciles = (await controller_metrics(proc)).get("controller_runtime_reconcile_total")
+        controller_side = await _controller_side(client, proc)
         wall = t_end - t0
-        seconds: dict[str, float] = {
-            what: round(t - t0, 3) for what, t in sorted(watch.reached.items(), key=lambda i: i[1])
-        }
-        if last_job is not None and jobs_created >= jobs:
-            seconds["jobs_created"] = round(last_job - t0, 3)
+        jobs_done = last_job if jobs_created >= jobs else None
         result |= {
             "completed": stop_reason is None,
-            "seconds": seconds,
+            "seconds": _milestones(watch, t0, jobs_done),
             "wall_seconds": round(wall, 3),
-            "pods_seen": len(watch.seen),
-            "pods_scheduled": len(watch.scheduled),
-            "pods_running": len(watch.running),
             "jobs_created": jobs_created,
-            "controller_reconciles": None if reconciles is None else int(reconciles),
-            "controller_requests": dict(sorted(requests.items())),
-            "pods_per_second": round(len(watch.running) / wall, 1) if wall else 0.0,
-            "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
-            "cpu_share": {k: round(v / wall, 3) for k, v in cpu.items()} if wall else {},
-            "rss_start_mib": {k: round(v / 2**20, 1) for k, v in rss0.items()},
-            "rss_peak_mib": {k: round(v / 2**20, 1) for k, v in sampler.peak.items()},
-            "host_min_available_gib": round(sampler.min_available / 2**30, 2),
-            "load_1m_max": round(sampler.max_load, 2),
+            **controller_side,
+            **_usage(watch, sampler, cpu, rss0, wall),
         }
         if stop_reason is not None:
             result["stopped"] = stop_reason
@@ -332,8 +320,73 @@ async def run_step(
         sim.stop()
         if os.environ.get("BENCH_KEEP_TMP") is None:
             shutil.rmtree(tmp, ignore_errors=True)
-    result["load_1m"].append(round(os.getloadavg()[0], 2))
-    return result
+
+
+def _milestones(watch: PodCounts, t0: float, jobs_done: float | None) -> dict[str, float]:
+    """Seconds from the create to each milestone the pods reached, and to the last Job."""
+    seconds = {
+        what: round(t - t0, 3) for what, t in sorted(watch.reached.items(), key=lambda i: i[1])
+    }
+    if jobs_done is not None:
+        seconds["jobs_created"] = round(jobs_done - t0, 3)
+    return seconds
+
+
+async def _controller_side(client: Client, proc: Any) -> dict[str, Any]:
+    """The controller's requests (the API server's count) and reconciles (its metrics)."""
+    requests = await request_counts(client, CONTROLLER_AGENT)
+    reconciles = None
+    with contextlib.suppress(Exception):  # a controller that exited has no metrics
+        reconciles = (await controller_metrics(proc)).get("controller_runtime_reconcile_total")
+    return {
+        "controller_reconciles": None if reconciles is None else int(reconciles),
+        "controller_requests": dict(sorted(requests.items())),
+    }
+
+
+def _stop_reason(
+    elapsed: float,
+    step_limit: float,
+    memory_limit_gib: float,
+    sampler: Sampler,
+    proc: Any,
+    sim: Any,
+) -> str | None:
+    """Why the step stops before every pod is Running, if it must."""
+    if elapsed > step_limit:
+        return f"time limit: not all Running after {step_limit:.0f} s"
+    if sampler.rss_total() > memory_limit_gib * 2**30:
+        return (
+            f"memory limit: controller + sim RSS {sampler.rss_total() / 2**30:.1f} GiB "
+            f"> {memory_limit_gib:.1f} GiB"
+        )
+    if sampler.min_available < MIN_AVAILABLE_GIB * 2**30:
+        return f"memory limit: host available memory below {MIN_AVAILABLE_GIB} GiB"
+    if not proc.alive() or sim.proc.poll() is not None:
+        return "a process exited:\n" + str(proc.tail(10))
+    return None
+
+
+def _usage(
+    watch: PodCounts,
+    sampler: Sampler,
+    cpu: dict[str, float],
+    rss0: dict[str, int],
+    wall: float,
+) -> dict[str, Any]:
+    """Pods seen, scheduled and Running, and what the processes used over the step."""
+    return {
+        "pods_seen": len(watch.seen),
+        "pods_scheduled": len(watch.scheduled),
+        "pods_running": len(watch.running),
+        "pods_per_second": round(len(watch.running) / wall, 1) if wall else 0.0,
+        "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
+        "cpu_share": {k: round(v / wall, 3) for k, v in cpu.items()} if wall else {},
+        "rss_start_mib": {k: round(v / 2**20, 1) for k, v in rss0.items()},
+        "rss_peak_mib": {k: round(v / 2**20, 1) for k, v in sampler.peak.items()},
+        "host_min_available_gib": round(sampler.min_available / 2**30, 2),
+        "load_1m_max": round(sampler.max_load, 2),
+    }
 
 
 def start_profiles(out: Path, pods: int, controller: int, sim: int) -> list[profiling.Spy]:

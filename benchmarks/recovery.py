@@ -1,5 +1,5 @@
-"""Recovery time: from one worker's failure to every pod Running again, per restart strategy
-(issue 17 item 6), with the pod-creation limit beside it.
+"""Recovery time: from one worker's failure to every pod Running again, per restart strategy,
+with the pod-creation limit beside it.
 
 Per strategy, on a fresh `jobset sim --sim-level pods` (scheduler and kubelets simulated;
 `NODES` gives room for every pod) with `jobset controller` at its shipped defaults: one
@@ -203,6 +203,27 @@ def _failed_pod_status() -> dict[str, Any]:
     }
 
 
+async def _fail(
+    client: Client, victim: dict[str, Any], pids: list[int], setup_gen: tuple[int, int]
+) -> asyncio.Task[float]:
+    """Kill the real worker of `victim`; the task says when the barrier was lifted."""
+    lifted = asyncio.create_task(_barrier_lifted(client, setup_gen[1]))
+    if in_place.fail_worker(pids) == 0:
+        raise RuntimeError(f"the worker of {victim['metadata']['name']} was gone")
+    return lifted
+
+
+async def _fail_simulated(client: Client, victim: dict[str, Any]) -> None:
+    """Write `victim`'s status Failed, as a kubelet writes it."""
+    await client.patch(
+        PODS,
+        victim["metadata"]["name"],
+        {"status": _failed_pod_status()},
+        NAMESPACE,
+        subresource="status",
+    )
+
+
 async def run_strategy(name: str, opts: Options, jobs: int, pods: int) -> dict[str, Any]:
     strategy = STRATEGIES[name]
     total = jobs * pods
@@ -246,18 +267,9 @@ async def run_strategy(name: str, opts: Options, jobs: int, pods: int) -> dict[s
             raise RuntimeError(f"no worker process found for {victim['metadata']['name']}")
         cpu0 = proc.cpu()
         t1 = time.monotonic()
-        if real:
-            lifted = asyncio.create_task(_barrier_lifted(client, setup_gen[1]))
-            if in_place.fail_worker(pids) == 0:
-                raise RuntimeError(f"the worker of {victim['metadata']['name']} was gone")
-        else:
-            await client.patch(
-                PODS,
-                victim["metadata"]["name"],
-                {"status": _failed_pod_status()},
-                NAMESPACE,
-                subresource="status",
-            )
+        lifted = await _fail(client, victim, pids, setup_gen) if real else None
+        if not real:
+            await _fail_simulated(client, victim)
         phases: dict[str, float] = {}
         if real:
             t_agents = await w.until(
@@ -284,7 +296,20 @@ async def run_strategy(name: str, opts: Options, jobs: int, pods: int) -> dict[s
             await client.close()
         sim.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    fresh, recovery = t_up - t0, t_back - t1
+    return _result(name, jobs, total, real, t_up - t0, t_back - t1, phases, cpu)
+
+
+def _result(
+    name: str,
+    jobs: int,
+    total: int,
+    real: bool,
+    fresh: float,
+    recovery: float,
+    phases: dict[str, float],
+    cpu: float,
+) -> dict[str, Any]:
+    """One strategy's line of the recovery results."""
     return {
         "strategy": name,
         "jobs": jobs,

@@ -92,8 +92,23 @@ def _runs(data: dict[str, Any], scenario: str) -> dict[int, dict[str, Any]]:
 
 
 def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every goal of the run, judged as the goals are written now."""
+    out = _throughput_goals(data)
+    out.append(_cpu_growth_goal(data))
+    out.append(_rss_goal(data))
+    out += _write_goals(data)
+    # Unthrottled rate and CPU against the independent minimal client.
+    out += rate_report.goals(data)
+    # Admission, recovery, fairness.
+    out += tenancy_report.goals(data)
+    # The largest JobSet at --sim-level pods against the published anchor.
+    out += pod_scale_report.goals(data)
+    return out
+
+
+def _throughput_goals(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Job creation throughput at 16k (wide; many shown too)."""
     out: list[dict[str, Any]] = []
-    # 1. Job creation throughput at 16k (wide; many shown too).
     for scenario in ("wide", "many"):
         runs = _runs(data, scenario)
         at = [n for n in runs if n >= 16000 and runs[n].get("ratio", {}).get("all_created")]
@@ -117,7 +132,11 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
                     "met": None,
                 }
             )
-    # 2. CPU per Job growth 1k -> 16k, every scenario measured at both.
+    return out
+
+
+def _cpu_growth_goal(data: dict[str, Any]) -> dict[str, Any]:
+    """CPU per Job growth 1k -> 16k, every scenario measured at both."""
     growth: list[tuple[str, float]] = []
     for scenario in HEADLINE:
         runs = _runs(data, scenario)
@@ -127,15 +146,16 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
             hi = runs[min(hi_n)]["controller"]
             g = cpu_ms_per_job(hi, min(hi_n)) / max(1e-9, cpu_ms_per_job(lo, 1000))
             growth.append((scenario, round(g, 2)))
-    out.append(
-        {
-            "goal": f"controller CPU per Job grows <= {GOAL_CPU_GROWTH} x from 1k to 16k",
-            "measured": ", ".join(f"{s} {g:.2f} x" for s, g in growth)
-            or "not measured at 1k and 16k in this run",
-            "met": all(g <= GOAL_CPU_GROWTH for _, g in growth) if growth else None,
-        }
-    )
-    # 3. RSS per cached Job at 50k (steady: controller restarted over N running Jobs).
+    return {
+        "goal": f"controller CPU per Job grows <= {GOAL_CPU_GROWTH} x from 1k to 16k",
+        "measured": ", ".join(f"{s} {g:.2f} x" for s, g in growth)
+        or "not measured at 1k and 16k in this run",
+        "met": all(g <= GOAL_CPU_GROWTH for _, g in growth) if growth else None,
+    }
+
+
+def _rss_goal(data: dict[str, Any]) -> dict[str, Any]:
+    """RSS per cached Job at 50k (steady: controller restarted over N running Jobs)."""
     steady = {
         n: r["controller"]["steady"]
         for n, r in _runs(data, "restart-recreate").items()
@@ -146,29 +166,28 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
     if big:
         n = min(big)
         per = steady[n]["rss_bytes_per_job"]
-        out.append(
-            {
-                "goal": "<= 3 KB controller RSS per cached child Job at 50k Jobs",
-                "measured": f"{per / 1024:.1f} KB/Job at {n} Jobs"
-                + (f" (marginal {marginal[1] / 1024:.1f} KB/Job)" if marginal else ""),
-                "met": per <= GOAL_RSS_BYTES,
-            }
-        )
-    else:
-        largest = max(steady) if steady else None
-        text = "not measured at 50k in this run (make bench-large)"
-        if largest is not None and steady[largest].get("rss_bytes_per_job"):
-            text += f"; {steady[largest]['rss_bytes_per_job'] / 1024:.1f} KB/Job at {largest}"
-        if marginal:
-            text += f", marginal {marginal[1] / 1024:.1f} KB/Job {marginal[0]}"
-        out.append(
-            {
-                "goal": "<= 3 KB controller RSS per cached child Job at 50k Jobs",
-                "measured": text,
-                "met": None,
-            }
-        )
-    # 4. Steady state: no writes after a restart.
+        return {
+            "goal": "<= 3 KB controller RSS per cached child Job at 50k Jobs",
+            "measured": f"{per / 1024:.1f} KB/Job at {n} Jobs"
+            + (f" (marginal {marginal[1] / 1024:.1f} KB/Job)" if marginal else ""),
+            "met": per <= GOAL_RSS_BYTES,
+        }
+    largest = max(steady) if steady else None
+    text = "not measured at 50k in this run (make bench-large)"
+    if largest is not None and steady[largest].get("rss_bytes_per_job"):
+        text += f"; {steady[largest]['rss_bytes_per_job'] / 1024:.1f} KB/Job at {largest}"
+    if marginal:
+        text += f", marginal {marginal[1] / 1024:.1f} KB/Job {marginal[0]}"
+    return {
+        "goal": "<= 3 KB controller RSS per cached child Job at 50k Jobs",
+        "measured": text,
+        "met": None,
+    }
+
+
+def _write_goals(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """No writes after a restart; status writes over a 16k-Job JobSet's life."""
+    out: list[dict[str, Any]] = []
     steady_writes = [
         (r["scenario"], r["jobs"], r["controller"]["steady"]["writes"])
         for r in data.get("runs", [])
@@ -195,12 +214,6 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
             "met": all(w <= GOAL_STATUS_WRITES for _, w in lives) if lives else None,
         }
     )
-    # Issue 17: unthrottled rate and CPU against the independent minimal client.
-    out += rate_report.goals(data)
-    # Issue 17: admission, recovery, fairness.
-    out += tenancy_report.goals(data)
-    # Issue 17: the largest JobSet at --sim-level pods against the published anchor.
-    out += pod_scale_report.goals(data)
     return out
 
 
@@ -373,35 +386,45 @@ def plots(data: dict[str, Any], results: Path, prefix: str) -> list[Path]:
 
     def rss(ax: Any) -> None:
         series(ax, lambda r, side, n: r[side].get("rss_peak_mib"))
-        steady = by.get("restart-recreate", {})
-        ns = sorted(n for n in steady if steady[n]["controller"].get("steady"))
-        if ns:
-            ax.plot(
-                ns,
-                [steady[n]["controller"]["steady"]["rss_synced_mib"] for n in ns],
-                marker="D",
-                color="k",
-                label="steady, synced (controller)",
-            )
-        ax.set_yscale("log")
+        _draw_steady_rss(ax, by.get("restart-recreate", {}))
 
     figure("rss", "Peak RSS of the measured process", "MiB", rss)
-
-    def ratio(ax: Any) -> None:
-        for s, runs in by.items():
-            ns = sorted(runs)
-            ax.plot(
-                ns,
-                [runs[n]["ratio"].get(HEADLINE[s]) for n in ns],
-                marker="o",
-                color=colors.get(s, "C7"),
-                label=f"{s}: {HEADLINE[s].replace('_', ' ')}",
-            )
-        ax.axhline(1.0, color="k", linewidth=0.8)
-        ax.axhline(GOAL_THROUGHPUT, color="r", linestyle=":", label="goal (creation) 0.8")
-
-    figure("ratio", "Speed vs baseline (baseline time / controller time)", "ratio", ratio)
+    figure(
+        "ratio",
+        "Speed vs baseline (baseline time / controller time)",
+        "ratio",
+        lambda ax: _draw_ratio(ax, by, colors),
+    )
     return written
+
+
+def _draw_steady_rss(ax: Any, steady: dict[int, dict[str, Any]]) -> None:
+    """The controller's RSS once synced after a restart, over the peak RSS series."""
+    ns = sorted(n for n in steady if steady[n]["controller"].get("steady"))
+    if ns:
+        ax.plot(
+            ns,
+            [steady[n]["controller"]["steady"]["rss_synced_mib"] for n in ns],
+            marker="D",
+            color="k",
+            label="steady, synced (controller)",
+        )
+    ax.set_yscale("log")
+
+
+def _draw_ratio(ax: Any, by: dict[str, dict[int, dict[str, Any]]], colors: dict[str, str]) -> None:
+    """Each scenario's headline speed vs the baseline, with 1.0 and the creation goal."""
+    for s, runs in by.items():
+        ns = sorted(runs)
+        ax.plot(
+            ns,
+            [runs[n]["ratio"].get(HEADLINE[s]) for n in ns],
+            marker="o",
+            color=colors.get(s, "C7"),
+            label=f"{s}: {HEADLINE[s].replace('_', ' ')}",
+        )
+    ax.axhline(1.0, color="k", linewidth=0.8)
+    ax.axhline(GOAL_THROUGHPUT, color="r", linestyle=":", label="goal (creation) 0.8")
 
 
 # ---------------------------------------------------------------------- RESULTS.md
@@ -427,7 +450,8 @@ def _section(
     data: dict[str, Any], prefix: str, with_plots: bool = True, pod_plot: bool = False
 ) -> str:
     lines = [
-        f"Run `{data.get('command')}` on {data.get('started')}, {data.get('machine')}; "
+        f"Run `{data.get('command')}` on {data.get('started')} at commit "
+        f"{data.get('commit') or '(not recorded)'}, {data.get('machine')}; "
         f"{data.get('wall_seconds', 0):.0f} s wall. Options: "
         + ", ".join(f"{k} {v}" for k, v in (data.get("options") or {}).items()),
         "",
@@ -476,6 +500,22 @@ def _section(
     per_job = _requests_per_job(data)
     if per_job:
         lines += ["### API requests per Job (largest size)", "", per_job, ""]
+    lines += _placement_section(data)
+    for name, title in (
+        ("ratio", "speed vs baseline"),
+        ("throughput", "throughput"),
+        ("cpu_per_job", "CPU per Job"),
+        ("rss", "RSS"),
+    ):
+        if with_plots:
+            lines.append(f"![{title}](results/{prefix}_{name}.png)")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _placement_section(data: dict[str, Any]) -> list[str]:
+    """The placement benchmark's table, when the run has one."""
+    lines: list[str] = []
     placement = data.get("placement")
     if placement and placement.get("summary"):
         lines += [
@@ -483,8 +523,8 @@ def _section(
             "",
             "*kube-scheduler evaluations*: what kube-scheduler would have evaluated for the same "
             "pods (InterPodAffinity term tests plus filter plugin calls, counted by the "
-            "simulator's cost model, docs/benchmarks.md#placement); the simulated scheduler's "
-            "own time does not show that work.",
+            "simulator's cost model, docs/benchmarks.md#the-schedulers-work-counted); the "
+            "simulated scheduler's own time does not show that work.",
             "",
             markdown_table(
                 [
@@ -501,16 +541,7 @@ def _section(
             ),
             "",
         ]
-    for name, title in (
-        ("ratio", "speed vs baseline"),
-        ("throughput", "throughput"),
-        ("cpu_per_job", "CPU per Job"),
-        ("rss", "RSS"),
-    ):
-        if with_plots:
-            lines.append(f"![{title}](results/{prefix}_{name}.png)")
-    lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def _requests_per_job(data: dict[str, Any]) -> str:
@@ -546,7 +577,7 @@ INTRO = """# Benchmark results
 This file is rewritten by every run (`benchmarks/report.py`); the JSON behind it is in
 `benchmarks/results/`.
 
-Goals (issue 7), whether met or not:
+Goals of the throttled scenarios, whether met or not:
 
 - Job creation throughput >= 0.8 x the baseline at 16k Jobs;
 - controller CPU per Job grows by no more than 1.5 x from 1k to 16k Jobs;
@@ -555,7 +586,7 @@ Goals (issue 7), whether met or not:
 - and <= 200 status writes over the whole life of a JobSet with 16k Jobs (wide: from
   creation to Completed).
 
-Goals (issue 17), each a ratio measured in the same run: unthrottled creation rate >= 0.9 x
+Goals against the physical limits, each a ratio measured in the same run: unthrottled creation rate >= 0.9 x
 an independent minimal client (plain aiohttp, the controller's own Job bodies) and client
 CPU per Job <= 1.25 x at 16k, both also as a fraction of the simulator's limit; pod webhooks
 at 1,000 pods/s with p99 <= 20 ms; the Job controller's pod creation with the webhooks
@@ -573,18 +604,49 @@ steadier than wall time, and are what the CPU and API-efficiency comparisons res
 """
 
 
-def write_all(results: Path = RESULTS) -> list[Path]:
-    """Plots and RESULTS.md from `scale.json`, `scale_large.json` and any other
-    `scale_*.json` (partial runs with other flags), in that order."""
+# Sections a run can hold besides its scenario and rate runs; each is one measurement.
+SECTIONS = ("fairness", "recovery", "admission", "pod_scale", "placement")
+
+
+def coverage(data: dict[str, Any]) -> set[tuple[str, ...]]:
+    """What a run measured: each scenario at each size, each rate size, each section."""
+    items: set[tuple[str, ...]] = {
+        ("run", r["scenario"], str(r["jobs"])) for r in data.get("runs", [])
+    }
+    items |= {("rate", str(r["jobs"])) for r in (data.get("rate") or {}).get("runs", [])}
+    items |= {(k,) for k in SECTIONS if data.get(k)}
+    return items
+
+
+def latest(runs: dict[str, dict[str, Any]]) -> list[str]:
+    """The names of the runs to report, newest first: a run whose every measurement a newer
+    run also made is stale, so RESULTS.md never shows an old figure beside a new one."""
+    newest_first = sorted(runs, key=lambda n: str(runs[n].get("started", "")), reverse=True)
+    kept: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    for name in newest_first:
+        measured = coverage(runs[name])
+        if measured and measured <= seen:
+            continue
+        kept.append(name)
+        seen |= measured
+    return kept
+
+
+def _report_order(names: list[str]) -> list[str]:
+    """`make bench`, then `make bench-large`, then partial runs by name."""
+    first = [n for n in ("scale", "scale_large") if n in names]
+    return first + sorted(n for n in names if n not in first)
+
+
+def write_all(results: Path = RESULTS, out: Path = RESULTS_MD) -> list[Path]:
+    """Plots and RESULTS.md from the latest run of each benchmark among `scale.json`,
+    `scale_large.json` and any other `scale_*.json` (partial runs with other flags)."""
     written: list[Path] = []
     sections = [INTRO]
-    names = ["scale", "scale_large"]
-    names += sorted(p.stem for p in results.glob("scale_*.json") if p.stem not in names)
-    for name in names:
-        path = results / f"{name}.json"
-        if not path.exists():
-            continue
-        data = json.loads(path.read_text())
+    runs = {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("scale*.json"))}
+    for name in _report_order(latest(runs)):
+        data = runs[name]
         data["goals"] = goals(data)  # derived: judged by the goals as they are written now
         sizes = {r["jobs"] for r in data.get("runs", [])}
         sizes |= {r["jobs"] for r in (data.get("rate") or {}).get("runs", [])}
@@ -601,8 +663,8 @@ def write_all(results: Path = RESULTS) -> list[Path]:
         written += pod_plot
         title = data.get("command") or name
         sections.append(f"## `{title}`\n\n" + _section(data, name, with_plots, bool(pod_plot)))
-    RESULTS_MD.write_text("\n".join(sections))
-    written.append(RESULTS_MD)
+    out.write_text("\n".join(sections))
+    written.append(out)
     return written
 
 

@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,24 @@ def _command(argv: list[str] | None) -> str:
     if args == ["--large"]:
         return "make bench-large"
     return "python -m benchmarks.run " + " ".join(args)
+
+
+def commit() -> str | None:
+    """The checkout's commit, `+dirty` when it has uncommitted changes, so that RESULTS.md
+    says what code each figure comes from; None outside a git checkout."""
+    repo = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+        except OSError:
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    head = git("rev-parse", "--short=12", "HEAD")
+    if head is None:
+        return None
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def predict(durations: dict[tuple[str, int], float], scenario: str, n: int) -> float | None:
@@ -125,6 +144,82 @@ def run_placement(console: Console, out: Path) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    p = _parser()
+    args = p.parse_args(argv)
+
+    sizes = sorted({int(s) for s in args.sizes.split(",") if s})
+    if args.large:
+        sizes = sorted({*sizes, 64000})
+        args.budget = 0
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    for s in scenarios:
+        if s not in RUNNERS:
+            p.error(f"unknown scenario {s!r} (known: {', '.join(RUNNERS)})")
+    out = (
+        Path(args.out)
+        if args.out
+        else RESULTS / ("scale_large.json" if args.large else "scale.json")
+    )
+    opts = Options(
+        qps=args.qps,
+        burst=args.burst,
+        concurrency=args.concurrency,
+        parallelism=args.parallelism,
+        time_scale=args.time_scale,
+        timeout=args.timeout,
+    )
+    configure_logging("console", "WARNING")  # the harness's own informers stay quiet
+    console = Console()
+    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+        console = Console(width=170)
+    console.print(
+        f"[bold]jobset bench[/bold]: sizes {sizes}, scenarios {scenarios}, "
+        f"budget {args.budget or 'none'} s, {machine()}"
+    )
+    started = datetime.now(UTC)
+    run = _Run(args, console, time.monotonic())
+    rate_runs = _rate_runs(run, sizes, opts) if args.rate == "yes" else []
+    extra = _pod_sections(run, sizes, opts) if args.pods == "yes" else {}
+    runs = _scenario_runs(run, sizes, scenarios, opts)
+    data: dict[str, Any] = {
+        "benchmark": "scale",
+        "machine": machine(),
+        "started": started.isoformat(timespec="seconds"),
+        "commit": commit(),
+        "wall_seconds": 0.0,
+        "command": _command(argv),
+        "options": {
+            "sizes": sizes,
+            "scenarios": scenarios,
+            "budget_seconds": args.budget,
+            "qps": opts.qps,
+            "burst": opts.burst,
+            "concurrency": opts.concurrency,
+            "parallelism": opts.parallelism,
+            "time_scale": opts.time_scale,
+            "sim_level": "jobs",
+        },
+        "runs": runs,
+        "rate": {"runs": rate_runs, "limit_clients": rate.LIMIT_CLIENTS},
+        **extra,
+        "skipped": run.skipped,
+    }
+    return _finish(run, data, out)
+
+
+@dataclass
+class _Run:
+    """What the steps of one `benchmarks.run` share: the flags, the console, when it
+    started, how long each step took (to predict the next) and the steps skipped."""
+
+    args: argparse.Namespace
+    console: Console
+    t_start: float
+    durations: dict[tuple[str, int], float] = field(default_factory=dict)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sizes", default="1000,4000,16000", help="child Jobs per scenario")
     p.add_argument("--large", action="store_true", help="also 64000 Jobs, no budget")
@@ -159,116 +254,93 @@ def main(argv: list[str] | None = None) -> int:
         f"step (default {pod_scale.BENCH_PODS}; --large: "
         f"{','.join(map(str, pod_scale.LARGE_PODS))}; 'none': skip)",
     )
-    args = p.parse_args(argv)
+    return p
 
-    sizes = sorted({int(s) for s in args.sizes.split(",") if s})
-    if args.large:
-        sizes = sorted({*sizes, 64000})
-        args.budget = 0
-    scenarios = [s for s in args.scenarios.split(",") if s]
-    for s in scenarios:
-        if s not in RUNNERS:
-            p.error(f"unknown scenario {s!r} (known: {', '.join(RUNNERS)})")
-    out = (
-        Path(args.out)
-        if args.out
-        else RESULTS / ("scale_large.json" if args.large else "scale.json")
+
+def _rate_runs(run: _Run, sizes: list[int], opts: Options) -> list[dict[str, Any]]:
+    """The unthrottled rate against the minimal client at each size the budget allows."""
+    rate_runs: list[dict[str, Any]] = []
+    for i, n in enumerate(sizes):
+        elapsed = time.monotonic() - run.t_start
+        guess = predict(run.durations, "rate", n)
+        if run.args.budget and guess is not None and elapsed + guess > run.args.budget:
+            run.skipped.append({"scenario": "rate", "jobs": n, "reason": f"budget: {guess:.0f}s"})
+            continue
+        run.console.print(f"rate {n}: controller, minimal client, sim limit ...")
+        t = time.monotonic()
+        first = "controller" if i % 2 == 0 else "minimal"
+        rate_entry = asyncio.run(rate.run_size(n, opts, first))
+        run.durations[("rate", n)] = rate_entry["step_seconds"] = round(time.monotonic() - t, 1)
+        rate_runs.append(rate_entry)
+        run.console.print(rate.one_line(rate_entry))
+    return rate_runs
+
+
+def _pod_sections(run: _Run, sizes: list[int], opts: Options) -> dict[str, Any]:
+    """Fairness, recovery, pod admission and the pod-scale climb."""
+    args, console = run.args, run.console
+    extra: dict[str, Any] = {}
+    console.print(f"fairness at {max(sizes)} Jobs per large JobSet ...")
+    extra["fairness"] = asyncio.run(fairness.run(max(sizes), opts))
+    console.print(fairness.one_line(extra["fairness"]))
+    console.print("recovery per restart strategy ...")
+    # InPlaceRestart runs real agents (~0.4 s CPU each to start, twice per recovery):
+    # `make bench` runs it at BENCH_IN_PLACE_JOBS Jobs to stay in its budget, `--large`
+    # at the full 32 x 8.
+    extra["recovery"] = asyncio.run(
+        recovery.run_all(
+            list(recovery.STRATEGIES),
+            Options(timeout=args.timeout),
+            real_jobs=None if args.large else BENCH_IN_PLACE_JOBS,
+        )
     )
-    opts = Options(
-        qps=args.qps,
-        burst=args.burst,
-        concurrency=args.concurrency,
-        parallelism=args.parallelism,
-        time_scale=args.time_scale,
-        timeout=args.timeout,
-    )
-    configure_logging("console", "WARNING")  # the harness's own informers stay quiet
-    console = Console()
-    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
-        console = Console(width=170)
-    console.print(
-        f"[bold]jobset bench[/bold]: sizes {sizes}, scenarios {scenarios}, "
-        f"budget {args.budget or 'none'} s, {machine()}"
-    )
-    started = datetime.now(UTC)
-    t_start = time.monotonic()
+    for r in extra["recovery"]["runs"]:
+        console.print(recovery.one_line(r))
+    console.print("pod admission under load ...")
+    extra["admission"] = asyncio.run(admission.run(min(args.timeout, 180.0)))
+    console.print(admission.one_line(extra["admission"]))
+    steps = _pod_scale_sizes(args.pod_scale, args.large)
+    if steps:
+        console.print(f"pod scale at --sim-level pods: {steps} pods ...")
+        # bench-large also records where each process's CPU went (py-spy, if installed).
+        prof = RESULTS / "profiles" if args.large and profiling.available() else None
+        extra["pod_scale"] = asyncio.run(pod_scale.run(steps, progress=console.print, profile=prof))
+    return extra
+
+
+def _over_budget(run: _Run, scenario: str, n: int) -> str | None:
+    """Why the step is skipped, if it would overrun the budget."""
+    elapsed = time.monotonic() - run.t_start
+    guess = predict(run.durations, scenario, n)
+    budget = run.args.budget
+    if guess is None and budget and elapsed > budget * 0.85:
+        guess = budget  # nothing to predict from and little time left
+    if budget and guess is not None and elapsed + guess > budget:
+        return f"budget: predicted {guess:.0f}s at {elapsed:.0f}s of {budget:.0f}s"
+    return None
+
+
+def _scenario_runs(
+    run: _Run, sizes: list[int], scenarios: list[str], opts: Options
+) -> list[dict[str, Any]]:
+    """Both sides of every scenario at every size the budget allows, with a progress bar."""
     runs: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
-    durations: dict[tuple[str, int], float] = {}
     weight = {n: n for n in sizes}
     total = sum(weight[n] * 2 for n in sizes for _ in scenarios)
-
-    rate_runs: list[dict[str, Any]] = []
-    if args.rate == "yes":
-        for i, n in enumerate(sizes):
-            elapsed = time.monotonic() - t_start
-            guess = predict(durations, "rate", n)
-            if args.budget and guess is not None and elapsed + guess > args.budget:
-                skipped.append({"scenario": "rate", "jobs": n, "reason": f"budget: {guess:.0f}s"})
-                continue
-            console.print(f"rate {n}: controller, minimal client, sim limit ...")
-            t = time.monotonic()
-            first = "controller" if i % 2 == 0 else "minimal"
-            entry = asyncio.run(rate.run_size(n, opts, first))
-            durations[("rate", n)] = entry["step_seconds"] = round(time.monotonic() - t, 1)
-            rate_runs.append(entry)
-            console.print(rate.one_line(entry))
-    extra: dict[str, Any] = {}
-    if args.pods == "yes":
-        console.print(f"fairness at {max(sizes)} Jobs per large JobSet ...")
-        extra["fairness"] = asyncio.run(fairness.run(max(sizes), opts))
-        console.print(fairness.one_line(extra["fairness"]))
-        console.print("recovery per restart strategy ...")
-        # InPlaceRestart runs real agents (~0.4 s CPU each to start, twice per recovery):
-        # `make bench` runs it at BENCH_IN_PLACE_JOBS Jobs to stay in its budget, `--large`
-        # at the full 32 x 8.
-        extra["recovery"] = asyncio.run(
-            recovery.run_all(
-                list(recovery.STRATEGIES),
-                Options(timeout=args.timeout),
-                real_jobs=None if args.large else BENCH_IN_PLACE_JOBS,
-            )
-        )
-        for r in extra["recovery"]["runs"]:
-            console.print(recovery.one_line(r))
-        console.print("pod admission under load ...")
-        extra["admission"] = asyncio.run(admission.run(min(args.timeout, 180.0)))
-        console.print(admission.one_line(extra["admission"]))
-        steps = _pod_scale_sizes(args.pod_scale, args.large)
-        if steps:
-            console.print(f"pod scale at --sim-level pods: {steps} pods ...")
-            # bench-large also records where each process's CPU went (py-spy, if installed).
-            prof = RESULTS / "profiles" if args.large and profiling.available() else None
-            extra["pod_scale"] = asyncio.run(
-                pod_scale.run(steps, progress=console.print, profile=prof)
-            )
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         TextColumn("{task.percentage:>3.0f}%"),
         TimeElapsedColumn(),
-        console=console,
+        console=run.console,
     ) as progress:
         task = progress.add_task("starting", total=total)
         for i, n, scenario in step_order(sizes, scenarios):
             order = SIDES if i % 2 == 0 else SIDES[::-1]
-            elapsed = time.monotonic() - t_start
-            guess = predict(durations, scenario, n)
-            if guess is None and args.budget and elapsed > args.budget * 0.85:
-                guess = args.budget  # nothing to predict from and little time left
-            if args.budget and guess is not None and elapsed + guess > args.budget:
-                skipped.append(
-                    {
-                        "scenario": scenario,
-                        "jobs": n,
-                        "reason": f"budget: predicted {guess:.0f}s at {elapsed:.0f}s "
-                        f"of {args.budget:.0f}s",
-                    }
-                )
-                progress.console.print(
-                    f"[yellow]skip[/yellow] {scenario} {n}: predicted {guess:.0f}s, "
-                    f"{args.budget - elapsed:.0f}s left"
-                )
+            reason = _over_budget(run, scenario, n)
+            if reason is not None:
+                run.skipped.append({"scenario": scenario, "jobs": n, "reason": reason})
+                progress.console.print(f"[yellow]skip[/yellow] {scenario} {n}: {reason}")
                 progress.advance(task, weight[n] * 2)
                 continue
             entry: dict[str, Any] = {"scenario": scenario, "jobs": n, "order": list(order)}
@@ -288,35 +360,19 @@ def main(argv: list[str] | None = None) -> int:
                 entry[side] = result
                 step_t += took
                 progress.advance(task, weight[n])
-            durations[(scenario, n)] = step_t
+            run.durations[(scenario, n)] = step_t
             entry["step_seconds"] = round(step_t, 1)
             entry["ratio"] = report.ratios(entry)
             runs.append(entry)
             progress.console.print(report.one_line(entry))
+    return runs
 
-    data: dict[str, Any] = {
-        "benchmark": "scale",
-        "machine": machine(),
-        "started": started.isoformat(timespec="seconds"),
-        "wall_seconds": 0.0,
-        "command": _command(argv),
-        "options": {
-            "sizes": sizes,
-            "scenarios": scenarios,
-            "budget_seconds": args.budget,
-            "qps": opts.qps,
-            "burst": opts.burst,
-            "concurrency": opts.concurrency,
-            "parallelism": opts.parallelism,
-            "time_scale": opts.time_scale,
-            "sim_level": "jobs",
-        },
-        "runs": runs,
-        "rate": {"runs": rate_runs, "limit_clients": rate.LIMIT_CLIENTS},
-        **extra,
-        "skipped": skipped,
-    }
-    elapsed = time.monotonic() - t_start
+
+def _finish(run: _Run, data: dict[str, Any], out: Path) -> int:
+    """Placement if there is time, the goals, the JSON, the tables and RESULTS.md; 1 if a
+    side or a rate phase failed."""
+    args, console = run.args, run.console
+    elapsed = time.monotonic() - run.t_start
     want_placement = args.placement == "yes" or (
         args.placement == "auto" and (not args.budget or elapsed + 90 < args.budget)
     )
@@ -324,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("placement: 4 strategies on 64 domains ...")
         data["placement"] = run_placement(console, RESULTS / "placement_64.json")
     data["goals"] = report.goals(data)
-    data["wall_seconds"] = round(time.monotonic() - t_start, 1)
+    data["wall_seconds"] = round(time.monotonic() - run.t_start, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2) + "\n")
     console.print(report.table(data))
@@ -333,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_report:
         for path in report.write_all(RESULTS):
             console.print(f"wrote {path}")
+    runs, rate_runs = data["runs"], data["rate"]["runs"]
     failed = [s for r in runs for s in SIDES if "error" in r.get(s, {})]
     failed += [s for r in rate_runs for s in ("controller", "minimal", "limit") if "error" in r[s]]
     return 1 if failed else 0

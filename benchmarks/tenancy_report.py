@@ -99,6 +99,11 @@ def _opt(r: dict[str, Any], key: str) -> str:
 
 
 def section(data: dict[str, Any]) -> list[str]:
+    """RESULTS.md's sections on pod admission, recovery and fairness."""
+    return _admission_section(data) + _recovery_section(data) + _fairness_section(data)
+
+
+def _admission_section(data: dict[str, Any]) -> list[str]:
     from benchmarks.report import markdown_table
 
     lines: list[str] = []
@@ -162,6 +167,13 @@ def section(data: dict[str, Any]) -> list[str]:
             ),
             "",
         ]
+    return lines
+
+
+def _recovery_section(data: dict[str, Any]) -> list[str]:
+    from benchmarks.report import markdown_table
+
+    lines: list[str] = []
     rec = (data.get("recovery") or {}).get("runs") or []
     ok = [r for r in rec if "error" not in r]
     if ok:
@@ -216,6 +228,13 @@ def section(data: dict[str, Any]) -> list[str]:
                 f"{r['strategy']} ran {r['jobs']} Jobs instead of {r['requested_jobs']}: {why}.",
                 "",
             ]
+    return lines
+
+
+def _fairness_section(data: dict[str, Any]) -> list[str]:
+    from benchmarks.report import markdown_table
+
+    lines: list[str] = []
     fair = [c for c in (data.get("fairness") or {}).get("cases") or [] if "error" not in c]
     if fair:
         lines += [

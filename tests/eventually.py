@@ -12,7 +12,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, overload
 
 __all__ = ["eventually", "eventually_sync"]
 
@@ -26,15 +26,39 @@ def _timed_out(within: float, what: str, check: object, last: object) -> Asserti
     return AssertionError(f"timed out after {within}s waiting for {waited_for}: last {last!r}")
 
 
+@overload
 async def eventually(
-    probe: Callable[[], T | Awaitable[T]],
-    check: Callable[[T], object] = bool,
+    probe: Callable[[], Awaitable[T]],
+    check: Callable[[T], object] = ...,
+    within: float = ...,
+    what: str = ...,
+    *,
+    interval: float = ...,
+    retry_on: tuple[type[BaseException], ...] = ...,
+) -> T: ...
+
+
+@overload
+async def eventually(
+    probe: Callable[[], T],
+    check: Callable[[T], object] = ...,
+    within: float = ...,
+    what: str = ...,
+    *,
+    interval: float = ...,
+    retry_on: tuple[type[BaseException], ...] = ...,
+) -> T: ...
+
+
+async def eventually(
+    probe: Callable[[], Any],
+    check: Callable[[Any], object] = bool,
     within: float = WITHIN,
     what: str = "",
     *,
     interval: float = 0.05,
     retry_on: tuple[type[BaseException], ...] = (),
-) -> T:
+) -> Any:
     """Await `probe()` until `check` holds for its value; return that value."""
     deadline = time.monotonic() + within
     last: Any = None
@@ -44,8 +68,8 @@ async def eventually(
             if inspect.isawaitable(value):
                 value = await value
             last = value
-            if check(cast(T, value)):
-                return cast(T, value)
+            if check(value):
+                return value
         except retry_on as exc:
             last = exc
         if time.monotonic() > deadline:

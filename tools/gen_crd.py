@@ -500,8 +500,9 @@ def volume_claim_policy_schema(kube: KubeSchemas) -> Schema:
     )
 
 
-def spec_schema(kube: KubeSchemas) -> Schema:
-    failure_rule = obj(
+def failure_rule_schema() -> Schema:
+    """One rule of `spec.failurePolicy.rules`."""
+    return obj(
         "An action for failed Jobs matching the reasons, message patterns and targets.",
         {
             "name": string(
@@ -532,61 +533,79 @@ def spec_schema(kube: KubeSchemas) -> Schema:
         },
         required=["action", "name"],
     )
+
+
+def failure_policy_schema() -> Schema:
+    """`spec.failurePolicy`."""
+    return obj(
+        "How Job failures are handled: restarts, their budget, and per-failure rules. "
+        "Without it, the first failed Job fails the JobSet.",
+        {
+            "maxRestarts": integer("Restarts allowed (counted ones) before the JobSet fails."),
+            "restartStrategy": string(
+                "Recreate replaces each Job as soon as its predecessor is gone; "
+                "BlockingRecreate waits until all are gone; InPlaceRestart restarts "
+                "healthy pods in place.",
+                default="Recreate",
+                enum=["Recreate", "BlockingRecreate", "InPlaceRestart"],
+            ),
+            "rules": array(
+                "Rules tried in order for a failed Job; the first match applies. No "
+                "match means RestartJobSet.",
+                failure_rule_schema(),
+            ),
+        },
+        extensions={"x-kubernetes-validations": immutable()},
+    )
+
+
+def network_schema() -> Schema:
+    """`spec.network`."""
+    return obj(
+        "Pod networking: DNS hostnames through a headless Service.",
+        {
+            "enableDNSHostnames": boolean(
+                "Give pods stable hostnames <jobset>-<rjob>-<jobIndex>-<podIndex>.<subdomain>."
+            ),
+            "subdomain": string(
+                "Name of the headless Service and pod subdomain; the JobSet name if empty."
+            ),
+            "publishNotReadyAddresses": boolean(
+                "Publish DNS records of pods before they are ready (default true)."
+            ),
+        },
+        extensions={"x-kubernetes-validations": immutable()},
+    )
+
+
+def success_policy_schema() -> Schema:
+    """`spec.successPolicy`."""
+    return obj(
+        "When the JobSet counts as Completed.",
+        {
+            "operator": string(
+                "All: every Job of the targets succeeded. Any: one Job did.",
+                enum=["All", "Any"],
+            ),
+            "targetReplicatedJobs": atomic_strings(
+                "ReplicatedJobs the operator looks at; empty means all."
+            ),
+        },
+        required=["operator"],
+        extensions={"x-kubernetes-validations": immutable()},
+    )
+
+
+def spec_schema(kube: KubeSchemas) -> Schema:
     properties: Schema = {
         "replicatedJobs": array(
             "The groups of Jobs forming the set.",
             replicated_job_schema(kube),
             **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
         ),
-        "network": obj(
-            "Pod networking: DNS hostnames through a headless Service.",
-            {
-                "enableDNSHostnames": boolean(
-                    "Give pods stable hostnames <jobset>-<rjob>-<jobIndex>-<podIndex>.<subdomain>."
-                ),
-                "subdomain": string(
-                    "Name of the headless Service and pod subdomain; the JobSet name if empty."
-                ),
-                "publishNotReadyAddresses": boolean(
-                    "Publish DNS records of pods before they are ready (default true)."
-                ),
-            },
-            extensions={"x-kubernetes-validations": immutable()},
-        ),
-        "successPolicy": obj(
-            "When the JobSet counts as Completed.",
-            {
-                "operator": string(
-                    "All: every Job of the targets succeeded. Any: one Job did.",
-                    enum=["All", "Any"],
-                ),
-                "targetReplicatedJobs": atomic_strings(
-                    "ReplicatedJobs the operator looks at; empty means all."
-                ),
-            },
-            required=["operator"],
-            extensions={"x-kubernetes-validations": immutable()},
-        ),
-        "failurePolicy": obj(
-            "How Job failures are handled: restarts, their budget, and per-failure rules. "
-            "Without it, the first failed Job fails the JobSet.",
-            {
-                "maxRestarts": integer("Restarts allowed (counted ones) before the JobSet fails."),
-                "restartStrategy": string(
-                    "Recreate replaces each Job as soon as its predecessor is gone; "
-                    "BlockingRecreate waits until all are gone; InPlaceRestart restarts "
-                    "healthy pods in place.",
-                    default="Recreate",
-                    enum=["Recreate", "BlockingRecreate", "InPlaceRestart"],
-                ),
-                "rules": array(
-                    "Rules tried in order for a failed Job; the first match applies. No "
-                    "match means RestartJobSet.",
-                    failure_rule,
-                ),
-            },
-            extensions={"x-kubernetes-validations": immutable()},
-        ),
+        "network": network_schema(),
+        "successPolicy": success_policy_schema(),
+        "failurePolicy": failure_policy_schema(),
         "startupPolicy": obj(
             "Order of ReplicatedJob creation. Deprecated in favour of dependsOn.",
             {

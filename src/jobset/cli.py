@@ -1,6 +1,6 @@
 """`jobset`, the console script (pyproject `jobset = "jobset.cli:main"`): parser and dispatch.
 
-Every sub-command and flag is a stable contract (docs/design.md, docs/cli.md). This module
+Every sub-command and flag is a stable contract (docs/architecture.md, docs/cli.md). This module
 only builds the parser and hands the parsed arguments to where each command lives:
 
 * `jobset controller`: the product as a process, `jobset.wiring`;

@@ -27,6 +27,8 @@ from kubesim.apiserver.resources import Registry
 from kubesim.apiserver.server import ApiHttpServer
 from kubesim.apiserver.storage import DefaultStorageClassHook
 from kubesim.apiserver.store import Store
+from kubesim.controllers.disruption import evict
+from kubesim.controllers.endpoints import resolve_service, simulated_pod_host
 from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
 from kubesim.machinery.errors import ApiError
@@ -86,10 +88,15 @@ class SimCluster:
         self.core = ApiCore(self.registry, self.store)
         self.core.hooks.append(CrdHooks(self.core))
         self.core.hooks.append(DefaultStorageClassHook(self.store))
-        self.core.admission = self.admission = WebhookAdmission(self.core)
+        # The API server imports no simulated controller: how it reaches a webhook's Service
+        # and evicts a pod under its budgets is plugged in here.
+        self.core.admission = self.admission = WebhookAdmission(
+            self.core, resolve_service, simulated_pod_host
+        )
         self._apply_kube_feature_gates()
         self.token = self.options.token or certs.new_token()
         self.http = ApiHttpServer(self.core, self.token, self.options.bookmark_interval)
+        self.http.evict = evict
         self.gc = GarbageCollector(self.core)
         self.events: EventSink | None = EventSink(self.core) if self.options.events else None
         self.components: list[Any] = []
@@ -354,6 +361,9 @@ class SimCluster:
             root = Path(tempfile.mkdtemp(prefix="jobset-sim-volumes-"))
             self._scratch.append(root)
         self.volumes_root = root
+        if self.runtime is not None:  # no container reads the cluster's state or any claim
+            data = [Path(self.options.data_dir)] if self.options.data_dir else []
+            self.runtime.hidden += [root, *data]
         self.components += [
             PersistentVolumeController(self.core, self.events),
             LocalPathProvisioner(self.core, root, self.events),

@@ -2,14 +2,12 @@
 collection are frozen.
 
 Go's collector runs beside the program; CPython 3.11's stops the one event loop for each
-collection, and a full one walks every tracked object. The simulated API server with 16,000
-Jobs stored (about 600,000 objects) paused 400-800 ms every few seconds while its store
-grew - answering nobody meanwhile, which showed up as other tenants' latency in the
-adversarial test of issue 19 - and the controller, whose cache is slimmer, up to 120 ms,
-past the 100 ms its event-loop lag must stay under.
+collection, and a full one walks every tracked object. A simulated API server storing tens
+of thousands of Jobs, or a controller caching them, then pauses for long enough to answer
+nobody meanwhile, which shows up as every other client's latency.
 
 `GcFreezer` freezes (`gc.freeze()`) what survives each full collection, so the next walks
-only what was created since: about 20 ms instead of hundreds. A frozen object is still freed
+only what was created since. A frozen object is still freed
 as soon as its reference count drops - the store's objects are acyclic JSON, replaced or
 deleted whole - but a reference cycle that was alive at a freeze (an in-flight request's
 objects) is never examined again. So every `reclaim_seconds` (10 minutes) `reclaim()`
@@ -20,10 +18,7 @@ seconds. Used by the processes that own their heap - `jobset controller`, `jobse
 With survivors frozen, a full collection costs what survived since the previous one, so
 the freezer also makes full collections more frequent: every `FULL_EVERY` (2) collections
 of the middle generation instead of CPython's 10. The same objects are walked once each,
-in shorter pauses. With 16,000 Jobs being created, `jobset sim` paused 8-19 ms every
-1.6 s, and 28 of the 48 slowest samples of another tenant in the adversarial test of issue
-19 overlapped such a pause (or one of the controller's, 12-26 ms); at 2, the simulator's
-pauses are 2-9 ms.
+in shorter pauses (docs/decisions/0002-gc-freezing.md).
 """
 
 from __future__ import annotations

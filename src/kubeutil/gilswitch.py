@@ -1,21 +1,19 @@
 """A short interpreter-lock switch interval for an asyncio process that also runs CPU-bound
 work in worker threads.
 
-The controller plans a tenant-sized JobSet (16,000 Jobs, or thousands of failure-rule
+The controller plans a tenant-sized JobSet (thousands of Jobs, or of failure-rule
 patterns) in a worker thread so that its event loop keeps serving everyone else
 (`jobset_controller.PLAN_IN_THREAD_JOBS`); the simulated API server handles large request
-bodies in worker threads (a 1.4 MiB JobSet's validation and managedFields). But the loop
+bodies in worker threads (a large JobSet's validation and managedFields). But the loop
 gives the interpreter lock away at every socket call and every `select`, and while such a
 thread is runnable the loop then waits for the lock to come back: up to one switch interval
 (`sys.getswitchinterval()`, 5 ms by default) per call. A request that crosses a dozen socket
-calls on a loop - an admission review, a Job create - so took tens of milliseconds longer
-whenever a large JobSet was being planned or stored: the convoy effect of the GIL, the
-largest part of another tenant's p99 in the adversarial test of issue 19
-(docs/reliability.md, "Eighth pass").
+calls on a loop - an admission review, a Job create - so took much longer whenever a
+large JobSet was being planned or stored: the convoy effect of the GIL
+(docs/decisions/0003-plan-in-a-thread.md).
 
-Half a millisecond bounds that wait tenfold; the worker thread pays one more lock handoff
-per half millisecond (a few microseconds each), which is nothing next to what it saves the
-loop. The interval is process-wide state, so only a process that owns its interpreter sets
+A shorter interval bounds that wait; the worker thread pays a few more lock handoffs, which
+is little next to what it saves the loop. The interval is process-wide state, so only a process that owns its interpreter sets
 it - `jobset controller` and `jobset dev` through `ManagerOptions.switch_interval`, `jobset
 sim` around its serving - never a manager or a `SimCluster` inside someone else's process (a
 test's), and the previous value is restored on exit.

@@ -5,8 +5,10 @@ sends nothing else; `apiclient.py`), and acts on every change as `decide.py` say
 
 - the attempt is written on its pod with server-side apply (field manager
   `in-place-restart-agent`, forced), the one write the agent makes: its ServiceAccount needs
-  `patch` on pods and `get/list/watch` on jobsets, nothing more (the example's
-  ValidatingAdmissionPolicy limits the patch to that annotation);
+  `patch` on pods and `get/list/watch` on jobsets, nothing more; the
+  ValidatingAdmissionPolicy shipped beside the Role in examples/in-place-restart.yaml
+  limits that ServiceAccount's pod updates to this annotation on the pod its token is
+  bound to (tests/integration/sim/test_admission_policy.py);
 - restart: the agent exits with `IN_PLACE_RESTART_EXIT_CODE`; the pod's
   `restartPolicyRules` make the kubelet restart it in place (`RestartAllContainers` for the
   sidecar, `Restart` for the main container in main-container mode);
@@ -15,7 +17,12 @@ sends nothing else; `apiclient.py`), and acts on every change as `decide.py` say
   main-container mode runs `WORKER_COMMAND` and exits with its exit code.
 
 SIGTERM / SIGINT end it with 128 + the signal number (not 0: the exit code decides what the
-kubelet does next), after stopping the worker. A failed write is retried every second.
+kubelet does next), after stopping the worker. A failed write is retried with client-go's
+jittered backoff (`backoff.py`), so a refused patch costs the API server a few requests a
+minute, not one a second per pod. An unexpected error in the watch or in the decision loop
+is logged with its traceback and ends the agent with `CRASH_EXIT_CODE`: the kubelet then
+restarts the container, where a dead task would leave the agent up, holding its barrier
+forever.
 """
 
 from __future__ import annotations
@@ -31,13 +38,15 @@ from typing import Any, Final
 from aiohttp import web
 
 from jobset.agent.apiclient import AgentApi, AgentApiError, InClusterApi, KubeconfigApi
+from jobset.agent.backoff import Backoff
 from jobset.agent.decide import AgentState, decide
 from jobset.agent.environment import AgentEnv
 from jobset.agent.logs import logger
 
-__all__ = ["Agent", "main", "run_agent"]
+__all__ = ["CRASH_EXIT_CODE", "Agent", "main", "run_agent"]
 
-RETRY: Final = 1.0  # seconds before a failed pod write is tried again
+# The agent's own failure (an unexpected error), as Python exits on an uncaught exception.
+CRASH_EXIT_CODE: Final = 1
 
 
 def _shell() -> str:
@@ -63,14 +72,17 @@ class Agent:
         self._runner: web.AppRunner | None = None
         self._worker: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._write_backoff = Backoff()
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         self._done = loop.create_future()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._signalled, sig)
-        self._tasks.append(asyncio.create_task(self._follow(), name="agent-watch"))
-        self._tasks.append(asyncio.create_task(self._loop(), name="agent-loop"))
+        for work, name in ((self._follow(), "agent-watch"), (self._loop(), "agent-loop")):
+            task = asyncio.create_task(work, name=name)
+            task.add_done_callback(self._task_ended)
+            self._tasks.append(task)
         self.log.info("in-place restart agent started", exit_code=self.env.exit_code)
         try:
             return await self._done
@@ -89,6 +101,19 @@ class Agent:
     async def _follow(self) -> None:
         async for js in self.api.jobset_views():
             self._seen(js)
+
+    def _task_ended(self, task: asyncio.Task[None]) -> None:
+        """The watch and the loop run until the agent ends: one that stops first failed."""
+        if task.cancelled() or (self._done is not None and self._done.done()):
+            return
+        exc = task.exception()
+        self.log.error(
+            "agent task failed: exiting so that the kubelet restarts the container",
+            task=task.get_name(),
+            exit_code=CRASH_EXIT_CODE,
+            exc_info=exc or RuntimeError("the task returned"),
+        )
+        self._finish(CRASH_EXIT_CODE)
 
     def _seen(self, js: Mapping[str, Any]) -> None:
         self._latest = js
@@ -116,9 +141,10 @@ class Agent:
             step = decide(self.state, js)
             if step.write_attempt is not None:
                 if not await self._write_attempt(step.write_attempt):
-                    await asyncio.sleep(RETRY)
+                    await asyncio.sleep(self._write_backoff.next())
                     self._changed.set()
                     return
+                self._write_backoff.reset()
                 continue  # decide again, now knowing the attempt
             if step.restart:
                 self.log.info(

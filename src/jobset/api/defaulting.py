@@ -32,7 +32,7 @@ class _Defaults:
     missing leaf in an existing container is one operation. `add` for an absent member,
     `replace` for one that is present (null, empty, or of another type): the operations
     `jsonpatch.make_patch(js, default_jobset(js))` gives, without a deep copy and a diff of
-    the whole object (0.31 s for a 0.9 MiB JobSet).
+    the whole object, which are slow for a large JobSet.
     """
 
     def __init__(self) -> None:
@@ -126,7 +126,7 @@ def defaulted_view(js: Mapping[str, Any]) -> JobSet:
     are copied (shallowly, once each), everything else is shared with `js`.
 
     For readers only - the controller's pass, which reads a cached JobSet and writes nothing
-    into it: a deep copy of a 0.9 MiB JobSet on every pass was most of the pass. Neither `js`
+    into it: a deep copy of a large JobSet on every pass would be most of the pass. Neither `js`
     nor the result may be mutated below the top level while the other is in use.
     """
     ops = defaulting_patch(js)

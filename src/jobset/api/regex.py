@@ -24,8 +24,8 @@ __all__ = [
 ]
 
 # A failure policy with this many message patterns is compiled and matched in a worker
-# thread, by the controller's plan and by the webhook's check alike: compiling 6,000 patterns
-# (a policy as large as an object allows) takes ~100 ms, matching them tens of ms.
+# thread, by the controller's plan and by the webhook's check alike: compiling and matching a
+# policy as large as an object allows would hold the event loop too long.
 MANY_PATTERNS = 256
 
 
@@ -67,8 +67,8 @@ def go_regexp_error(pattern: str) -> str | None:
 
 # Compiled patterns kept: more than one JobSet's worth (3,000 rules x 2 patterns fit in one
 # object). Held below the working set, an LRU cache thrashes - a pass that walks 6,000
-# patterns in order would compile every one again, ~70 us each. A compiled pattern takes
-# about 1.6 KiB, so the cache stays under ~30 MiB.
+# patterns in order would compile every one again. Compiled patterns are small, so a cache of
+# this size stays modest in memory.
 COMPILED_CACHE_SIZE = 16384
 
 

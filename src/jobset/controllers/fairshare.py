@@ -1,8 +1,8 @@
 """A pass's share of a reconcile worker: long creations give the worker back when others wait.
 
 The JobSet controller runs `--concurrency` reconcile workers over one work queue, and one
-pass of a JobSet creates every Job it misses. A 16,000-Job JobSet at 500 QPS holds its worker
-for 32 s; with as many large JobSets as workers, every other tenant's JobSet - three Jobs in
+pass of a JobSet creates every Job it misses, so a large JobSet holds its worker until all
+are created; with as many large JobSets as workers, every other tenant's JobSet - three Jobs in
 another namespace - waits in the queue until one of them has created all of its Jobs.
 
 `CreationSlice` wraps the Jobs a pass is about to create. It hands them out as usual, but
@@ -11,17 +11,15 @@ stops: the pass ends, the JobSet is queued again at the back (behind whoever wai
 next pass plans the Jobs still missing (names are deterministic, so nothing is created
 twice). The work queue's FIFO order then makes the workers rotate over the waiting JobSets:
 fair queueing at the granularity of a time slice, with no cost when nobody waits (a large
-JobSet alone is never cut: re-planning 16,000 Jobs costs 70-180 ms a pass).
+JobSet alone is never cut: re-planning it would be wasted).
 
-A cut pass is planned again, and a plan costs in proportion to the Jobs that exist: about
-30 ms at 14,000 on an idle core, 80-120 ms of wall time under load in its worker thread,
-while the event loop shares the interpreter with it and every other tenant's requests
-slow. Cut every 0.5 s, a 16,000-Job JobSet re-planned about every 0.8 s towards the end of
-its creation, and most of another tenant's slowest samples in the adversarial test of
-issue 19 fell inside one of those plans. So a pass's slice lasts at least
-`PLAN_SLICE_RATIO` times as long as its own plan took (`slice_seconds`): re-planning stays
-under 2 % of a large JobSet's turn (the slice is at most 10 s), and a small JobSet - whose
-plan takes a millisecond - keeps the 0.5 s slice.
+A cut pass is planned again, and a plan costs in proportion to the Jobs that exist, while
+the event loop shares the interpreter with it and every other tenant's requests slow. With
+a fixed slice a large JobSet would be re-planned over and over, and other tenants' requests
+would wait behind those plans. So a pass's slice lasts at least `PLAN_SLICE_RATIO` times as
+long as its own plan took (`slice_seconds`, at most `MAX_PLAN_SLICE_SECONDS`): re-planning stays
+a small share of a large JobSet's turn, and a small JobSet keeps the base slice
+(docs/decisions/0005-creation-slice.md).
 
 Upstream creates all Jobs of a pass at once and has the same head-of-line blocking; its
 controller-runtime queue has no fairness between objects either.

@@ -5,8 +5,8 @@ A child Job as the API server sends it is mostly bytes no reconcile reads (manag
 pod template); 50,000 of them would be gigabytes. `job_record` keeps what the readers listed
 below need, in a dict shaped like the Job (same paths, so every reader works on it
 unchanged), and shares through one `Interner` every part many Jobs have in common: label
-values, owner references, the Complete condition, equal spec and status blocks. About 1 KB per
-cached Job (docs/benchmarks.md). The pod template is kept only while a Job is suspended,
+values, owner references, the Complete condition, equal spec and status blocks (its memory
+per cached Job is a goal of docs/benchmarks.md). The pod template is kept only while a Job is suspended,
 and then only the fields a resume merges into (labels, annotations, nodeSelector,
 tolerations, schedulingGates, and each container's name and resources).
 
@@ -24,7 +24,7 @@ import orjson
 
 from jobset.api import constants as c
 from jobset.controllers.jobfacts import CachedJob, job_facts
-from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION
+from jobset.placement.strategy import DOMAIN_KEY, PRIORITY_ANNOTATION, STRATEGY_KEY
 from jobset.runtime.client import Object
 from jobset.runtime.transforms import Interner
 
@@ -35,8 +35,9 @@ __all__ = ["job_record"]
 # the failure policy (the Failed condition's reason, message and time; job-index), resume
 # (the pod template of a suspended Job, its startTime), act (uid, resourceVersion,
 # deletionTimestamp), the owner index and event mapping (the controller ownerReference),
-# and planned placement, which shares this cache (domain label, exclusive-topology and
-# priority annotations, creationTimestamp, the jobset-name label).
+# and planned placement, which shares this cache (domain label and annotation,
+# exclusive-topology, priority and strategy annotations, creationTimestamp, the jobset-name
+# label, the controller ownerReference).
 _JOB_LABELS: Final = (
     c.JOBSET_NAME_KEY,
     c.REPLICATED_JOB_NAME_KEY,
@@ -44,7 +45,7 @@ _JOB_LABELS: Final = (
     c.JOB_RESTART_ATTEMPT_KEY,
     DOMAIN_KEY,
 )
-_JOB_ANNOTATIONS: Final = (c.EXCLUSIVE_KEY, PRIORITY_ANNOTATION)
+_JOB_ANNOTATIONS: Final = (c.EXCLUSIVE_KEY, PRIORITY_ANNOTATION, DOMAIN_KEY, STRATEGY_KEY)
 _JOB_METADATA: Final = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
 _JOB_COUNTS: Final = ("active", "ready", "succeeded", "failed")
 _RESUME_POD_FIELDS: Final = ("nodeSelector", "tolerations", "schedulingGates")
@@ -110,10 +111,9 @@ def job_record(job: Object) -> Object:
     """Cache transform for Jobs: a new, small record of what reconciles read (see
     `_JOB_LABELS` and friends above), with every part many Jobs have in common shared.
 
-    A child Job as stored is about 9 KB of Python objects once its pod spec and
-    managedFields are gone (its 12 JobSet keys appear four times: labels and annotations,
-    on the Job and on its pod template); this record is a few hundred bytes plus what is
-    unique to the Job (name, uid, resourceVersion, creation time, index label). The pod
+    A child Job as stored is large even once its pod spec and managedFields are gone (its
+    JobSet keys appear four times: labels and annotations, on the Job and on its pod
+    template); this record is small and shared but for what is unique to the Job (name, uid, resourceVersion, creation time, index label). The pod
     template is kept only while the Job is suspended, for the resume merge. A record is a
     dict shaped like the Job (same paths), so every reader works on it unchanged; like
     every cached object it is shared and must not be modified.

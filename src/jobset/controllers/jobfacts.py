@@ -1,13 +1,13 @@
 """What a reconcile pass reads of each child Job, parsed once per cached Job record.
 
 Every pass over a JobSet sorts, classifies and counts all of its Jobs, and finds which
-indices exist. For a 16,000-Job JobSet that was 16,000 times: read the labels, parse three
-integer labels, walk the conditions, read the counts, split the name - about 3 µs a Job,
-45 ms a pass, and the pass repeats every time the JobSet is requeued while its Jobs are
+indices exist. Parsing each Job on every pass (read the labels, parse three integer labels,
+walk the conditions, read the counts, split the name) made a pass over a large JobSet long,
+and the pass repeats every time the JobSet is requeued while its Jobs are
 created. Planned in a worker thread (as such a JobSet is), that work holds the interpreter
 lock, and every socket call of the event loop meanwhile waits up to a switch interval for
 it: the other tenants' admissions and reconciles slowed for as long as the plan ran
-(docs/reliability.md, "Adversarial JobSets").
+(docs/reliability.md, "Adversarial JobSets next to normal ones").
 
 A cached Job never changes: an update replaces the whole record (`jobcache.job_record`
 builds a new one per event, and cached objects are shared read-only). So the parse is done

@@ -101,8 +101,8 @@ class JobKeys:
     replica counts, the ReplicatedJob's offsets in the JobSet and in its group, restart
     targets, placement annotations) worked out once, so that a Job's keys cost its index.
 
-    Building 16,000 Jobs walked the ReplicatedJobs four times per Job for the counts and
-    offsets (and, with RestartJob, built the whole per-Job restart list per Job); the keys
+    Computed per Job, the counts and offsets walk the ReplicatedJobs several times per Job
+    (and, with RestartJob, the whole restart list is built per Job); the keys
     are the same strings in the same order as computed one Job at a time.
     """
 
@@ -202,8 +202,7 @@ def template_json(rjob: Mapping[str, Any]) -> bytes:
     Serialised once per ReplicatedJob (`PendingJobs` keeps it for all the Jobs it builds) and
     parsed once per Job, each Job gets a template of its own - nothing mutable is shared
     with the JobSet (the cache's object) or with its sibling Jobs - at the cost of one JSON
-    parse, a fraction of the deep copies it replaces (two per Job: 48 ms for a 0.9 MiB
-    template). Objects from the API are JSON; anything orjson refuses is deep-copied instead.
+    parse, a fraction of the two deep copies per Job it replaces. Objects from the API are JSON; anything orjson refuses is deep-copied instead.
     """
     try:
         return orjson.dumps(rjob.get("template") or {})
@@ -298,8 +297,8 @@ class NewJob:
 class BodyTemplate:
     """The JSON body of every Job of one ReplicatedJob, encoded once with holes for what
     differs between them (`JobKeys.per_job`): a body is its pieces joined, byte for byte
-    `orjson.dumps(construct_job(...))`, without building the Job (16,000 Jobs' bodies built
-    as dicts and encoded were about 6% of the controller's CPU per created Job).
+    `orjson.dumps(construct_job(...))`, without building the Job (building every body as a
+    dict and encoding it was a visible share of the controller's CPU per created Job).
 
     Only where the Jobs differ in nothing else: not with framework presets (per-Job ranks
     and env), the node-selector placement strategy (per-Job selector), volumeClaimPolicies
@@ -390,8 +389,8 @@ class BodyTemplate:
 class PendingJobs(Sequence[Job]):
     """The child Jobs a pass will create, each built only when it is read.
 
-    A restart of a 50,000-Job JobSet misses 50,000 Jobs, and a built body is about 20 KB of
-    Python objects: building them all before the first request held a gigabyte. This holds
+    A restart of a large JobSet misses every Job, and building all their bodies before the
+    first request would hold them all in memory at once. This holds
     `(ReplicatedJob, indices)` instead; iterating builds one body at a time (and a consumer
     that sends each before taking the next keeps O(its parallelism) bodies alive). Reading
     the same position twice builds two equal bodies: `construct_job` is pure.
@@ -543,7 +542,7 @@ def indices_of(
     not yet seen), by ReplicatedJob, as sets (a name in both counts once).
 
     Each Job's name is read split through its parsed facts (`jobfacts`: once per cached
-    record), so a pass over a 16,000-Job JobSet does not split 16,000 names again.
+    record), so a pass over a large JobSet does not split every name again.
     """
     prefix = f"{jobset_name}-"
     cut = len(prefix)

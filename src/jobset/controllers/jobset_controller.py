@@ -3,8 +3,10 @@
 Watches JobSets (primary), and Jobs and Services mapped to their controller owner JobSet.
 Every read of a reconcile is served by the informer caches:
 
-- Jobs are indexed by controller owner UID (a Job with the right name but another owner is
-  not a child) and cached as the small records of `jobset.controllers.jobcache`;
+- Jobs are indexed by controller owner - a JobSet (kind and API group) in the Job's own
+  namespace, by UID - so neither a Job with the right name but another owner nor one in
+  another namespace that copied the JobSet's UID is a child (`jobset.resources`); they are
+  cached as the small records of `jobset.controllers.jobcache`;
 - Services are looked up by name (the headless Service exists or not);
 - PVCs, when volumeClaimPolicies are used, are looked up by name among those labelled with
   a JobSet name (the PVCs this controller creates carry that label);
@@ -27,14 +29,14 @@ does not write them (they predate those Jobs; the Jobs' events bring the pass th
 current ones): one status write fewer per JobSet. Events and the finished/restart metrics
 follow a successful status write only.
 
-No JobSet holds the event loop for the others. `plan` is pure and synchronous, and over a
-16,000-Job JobSet it takes about 16 ms on an idle core (sorting, classifying, counting and
-indexing every Job; each cached Job's labels, conditions and name are parsed once, as the
-record is built: `jobfacts`), more on a busy one. For a JobSet with `PLAN_IN_THREAD_JOBS`
+No JobSet holds the event loop for the others. `plan` is pure and synchronous, and its cost
+grows with the Jobs that exist (sorting, classifying, counting and indexing every Job; each
+cached Job's labels, conditions and name are parsed once, as the record is built:
+`jobfacts`). For a JobSet with `PLAN_IN_THREAD_JOBS`
 Jobs or more, or a failure policy of `PLAN_IN_THREAD_PATTERNS` message patterns or more,
 it runs in a worker thread, so the loop - every other JobSet's pass, the webhooks, the
 lease renewal - gets the interpreter back at each GIL switch interval instead of waiting for
-the whole plan (0.5 ms in `jobset controller`, not Python's 5 ms: `kubeutil.gilswitch`).
+the whole plan (`kubeutil.gilswitch` shortens that interval).
 Its inputs are cache objects, which nobody modifies (they are replaced), and the plan
 changes nothing, so the thread shares nothing mutable. Acting then awaits each write, and
 the Job bodies are built one per write, so the rest of a pass yields anyway.
@@ -71,9 +73,8 @@ from jobset.controllers.jobs import NewJob, all_exist, indices_of
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
 from jobset.controllers.plan import Plan, PlanInput, Resume, plan
 from jobset.controllers.stored_validation import StoredValidation
-from jobset.resources import JOBSETS
+from jobset.resources import JOBSET_OWNER_INDEX, JOBSETS, index_jobset_owner, jobset_owner_key
 from jobset.runtime import (
-    BY_CONTROLLER_UID,
     ApiError,
     FuncHandler,
     Informer,
@@ -83,7 +84,6 @@ from jobset.runtime import (
     enqueue_mapped,
     enqueue_object,
     enqueue_owner,
-    index_by_controller_uid,
     strip_managed_fields,
 )
 from jobset.runtime.client import JOBS, PVCS, SERVICES, Resource
@@ -101,14 +101,14 @@ EVENT_COMPONENT: Final = "jobset-controller"
 
 T = TypeVar("T")
 
-# A JobSet with this many Jobs is planned in a worker thread (about 1 ms of planning on the
-# loop below it; the thread hop costs ~0.1 ms). A planning thread holds the interpreter lock
+# A JobSet with this many Jobs is planned in a worker thread (below it, planning on the loop
+# costs less than the thread hop would save). A planning thread holds the interpreter lock
 # the loop needs after each socket call, so a plan's cost slows the loop while it runs: the
 # per-Job parse is done once per record (`jobfacts`) to keep that short.
 PLAN_IN_THREAD_JOBS: Final = 1000
 # ... and so is one whose failure policy has this many message patterns: a failed Job is
-# matched against each rule's patterns in turn (RE2, linear, but 6,000 patterns - a policy
-# as large as an object allows - take tens of ms even when compiled, and far more to compile).
+# matched against each rule's patterns in turn (RE2, linear, but a policy as large as an
+# object allows is long to match and longer to compile).
 PLAN_IN_THREAD_PATTERNS: Final = MANY_PATTERNS
 # A pass that finds the cache still behind this controller's own status write waits for
 # the write's watch event, which requeues the JobSet; this long at most (seconds).
@@ -218,7 +218,7 @@ class JobSetController:
             JOBSETS, transform=strip_managed_fields, resync_period=resync_period
         )
         self.jobs = manager.informer(
-            JOBS, transform=job_record, indexers={BY_CONTROLLER_UID: index_by_controller_uid}
+            JOBS, transform=job_record, indexers={JOBSET_OWNER_INDEX: index_jobset_owner}
         )
         self.services = manager.informer(SERVICES, transform=strip_managed_fields)
         self.pvcs = manager.informer(
@@ -279,28 +279,7 @@ class JobSetController:
             self.log.debug("own status write not in the cache yet, waiting for it")
             return Result(requeue_after=OWN_WRITE_WAIT)
         uid = str(js["metadata"].get("uid") or "")
-        jobs = self.jobs.store.by_index(BY_CONTROLLER_UID, uid) if uid else []
-        inp = PlanInput(
-            jobset=js,
-            jobs=jobs,
-            now=self.clock(),
-            service_exists=self._service_exists(js),
-            existing_pvcs=self._existing_pvcs(js),
-            features=self.features,
-            invalid_message=self._validation.message(key, js),
-            awaited_jobs=self.awaited.pending(key),
-            deleted_jobs=self.awaited_deletes.pending(key),
-            pods=self._in_place_pods(js),
-        )
-        planning = time.monotonic()
-        if (
-            len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
-            or message_pattern_count(js) >= PLAN_IN_THREAD_PATTERNS
-        ):
-            p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
-        else:
-            p = plan(inp)
-        plan_seconds = time.monotonic() - planning
+        p, plan_seconds = await self._plan(key, req.namespace, uid, js)
         if p.skip is not None:
             self.log.debug("skipping jobset", reason=p.skip)
             return Result()
@@ -323,23 +302,7 @@ class JobSetController:
                 self.log.debug("write conflict, requeueing", error=str(err))
                 return Result(requeue=True)
             raise
-        requeue_after = p.requeue_after or 0.0
-        write = p.status_changed
-        if write and p.only_counts_changed:
-            if created:
-                # Counts taken before these Jobs existed are stale already; the Jobs' watch
-                # events bring the pass that writes current ones (one write fewer per JobSet).
-                write = False
-            else:
-                last = self._last_status_write.get(key)
-                wait = 0.0 if last is None else last + self.counts_interval - time.monotonic()
-                if wait > 0:
-                    # Counts that change with every Job event are coalesced: a pass takes a
-                    # few milliseconds, so writing each change wrote status hundreds of times
-                    # over a 1,000-Job JobSet's life. Decisions never read the stored counts
-                    # (plan recomputes them from the Jobs): only their freshness waits.
-                    write = False
-                    requeue_after = min(wait, requeue_after) if requeue_after else wait
+        write, requeue_after = self._status_write_due(key, p, created)
         if write:
             try:
                 # Only the new resourceVersion is read of the answer (_remember_own_write).
@@ -368,6 +331,55 @@ class JobSetController:
                 # A write never seen must not wait for an unrelated event to be made again.
                 requeue_after = min(requeue_after, expiry) if requeue_after else expiry
         return Result(requeue_after=requeue_after)
+
+    async def _plan(
+        self, key: str, namespace: str, uid: str, js: Mapping[str, Any]
+    ) -> tuple[Plan, float]:
+        """The pass's plan from the caches, and the seconds planning took."""
+        owner = jobset_owner_key(namespace, uid)
+        jobs = self.jobs.store.by_index(JOBSET_OWNER_INDEX, owner) if uid else []
+        inp = PlanInput(
+            jobset=js,
+            jobs=jobs,
+            now=self.clock(),
+            service_exists=self._service_exists(js),
+            existing_pvcs=self._existing_pvcs(js),
+            features=self.features,
+            invalid_message=self._validation.message(key, js),
+            awaited_jobs=self.awaited.pending(key),
+            deleted_jobs=self.awaited_deletes.pending(key),
+            pods=self._in_place_pods(js),
+        )
+        planning = time.monotonic()
+        if (
+            len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
+            or message_pattern_count(js) >= PLAN_IN_THREAD_PATTERNS
+        ):
+            p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
+        else:
+            p = plan(inp)
+        return p, time.monotonic() - planning
+
+    def _status_write_due(self, key: str, p: Plan, created: int) -> tuple[bool, float]:
+        """Whether the pass writes its status now, and when to look again."""
+        requeue_after = p.requeue_after or 0.0
+        write = p.status_changed
+        if write and p.only_counts_changed:
+            if created:
+                # Counts taken before these Jobs existed are stale already; the Jobs' watch
+                # events bring the pass that writes current ones (one write fewer per JobSet).
+                write = False
+            else:
+                last = self._last_status_write.get(key)
+                wait = 0.0 if last is None else last + self.counts_interval - time.monotonic()
+                if wait > 0:
+                    # Counts that change with every Job event are coalesced: writing each
+                    # change would write status once per Job event over a JobSet's life.
+                    # Decisions never read the stored counts (plan recomputes them from the
+                    # Jobs): only their freshness waits.
+                    write = False
+                    requeue_after = min(wait, requeue_after) if requeue_after else wait
+        return write, requeue_after
 
     def _in_place_pods(self, js: Mapping[str, Any]) -> list[Any]:
         if self.pods is None or not is_in_place_restart(js):
@@ -440,9 +452,8 @@ class JobSetController:
 
         Such a pass would plan on the status before that write (a restart not yet counted,
         say), and its own write would fail on the resourceVersion: a wasted plan and a
-        wasted PUT of the whole object. For a JobSet of 1.44 MiB (3,000 failure rules) each
-        was tens of ms of both processes' CPU, twice per restart, while other tenants
-        waited. The write's watch event brings the next pass; `OWN_WRITE_WAIT` is the net
+        wasted PUT of the whole object, costly for a large JobSet in both processes while
+        other tenants wait. The write's watch event brings the next pass; `OWN_WRITE_WAIT` is the net
         should it never come. Any other version (the write's own, or a newer one by
         someone else) ends the wait.
         """

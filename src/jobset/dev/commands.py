@@ -233,7 +233,7 @@ async def run_dev(args: argparse.Namespace) -> int:
     options = ManagerOptions(
         kubeconfig=args.kubeconfig,
         # Loopback, like the simulated API server and the webhooks: a developer's metrics
-        # and health servers are nobody else's business (issue 20 finding 8).
+        # and health servers are nobody else's business.
         bind_address=DEV_BIND_ADDRESS,
         concurrency=args.concurrency,
         reconcile_timeout=args.reconcile_timeout,

@@ -13,6 +13,9 @@ failed Jobs per ReplicatedJob, restarts, the node pool each Job landed in), then
 one's final state against the outcome its header promises, and how to use the cluster
 with kubectl.
 
+`python -m jobset.dev.demo NAME...` runs other examples instead (`make demo-train`: the
+real JAX training run of examples/jax-train/), each NAME a file or directory in examples/.
+
 Interactive (stdin and stdout are terminals) it keeps the cluster running until Ctrl-C.
 With `JOBSET_DEMO_EXIT=1`, or when stdin is not a terminal (CI), it prints plain text,
 stops the cluster and exits: 0 when every example reached its expected state.
@@ -31,18 +34,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 from jobset.controllers.jobset_controller import jobset_phase
 from jobset.dev.examplekit import (
+    EXAMPLE_FILE,
     EXAMPLES_DIR,
     Example,
     job_placements,
     load_example,
     observed_from,
+    pod_logs,
     start_dev,
     unmet,
 )
@@ -215,12 +220,15 @@ class Display:
 class Snapshot:
     jobsets: dict[str, dict[str, Any]]
     items: list[dict[str, Any]]
+    logs: dict[str, str] = field(default_factory=dict)  # JobSet -> its pods' logs, once ended
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [i for i in self.items if i.get("kind") == kind]
 
 
-def snapshot(dev: SimProcess) -> Snapshot | None:
+def snapshot(dev: SimProcess, log_jobsets: Sequence[str] = ()) -> Snapshot | None:
+    """The demo namespace's JobSets and their objects; the pods' logs of the JobSets in
+    `log_jobsets` that have ended (read once they are final, not every second)."""
     result = _kubectl(
         dev.kubeconfig,
         "get",
@@ -234,7 +242,19 @@ def snapshot(dev: SimProcess) -> Snapshot | None:
         return None
     items = json.loads(result.stdout).get("items") or []
     jobsets = {str(i["metadata"]["name"]): i for i in items if i.get("kind") == "JobSet"}
-    return Snapshot(jobsets, [i for i in items if i.get("kind") != "JobSet"])
+    snap = Snapshot(jobsets, [i for i in items if i.get("kind") != "JobSet"])
+    for name in log_jobsets:
+        if (jobsets.get(name, {}).get("status") or {}).get("terminalState"):
+            snap.logs[name] = pod_logs(_kubectl_out(dev.kubeconfig), NAMESPACE, name)
+    return snap
+
+
+def _kubectl_out(kubeconfig: Path) -> Callable[..., str]:
+    def run(*args: str) -> str:
+        result = _kubectl(kubeconfig, *args)
+        return result.stdout if result.returncode == 0 else ""
+
+    return run
 
 
 def _leaders_placed(snap: Snapshot, name: str) -> bool:
@@ -248,7 +268,14 @@ def _leaders_placed(snap: Snapshot, name: str) -> bool:
     return bool(leaders) and all((p.get("spec") or {}).get("nodeName") for p in leaders)
 
 
-def main() -> int:
+def _load(names: Sequence[str]) -> list[Example]:
+    """The examples named (a file, or a directory holding jobset.yaml, in examples/)."""
+    paths = [EXAMPLES_DIR / name for name in names]
+    return [load_example(p / EXAMPLE_FILE if p.is_dir() else p) for p in paths]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    names = list(sys.argv[1:] if argv is None else argv) or list(DEMO_EXAMPLES)
     interactive = sys.stdin.isatty() and not os.environ.get("JOBSET_DEMO_EXIT")
     out = sys.stdout
     display = Display(out, live=out.isatty() and os.environ.get("TERM") != "dumb")
@@ -256,7 +283,7 @@ def main() -> int:
         print("kubectl is not on PATH; the demo needs it to talk to the cluster", file=sys.stderr)
         return 1
     try:
-        examples = [load_example(EXAMPLES_DIR / name) for name in DEMO_EXAMPLES]
+        examples = _load(names)
     except (OSError, ValueError) as exc:
         print(f"cannot read the examples in {EXAMPLES_DIR}: {exc}", file=sys.stderr)
         return 1
@@ -327,14 +354,14 @@ class _Submitter:
         self.submitted: dict[str, float] = {}
 
     def __call__(self, example: Example) -> bool:
-        result = _kubectl(self.kubeconfig, "apply", "-n", NAMESPACE, "-f", str(example.path))
+        args = example.apply_args()
+        result = _kubectl(self.kubeconfig, *args, "-n", NAMESPACE)
         what = example.title.split(" - ", 1)[-1]
+        shown = f"kubectl {' '.join(args[:-1])} {example.shown}"
         if result.returncode != 0:
-            self.display.message(
-                f"kubectl apply -f examples/{example.path.name} failed: {result.stderr.strip()}"
-            )
+            self.display.message(f"{shown} failed: {result.stderr.strip()}")
             return False
-        self.display.message(f"$ kubectl apply -f examples/{example.path.name}    # {what}")
+        self.display.message(f"$ {shown}    # {what}")
         self.submitted[example.name] = time.monotonic()
         return True
 
@@ -356,7 +383,7 @@ def _watch(
     finished_at: dict[str, float] = {}
     while time.monotonic() < deadline:
         tick = time.monotonic()
-        snap = snapshot(dev) or snap
+        snap = snapshot(dev, [e.name for e in examples if e.expect.logs]) or snap
         if snap is not None:
             waiting = [e for e in examples if e.name not in submit.submitted]
             if waiting and (
@@ -429,6 +456,7 @@ def _met(example: Example, snap: Snapshot, nodes: Sequence[dict[str, Any]]) -> b
 
 def _problems(example: Example, snap: Snapshot, nodes: Sequence[dict[str, Any]]) -> list[str]:
     seen = observed_from(example.name, snap.jobsets.get(example.name), snap.items, nodes)
+    seen.logs = snap.logs.get(example.name, "")
     return unmet(example.expect, seen)
 
 
@@ -455,17 +483,31 @@ def _final_report(
     display.message("\n".join(lines))
     display.message("\n$ kubectl get jobsets")
     display.message(_kubectl(dev.kubeconfig, "get", "jobsets").stdout.rstrip())
-    display.message(
-        "\nPoke at the cluster with kubectl:\n"
-        f"  export KUBECONFIG={dev.kubeconfig}\n"
-        "  kubectl get jobsets\n"
-        "  kubectl get jobs,pods -o wide -l jobset.sigs.k8s.io/jobset-name=multislice\n"
-        f"  kubectl get nodes -L {POOL_LABEL}\n"
-        "  kubectl describe jobset ignore-max-restarts      # restarts and conditions\n"
-        "  kubectl logs job/multislice-slice-0              # what the JAX processes printed\n"
+    display.message(_hints(dev, examples))
+    return ok
+
+
+def _hints(dev: SimProcess, examples: Sequence[Example]) -> str:
+    """What to try next with kubectl, for the examples that ran."""
+    first = examples[0].name
+    lines = [
+        "\nPoke at the cluster with kubectl:",
+        f"  export KUBECONFIG={dev.kubeconfig}",
+        "  kubectl get jobsets",
+        f"  kubectl get jobs,pods -o wide -l jobset.sigs.k8s.io/jobset-name={first}",
+        f"  kubectl get nodes -L {POOL_LABEL}",
+    ]
+    if [e.path.name for e in examples] == list(DEMO_EXAMPLES):
+        lines += [
+            "  kubectl describe jobset ignore-max-restarts      # restarts and conditions",
+            "  kubectl logs job/multislice-slice-0              # what the JAX processes printed",
+        ]
+    else:
+        lines.append(f"  kubectl logs -l jobset.sigs.k8s.io/jobset-name={first} --prefix")
+    lines.append(
         f"  kubectl apply -f {_shown(EXAMPLES_DIR / 'simple.yaml')}   # any file in examples/\n"
     )
-    return ok
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

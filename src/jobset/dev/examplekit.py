@@ -21,6 +21,9 @@ for machines (one per key, `# key: value`):
                           label LABEL, and no two Jobs share a value
     ``present=KIND/NAME`` that object exists (repeatable), e.g. ``present=pvc/data-train``
     ``absent=KIND/NAME``  that object does not exist (repeatable)
+    ``log=REGEX``         the logs of the JobSet's pods that exist at the end (every
+                          container) match the Python regular expression REGEX
+                          (repeatable; no spaces in it)
 
 ``# then-run: kubectl ARGS``
     optional: a follow-up step (shell quoting), run once ``expect`` holds, e.g. resuming
@@ -30,7 +33,13 @@ for machines (one per key, `# key: value`):
 ``# jobset-dev-flags: FLAGS``
     flags `jobset dev` needs for this example (feature gates, nodes); shell quoting.
     ``$JOBSET_BIN`` stands for the directory of this installation's `jobset` command
-    (for ``--run-image``: containers of that image run it as real processes).
+    (for ``--run-image``: containers of that image run it as real processes), and
+    ``$TRAIN_BIN`` for the ``bin`` directory of a virtual environment holding the training
+    examples' requirements (`train_bin`).
+
+An example is a file `examples/<name>.yaml`, or a directory `examples/<name>/` whose
+`jobset.yaml` carries the header; a directory with a `kustomization.yaml` is applied with
+``kubectl apply -k`` (its ConfigMaps generated from the files beside it).
 
 `start_dev` starts `jobset dev` as a child process (as `kubesim.process.start_sim` does
 for `jobset sim`); `observe` reads what the checks need with kubectl; `unmet` compares.
@@ -39,7 +48,10 @@ for `jobset sim`); `observe` reads what the checks need with kubectl; `unmet` co
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
+import sys
 import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,11 +77,16 @@ __all__ = [
     "observe",
     "observed_from",
     "parse_expectation",
+    "pod_logs",
     "start_dev",
+    "train_bin",
     "unmet",
 ]
 
 STATES: Final = ("Completed", "Failed", "Suspended", "deleted")
+EXAMPLE_FILE: Final = "jobset.yaml"  # the manifest of a directory example
+KUSTOMIZATION: Final = "kustomization.yaml"
+TRAIN_VENV: Final = ".venv-train"
 SERVER_SIDE_APPLY_BYTES: Final = 200_000  # client-side apply keeps a copy in an annotation
 
 _KINDS: Final = {
@@ -100,6 +117,7 @@ class Expectation:
     exclusive: str | None = None
     present: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         parts = [self.state]
@@ -117,6 +135,7 @@ class Expectation:
         parts += [f"service={v}" for v in self.services]
         parts += [f"present={v}" for v in self.present]
         parts += [f"absent={v}" for v in self.absent]
+        parts += [f"log={v}" for v in self.logs]
         return " ".join(parts)
 
 
@@ -126,7 +145,13 @@ def parse_expectation(text: str) -> Expectation:
     if not words or words[0] not in STATES:
         raise ValueError(f"expectation must start with one of {', '.join(STATES)}: {text!r}")
     fields: dict[str, Any] = {}
-    lists: dict[str, list[str]] = {"conditions": [], "services": [], "present": [], "absent": []}
+    lists: dict[str, list[str]] = {
+        "conditions": [],
+        "services": [],
+        "present": [],
+        "absent": [],
+        "logs": [],
+    }
     for word in words[1:]:
         key, sep, value = word.partition("=")
         if not sep or not value:
@@ -144,6 +169,12 @@ def parse_expectation(text: str) -> Expectation:
             if not slash or not name or kind.lower() not in _KINDS:
                 raise ValueError(f"{key} needs KIND/NAME with KIND in {sorted(_KINDS)}: {value!r}")
             lists[key].append(f"{kind.lower()}/{name}")
+        elif key == "log":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"log needs a regular expression, {value!r}: {exc}") from None
+            lists["logs"].append(value)
         else:
             raise ValueError(f"unknown check {key!r} in {text!r}")
     return Expectation(
@@ -158,6 +189,7 @@ def parse_expectation(text: str) -> Expectation:
         services=tuple(lists["services"]),
         present=tuple(lists["present"]),
         absent=tuple(lists["absent"]),
+        logs=tuple(lists["logs"]),
     )
 
 
@@ -175,8 +207,24 @@ class Example:
     def manifest(self) -> str:
         return self.path.read_text()
 
+    @property
+    def key(self) -> str:
+        """The example's name in examples/: the file's stem, or its directory's name."""
+        return self.path.parent.name if self.path.name == EXAMPLE_FILE else self.path.stem
+
+    @property
+    def shown(self) -> str:
+        """How a user names it: `examples/simple.yaml`, `examples/jax-train`."""
+        return f"examples/{self.key}" if self.kustomized else f"examples/{self.path.name}"
+
+    @property
+    def kustomized(self) -> bool:
+        return self.path.name == EXAMPLE_FILE and (self.path.parent / KUSTOMIZATION).exists()
+
     def apply_args(self) -> list[str]:
-        """`kubectl` arguments applying this file (server-side when it is large)."""
+        """`kubectl` arguments applying this example (server-side when it is large)."""
+        if self.kustomized:
+            return ["apply", "-k", str(self.path.parent)]
         args = ["apply", "-f", str(self.path)]
         if self.path.stat().st_size > SERVER_SIDE_APPLY_BYTES:
             args.insert(1, "--server-side")
@@ -186,6 +234,24 @@ class Example:
 def jobset_bin() -> str:
     """The directory of this installation's `jobset` console script."""
     return sysconfig.get_path("scripts")
+
+
+def train_bin() -> str:
+    """The `bin` of the virtual environment that runs the training examples' containers:
+    `$JOBSET_TRAIN_BIN`, else `.venv-train/bin` beside this environment (in a checkout,
+    where `make train-venv` creates it next to `.venv`)."""
+    return os.environ.get("JOBSET_TRAIN_BIN") or str(Path(sys.prefix).parent / TRAIN_VENV / "bin")
+
+
+def _flags(text: str) -> tuple[str, ...]:
+    subst = {"$JOBSET_BIN": jobset_bin, "$TRAIN_BIN": train_bin}
+    out = []
+    for flag in shlex.split(text):
+        for var, value in subst.items():
+            if var in flag:
+                flag = flag.replace(var, value())
+        out.append(flag)
+    return tuple(out)
 
 
 def load_example(path: Path) -> Example:
@@ -222,17 +288,16 @@ def load_example(path: Path) -> Example:
         name=str(jobsets[0]["metadata"]["name"]),
         title=title,
         expect=parse_expectation(header["expect"]),
-        dev_flags=tuple(
-            f.replace("$JOBSET_BIN", jobset_bin())
-            for f in shlex.split(header.get("jobset-dev-flags", ""))
-        ),
+        dev_flags=_flags(header.get("jobset-dev-flags", "")),
         then_run=then_run,
         then_expect=parse_expectation(header["then-expect"]) if "then-expect" in header else None,
     )
 
 
 def load_examples(directory: Path = EXAMPLES_DIR) -> list[Example]:
-    return [load_example(p) for p in sorted(directory.glob("*.yaml"))]
+    """Every example: `*.yaml` and `*/jobset.yaml` (a directory example)."""
+    paths = sorted(directory.glob("*.yaml")) + sorted(directory.glob(f"*/{EXAMPLE_FILE}"))
+    return [load_example(p) for p in paths]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,6 +313,7 @@ class Observed:
     pods: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     objects: dict[str, set[str]] = field(default_factory=dict)  # resource -> names
+    logs: str = ""  # the JobSet's pods' logs, when a check reads them
 
 
 Kubectl = Callable[..., str]  # kubectl(*args) -> stdout; raises on failure
@@ -270,7 +336,25 @@ def observe(kubectl: Kubectl, namespace: str, name: str, expect: Expectation) ->
     if expect.exclusive:
         nodes = json.loads(kubectl("get", "nodes", "-o", "json")).get("items") or []
     jobset = json.loads(raw) if raw.strip() else None
-    return observed_from(name, jobset, items.get("items") or [], nodes)
+    seen = observed_from(name, jobset, items.get("items") or [], nodes)
+    if expect.logs:
+        seen.logs = pod_logs(kubectl, namespace, name)
+    return seen
+
+
+def pod_logs(kubectl: Kubectl, namespace: str, name: str) -> str:
+    """The logs of every container of JobSet `name`'s pods (those that exist now)."""
+    return kubectl(
+        "logs",
+        "-n",
+        namespace,
+        "-l",
+        f"jobset.sigs.k8s.io/jobset-name={name}",
+        "--all-containers",
+        "--prefix",
+        "--tail=-1",
+        "--max-log-requests=50",
+    )
 
 
 def observed_from(
@@ -364,6 +448,9 @@ def unmet(expect: Expectation, seen: Observed) -> list[str]:
         kind, name = ref.split("/", 1)
         if name in seen.objects.get(_KINDS[kind], set()):
             problems.append(f"{ref} still exists")
+    for pattern in expect.logs:
+        if not re.search(pattern, seen.logs):
+            problems.append(f"no pod's log matches {pattern!r}")
     if expect.exclusive:
         problems += _exclusive_problems(expect.exclusive, seen)
     return problems

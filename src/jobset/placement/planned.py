@@ -17,19 +17,21 @@ restarted Job returns to its nodes, e.g. a warm local cache), then the tightest 
 (fewest spare pod slots, so large domains stay free for large Jobs), then the name.
 
 Who holds what. A Job holds its domain from the moment `assign` answers until the Job is
-finished (Complete/Failed) or gone. Holdings are derived from the Job cache (an index on
-the domain label) - so a restarted controller re-derives them from the Jobs themselves -
-plus in-memory reservations covering the gap between `assign` and the cache seeing the
-created Job. A suspended Job keeps its domain (its nodeSelector is fixed), so a JobSet
-queued suspended holds its domains while it waits.
+finished (Complete/Failed) or gone. Holdings are derived from the Job and JobSet caches -
+so a restarted controller re-derives them from the Jobs themselves - plus in-memory
+reservations covering the gap between `assign` and the cache seeing the created Job. Only
+Jobs this controller made for a JobSet count (`holdings.py`): a domain label that anyone
+with rights on Jobs can write proves nothing by itself. A suspended Job keeps its domain
+(its nodeSelector is fixed), so a JobSet queued suspended holds its domains while it waits.
 
 Races. `assign` never awaits: in one asyncio process two reconciles cannot interleave
 inside it, and the reservation it makes is visible to the next call at once, whatever the
 cache lags. Across processes only the leader (leader election) runs the reconciler, so
-there is one writer; for the seconds a deposed leader might still be creating Jobs, and for
-Jobs labelled by hand, `conflicts()` finds two live Jobs in one domain and the
+there is one writer; for the seconds a deposed leader might still be creating Jobs,
+`loses_domain()` finds two live Jobs of one JobSet in one domain and the
 `PlannedPlacementController` deletes all but the first created, which the reconciler then
-recreates with a fresh plan.
+recreates with a fresh plan. Jobs of different JobSets sharing a domain are left alone:
+which one to delete would rest on what their namespaces' writers chose.
 
 No domain free: `assign` returns None, the reconciler does not create the Job, and the
 planner calls `wake(namespace, jobset)` once a domain may have freed up (a Job finished or
@@ -47,6 +49,7 @@ from typing import Any, Final
 import orjson
 
 from jobset.api import constants as c
+from jobset.placement.holdings import DomainHoldings, held_domain_key, holding_of
 from jobset.placement.nodes import node_is_eligible, pod_requests, pods_that_fit
 from jobset.placement.strategy import (
     DOMAIN_KEY,
@@ -57,21 +60,19 @@ from jobset.placement.strategy import (
     strategy_of,
     topology_key_of,
 )
+from jobset.resources import JOBSET_OWNER_INDEX, index_jobset_owner, jobset_owner_key
 from jobset.runtime.cache import Object, object_key
 from jobset.runtime.informer import FuncHandler, Informer
 
 __all__ = [
-    "HELD_DOMAIN_INDEX",
     "Assignment",
     "DomainPlanner",
     "apply_assignment",
     "held_domain_key",
-    "index_held_domain",
     "job_priority",
     "wants_planned_placement",
 ]
 
-HELD_DOMAIN_INDEX: Final = "placement-held-domain"
 DEFAULT_RESERVATION_TTL: Final = 300.0
 # Jobs whose last domain is remembered for stickiness (oldest forgotten first).
 MAX_REMEMBERED: Final = 100_000
@@ -86,29 +87,6 @@ class Assignment:
     topology_key: str
     domain: str
     priority: str
-
-
-def held_domain_key(topology_key: str, priority: str, domain: str) -> str:
-    """The index value under which Jobs holding one domain at one priority are found."""
-    return f"{topology_key}\x00{priority}\x00{domain}"
-
-
-def _finished(job: Mapping[str, Any]) -> bool:
-    for cond in (job.get("status") or {}).get("conditions") or []:
-        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
-            return True
-    return False
-
-
-def index_held_domain(job: Object) -> list[str]:
-    """Indexer for the Job cache: the domain a live planned Job holds."""
-    meta = job.get("metadata") or {}
-    domain = (meta.get("labels") or {}).get(DOMAIN_KEY)
-    anns = meta.get("annotations") or {}
-    key = anns.get(c.EXCLUSIVE_KEY)
-    if not domain or not key or _finished(job):
-        return []
-    return [held_domain_key(str(key), str(anns.get(PRIORITY_ANNOTATION, "0")), str(domain))]
 
 
 def job_priority(pod_spec: Mapping[str, Any], priority_classes: Informer | None = None) -> str:
@@ -182,15 +160,17 @@ class _Demand:
 class DomainPlanner:
     """Assigns exclusive topology domains to planned Jobs; see the module docstring.
 
-    `nodes` and `jobs` are the manager's shared informers (the Job informer may slim Jobs:
-    only metadata and status are read). `wake(namespace, jobset_name)` is called for JobSets
-    that found no free domain once one may have freed up.
+    `nodes`, `jobs` and `jobsets` are the manager's shared informers (the Job informer may
+    slim Jobs: only metadata and status are read; JobSets are read for their names and
+    UIDs). `wake(namespace, jobset_name)` is called for JobSets that found no free domain
+    once one may have freed up.
     """
 
     def __init__(
         self,
         nodes: Informer,
         jobs: Informer,
+        jobsets: Informer,
         *,
         wake: Wake | None = None,
         priority_classes: Informer | None = None,
@@ -199,12 +179,17 @@ class DomainPlanner:
     ) -> None:
         self.nodes = nodes
         self.jobs = jobs
+        self.jobsets = jobsets
         self.wake = wake
         self.priority_classes = priority_classes
         self.reservation_ttl = reservation_ttl
         self.clock = clock
-        if HELD_DOMAIN_INDEX not in jobs.store._indexers:
-            jobs.add_indexers({HELD_DOMAIN_INDEX: index_held_domain})
+        if JOBSET_OWNER_INDEX not in jobs.store._indexers:
+            jobs.add_indexers({JOBSET_OWNER_INDEX: index_jobset_owner})
+        self.holdings = DomainHoldings()
+        # namespace/uid -> name of every JobSet the cache showed (oldest forgotten first):
+        # a deleted JobSet's Jobs keep their domains until they are gone.
+        self._known_owners: dict[str, str] = {}
         self._reservations: dict[str, _Reservation] = {}  # job key -> reservation
         self._reserved: dict[str, str] = {}  # held_domain_key -> job key
         self._last_domain: dict[str, str] = {}  # job key -> domain it last held
@@ -218,9 +203,18 @@ class DomainPlanner:
                 delete=lambda _: self._nodes_changed(),
             )
         )
+        jobsets.add_event_handler(FuncHandler(add=self._jobset_seen))
         jobs.add_event_handler(
-            FuncHandler(add=self._job_seen, update=self._job_updated, delete=self._job_gone)
+            FuncHandler(
+                add=self._job_seen,
+                update=lambda _, new: self._job_seen(new),
+                delete=lambda job: self._job_seen(job, gone=True),
+            )
         )
+        for js in jobsets.store.list():
+            self._jobset_seen(js)
+        for job in jobs.store.list():
+            self._job_seen(job)
         self.assignments = 0  # for tests and benchmarks
 
     # ------------------------------------------------------------------ public API
@@ -279,30 +273,30 @@ class DomainPlanner:
 
     def holder(self, topology_key: str, priority: str, domain: str) -> list[str]:
         """Keys of the Jobs holding (or reserved) this domain."""
-        found = set(
-            self.jobs.store.index_keys(
-                HELD_DOMAIN_INDEX, held_domain_key(topology_key, priority, domain)
-            )
-        )
-        reserved = self._reserved.get(held_domain_key(topology_key, priority, domain))
+        value = held_domain_key(topology_key, priority, domain)
+        found = self.holdings.holders(value)
+        reserved = self._reserved.get(value)
         if reserved is not None:
             found.add(reserved)
         return sorted(found)
 
+    def loses_domain(self, key: str) -> bool:
+        """The Job shares its domain with an earlier-created Job of the same JobSet (it is
+        the one to delete). Costs the size of that JobSet's group in the domain, nothing
+        per other Job in the cluster."""
+        group = self.holdings.same_owner(key)
+        if len(group) < 2:
+            return False
+        return self._earliest(group) != key
+
     def conflicts(self) -> list[str]:
-        """Keys of cached live Jobs that share a domain with an earlier-created Job."""
+        """Keys of every Job `loses_domain` would name (a scan of all holdings: for
+        diagnostics and tests, not per event)."""
         losers: list[str] = []
-        store = self.jobs.store
-        for value in store.index_values(HELD_DOMAIN_INDEX):
-            keys = store.index_keys(HELD_DOMAIN_INDEX, value)
-            if len(keys) < 2:
-                continue
-            jobs = [j for k in keys if (j := store.get(k)) is not None]
-            jobs.sort(
-                key=lambda j: (str(j["metadata"].get("creationTimestamp") or ""), object_key(j))
-            )
-            losers.extend(object_key(j) for j in jobs[1:])
-        return losers
+        for group in self.holdings.doubled():
+            first = self._earliest(group)
+            losers.extend(sorted(k for k in group if k != first))
+        return sorted(losers)
 
     def waiting(self) -> set[tuple[str, str]]:
         """JobSets (namespace, name) that found no free domain since the last wake-up."""
@@ -317,7 +311,18 @@ class DomainPlanner:
 
     def _held(self, topology_key: str, priority: str, domain: str) -> bool:
         value = held_domain_key(topology_key, priority, domain)
-        return value in self._reserved or bool(self.jobs.store.index_keys(HELD_DOMAIN_INDEX, value))
+        return value in self._reserved or self.holdings.held(value)
+
+    def _earliest(self, keys: set[str]) -> str:
+        def created(key: str) -> tuple[str, str]:
+            job = self.jobs.store.get(key)
+            meta = (job or {}).get("metadata") or {}
+            return (str(meta.get("creationTimestamp") or ""), key)
+
+        return min(keys, key=created)
+
+    def _owner_known(self, namespace: str, name: str, uid: str) -> bool:
+        return self._known_owners.get(jobset_owner_key(namespace, uid)) == name
 
     def _demand(
         self, topology_key: str, job: Mapping[str, Any], pod_spec: Mapping[str, Any]
@@ -406,29 +411,39 @@ class DomainPlanner:
         if old is new or shape(old) != shape(new):
             self._nodes_changed()
 
-    def _job_seen(self, job: Object) -> None:
+    def _jobset_seen(self, js: Object) -> None:
+        meta = js.get("metadata") or {}
+        uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
+        if not uid or not name:
+            return
+        owner = jobset_owner_key(str(meta.get("namespace") or ""), uid)
+        if self._known_owners.get(owner) == name:
+            return
+        self._known_owners[owner] = name
+        if len(self._known_owners) > MAX_REMEMBERED:
+            del self._known_owners[next(iter(self._known_owners))]
+        # Its Jobs may have been cached first (the two watches are not ordered).
+        for job in self.jobs.store.by_index(JOBSET_OWNER_INDEX, owner):
+            self._job_seen(job)
+
+    def _job_seen(self, job: Object, gone: bool = False) -> None:
         meta = job.get("metadata") or {}
         key = object_key(job)
-        domain = (meta.get("labels") or {}).get(DOMAIN_KEY)
-        if domain:
-            self._last_domain.pop(key, None)
-            self._last_domain[key] = str(domain)
-            if len(self._last_domain) > MAX_REMEMBERED:
-                del self._last_domain[next(iter(self._last_domain))]
-            res = self._reservations.get(key)
-            if (
-                res is not None
-                and res.assignment.domain == domain
-                and not meta.get("deletionTimestamp")
-            ):
-                # The cache now shows the holding; the reservation has done its job.
-                self._drop(key)
-
-    def _job_updated(self, old: Object, new: Object) -> None:
-        self._job_seen(new)
-        if index_held_domain(old) and not index_held_domain(new):
+        holding = None if gone else holding_of(job, self._owner_known)
+        if self.holdings.record(key, holding):
             self._wake_waiters()
-
-    def _job_gone(self, job: Object) -> None:
-        if index_held_domain(job):
-            self._wake_waiters()
+        if holding is None:
+            return
+        domain = str((meta.get("labels") or {}).get(DOMAIN_KEY))
+        self._last_domain.pop(key, None)
+        self._last_domain[key] = domain
+        if len(self._last_domain) > MAX_REMEMBERED:
+            del self._last_domain[next(iter(self._last_domain))]
+        res = self._reservations.get(key)
+        if (
+            res is not None
+            and res.assignment.domain == domain
+            and not meta.get("deletionTimestamp")
+        ):
+            # The cache now shows the holding; the reservation has done its job.
+            self._drop(key)

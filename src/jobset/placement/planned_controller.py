@@ -1,10 +1,12 @@
 """Repair for the one way two planned Jobs can end up in one domain: two writers.
 
 Only the leader plans, but a deposed leader may finish a creation it started before
-noticing, and a person may label a Job by hand. When the Job cache shows two live Jobs of
-one priority holding one domain, every one but the earliest created is deleted (background
-propagation); the JobSet reconciler sees it missing and creates it again, and the planner -
-which now sees the domain held - gives it another one.
+noticing. When the Job cache shows two live Jobs of one JobSet holding one domain at one
+priority, every one but the earliest created is deleted (background propagation); the
+JobSet reconciler sees it missing and creates it again, and the planner - which now sees
+the domain held - gives it another one. Only Jobs the planner trusts (`holdings.py`) are
+compared, and only with Jobs of their own JobSet: no Job of another namespace or another
+owner, whatever its labels and age, gets a Job deleted here.
 """
 
 from __future__ import annotations
@@ -37,13 +39,13 @@ class PlannedPlacementController:
 
     async def reconcile(self, req: Request) -> Result:
         key = str(req)
-        if key not in self.planner.conflicts():
+        if not self.planner.loses_domain(key):
             return Result()
         job = self.planner.jobs.store.get(key)
         if job is None:
             return Result()
         self.log.warning(
-            "deleting a Job that shares its planned domain with an earlier one",
+            "deleting a Job that shares its planned domain with an earlier one of its JobSet",
             job=key,
             domain=(job["metadata"].get("labels") or {}).get(DOMAIN_KEY),
         )

@@ -1,7 +1,7 @@
 """Wiring of exclusive placement into a `jobset.runtime.Manager`.
 
 `add_placement_controllers(manager)` declares the shared informers placement reads (JobSet
-pods with the placement indexes, Nodes, Jobs) and the controllers that act on them (the
+pods with the placement indexes, Nodes, Jobs, JobSets) and the controllers that act on them (the
 affinity strategy's pod reconciler, the planned strategy's conflict repair), and builds
 the `DomainPlanner` the JobSet reconciler calls. Everything here runs under the manager's
 lifecycle: informers on every replica, controllers only on the leader.
@@ -15,6 +15,8 @@ from jobset.placement.caches import PlacementCaches, node_informer, pod_informer
 from jobset.placement.planned import DomainPlanner, Wake
 from jobset.placement.planned_controller import PlannedPlacementController, enqueue_planned_jobs
 from jobset.placement.pod_controller import PodReconciler, enqueue_leaders
+from jobset.resources import JOBSETS
+from jobset.runtime.cache import strip_managed_fields
 from jobset.runtime.client import JOBS
 from jobset.runtime.controller import Controller
 from jobset.runtime.informer import Informer
@@ -42,6 +44,15 @@ def _jobs_informer(manager: Manager) -> Informer:
     return manager.informer(JOBS, transform=slim_job)
 
 
+def _jobsets_informer(manager: Manager) -> Informer:
+    """The manager's JobSet informer if the JobSet reconciler already declared it, else one
+    without managedFields (the reconciler's own transform)."""
+    for (resource, _ns, selector), inf in manager.informers.items():
+        if resource == JOBSETS and not selector:
+            return inf
+    return manager.informer(JOBSETS, transform=strip_managed_fields)
+
+
 def add_placement_controllers(
     manager: Manager, *, wake: Wake | None = None, jobs: Informer | None = None
 ) -> Placement:
@@ -53,7 +64,7 @@ def add_placement_controllers(
     """
     caches = PlacementCaches(pod_informer(manager), node_informer(manager))
     jobs = jobs or _jobs_informer(manager)
-    planner = DomainPlanner(caches.nodes, jobs, wake=wake)
+    planner = DomainPlanner(caches.nodes, jobs, _jobsets_informer(manager), wake=wake)
     pod_reconciler = PodReconciler(manager.client, caches)
     pod_controller = manager.controller("pod", pod_reconciler.reconcile)
     pod_controller.watch(caches.pods, enqueue_leaders)

@@ -29,9 +29,11 @@ __all__ = [
     "controller_of",
     "deep_sizeof",
     "drop_fields",
+    "index_by_controller_owner",
     "index_by_controller_uid",
     "index_by_namespace",
     "object_key",
+    "owner_key",
     "split_key",
     "strip_managed_fields",
 ]
@@ -73,6 +75,30 @@ def index_by_namespace(obj: Object) -> Sequence[str]:
 def index_by_controller_uid(obj: Object) -> Sequence[str]:
     ref = controller_of(obj)
     return (str(ref["uid"]),) if ref and ref.get("uid") else ()
+
+
+def owner_key(namespace: str, uid: str) -> str:
+    """The value `index_by_controller_owner` files an object under: its owner's namespace
+    (the object's own: owner references never cross namespaces) and UID."""
+    return f"{namespace}/{uid}"
+
+
+def index_by_controller_owner(group: str, kind: str) -> IndexFunc:
+    """An index of objects by their controller owner of one kind and API group, in their own
+    namespace (`owner_key`). Upstream's controllers list children by controller owner within
+    the owner's namespace and check the owner's APIVersion and Kind: a UID alone is not
+    enough, since anyone who can write an object may put any UID in its ownerReferences."""
+
+    def index(obj: Object) -> Sequence[str]:
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != kind or not ref.get("uid"):
+            return ()
+        ref_group, _, _ = str(ref.get("apiVersion") or "").rpartition("/")
+        if ref_group != group:
+            return ()
+        return (owner_key(str(obj["metadata"].get("namespace") or ""), str(ref["uid"])),)
+
+    return index
 
 
 # ---------------------------------------------------------------------- transforms

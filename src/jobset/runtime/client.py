@@ -519,8 +519,8 @@ class Client:
         server's answer (the object as stored) as its unparsed JSON.
 
         For a caller that needs little or nothing of the answer: the controller creating
-        thousands of Jobs reads one field of one answer in many (`_create_job`), and the
-        parse of a ~3 KB Job was about 7% of its CPU per created Job.
+        thousands of Jobs reads one field of one answer in many (`_create_job`), and parsing
+        every answer is a visible share of its CPU per created Job.
         """
         body: bytes | dict[str, Any]
         if isinstance(obj, bytes):
@@ -545,8 +545,8 @@ class Client:
 
         `metadata_only`: the answer is the stored object's `PartialObjectMetadata` (its new
         resourceVersion, say) instead of the whole object, for a writer that needs no more.
-        A status write of a 1.44 MiB JobSet took 18-29 ms of this client's CPU, most of it
-        parsing the answer, and 4 ms so. A server that cannot answer so sends the object.
+        Parsing a large object's answer is most of a status write's client CPU. A server that
+        cannot answer so sends the object.
         """
         meta = obj.get("metadata", {})
         out: Object = await self.request(

@@ -4,9 +4,7 @@ CPython's cyclic collector stops the one event loop for as long as a collection 
 full (generation 2) collection walks every tracked object of the process. The controller's
 heap is mostly what never dies - imported modules (kubernetes_asyncio's models alone are
 tens of thousands of objects) and the informer caches filled at start-up - so each full
-collection re-walks it: 35 ms for the imports alone on these 2 cores, more with a large
-cache, on the loop every webhook answer and lease renewal waits for (the adversarial run of
-issue 19 saw single event-loop lag samples above 100 ms).
+collection re-walks it, on the loop every webhook answer and lease renewal waits for.
 
 `GcPauses` times every collection from `gc.callbacks` into `python_gc_duration_seconds`
 (by generation; Go binaries export `go_gc_duration_seconds` the same way). What keeps the

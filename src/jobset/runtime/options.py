@@ -1,6 +1,6 @@
 """Manager options and the command-line flags that set them.
 
-The flags are part of `jobset controller`'s contract (docs/design.md): `--kubeconfig`,
+The flags are part of `jobset controller`'s contract (docs/architecture.md): `--kubeconfig`,
 `--namespace`, `--leader-elect`, `--metrics-port`, `--health-port`, `--concurrency`,
 `--qps`, `--burst`, `--log-format`; the leader-election timings keep client-go's defaults
 and names. `add_runtime_flags()` lets the CLI (and test fixtures) declare them once.
@@ -61,12 +61,12 @@ def default_namespace() -> str:
 class ManagerOptions:
     kubeconfig: str | None = None
     namespace: str | None = None  # watch only this namespace (None: all)
-    # upstream's --kube-api-qps/--kube-api-burst defaults; docs/operations.md has the figures
+    # upstream's --kube-api-qps/--kube-api-burst defaults; docs/operations.md says why
     qps: float = 500.0
     burst: int = 500
     concurrency: int = 5
     # Every pass is cut after this many seconds (controller-runtime's ReconciliationTimeout;
-    # 0: no limit). Generous: a 16k-Job first pass at the jobs budget takes ~35 s.
+    # 0: no limit). Generous: a large JobSet's first pass must fit at the default budget.
     reconcile_timeout: float = 60.0
     bind_address: str = "0.0.0.0"
     metrics_port: int | None = 8080  # None: no metrics server; 0: any free port

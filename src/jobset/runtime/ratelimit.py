@@ -7,7 +7,7 @@ overall bucket of 10 qps / burst 100).
 Hand-written rather than taken from a library (aiolimiter and friends) because the workqueue
 needs *reservation* semantics - `when(item)` must return how long to wait and commit the
 token now, like golang.org/x/time/rate's `Reserve()` - which the asyncio limiters on PyPI do
-not expose; the bucket is a dozen lines.
+not expose, and the client's bucket must be fair between reconciles, which none offers.
 """
 
 from __future__ import annotations
@@ -129,17 +129,16 @@ class FairTokenBucket(TokenBucket):
     """A token bucket whose waiters are served round-robin over flows, not first come, and
     that keeps some headroom for light flows.
 
-    With a plain bucket, a 16,000-Job JobSet's 50 parallel creations keep ~50 reservations
-    ahead of everyone, so another tenant's 3 creations wait 50 / qps (100 ms at 500 qps) on
-    every request - for as long as the big one creates. Here a request that finds tokens and
+    With a plain bucket, a large JobSet's parallel creations keep their reservations ahead of
+    everyone, so another tenant's creations wait behind all of them on every request - for as
+    long as the big one creates. Here a request that finds tokens and
     nobody waiting goes at once, as before; otherwise it joins its flow's line (`api_flow`,
     the reconcile's key), and one dispatcher hands out each token as it comes to the next
     flow in turn: a flow that just arrived waits behind one request per active flow, not
     behind the big flow's backlog.
 
     Round-robin alone still makes a small pass pay for the big one: its 3 parallel creations
-    alternate with the big flow's, about 5 tokens (10 ms at 500 qps) where an idle bucket
-    costs none. So the bucket is kept for light flows - those that took fewer than
+    alternate with the big flow's, where an idle bucket costs none. So the bucket is kept for light flows - those that took fewer than
     `heavy_burst` tokens (a tenth of the burst) in about the last `USAGE_WINDOW` seconds
     (decaying count) - but for its top `heavy_burst` tokens: a heavy flow is served only
     while the balance stays above the `headroom` below them, a light one whenever a token is
@@ -151,13 +150,10 @@ class FairTokenBucket(TokenBucket):
     server's priority and fairness (whose fair queuing also serves a flow with little recent
     use sooner); client-go's bucket is plain FIFO.
 
-    A heavy flow does not get the burst either. When the headroom was a tenth of the burst,
-    a 16,000-Job JobSet's first pass spent the other nine tenths at once: 450 creations
-    with 50 in flight for most of a second, and each step of every other client's request
-    took its turn among those 50 in the API server (the adversarial test's slowest normal
-    samples, 200-350 ms, fell there; 70-160 ms since). Paced at `qps` from its first
-    `heavy_burst` tokens on, it creates 0.9 s later at 500 qps and has few requests in
-    flight. Requests are ordered here, fairly, only while they have not been sent: once at
+    A heavy flow does not get the burst either: spent at once, it would put a large JobSet's
+    creations in flight at the API server together, and every other client's requests would
+    take their turn among them there, where this bucket's fairness no longer reaches. Paced
+    at `qps` from its first `heavy_burst` tokens on, it has few requests in flight. Requests are ordered here, fairly, only while they have not been sent: once at
     the API server, they are served in turn with everyone else's.
     """
 

@@ -35,9 +35,9 @@ __all__ = ["YIELD_EVERY", "Reflector", "ReflectorSink"]
 
 # Items handled between two returns to the event loop, in a list's pages and in a watch
 # stream. aiohttp's `readline()` answers from its buffer without suspending, so a burst of
-# buffered watch events (16,000 Jobs created in a few seconds) would otherwise be transformed
-# and dispatched in one stretch, every other task - webhook answers, lease renewals, other
-# tenants' reconciles - waiting behind it (issue 19's event-loop lag).
+# buffered watch events (a large JobSet's Jobs created in a burst) would otherwise be
+# transformed and dispatched in one stretch, every other task - webhook answers, lease
+# renewals, other tenants' reconciles - waiting behind it.
 YIELD_EVERY = 64
 
 

@@ -5,7 +5,7 @@ create with the claims that already exist, reading them with the controller's cl
 permission. Its answer ("spec does not match existing PVC ...", "retentionPolicy must be
 retain when PVC exists") tells the requester whether a claim exists and whether its spec
 matches a guess - an oracle for anyone who may create JobSets in a namespace but not read
-its claims (security review, issue 20 finding 2). So the webhook first asks the API server,
+its claims (docs/reliability.md, "Threat model"). So the webhook first asks the API server,
 with a `SubjectAccessReview` for the request's `userInfo`, whether that user may `get`
 `persistentvolumeclaims` in the namespace; only then does it look. Otherwise validation runs
 as if no claim existed, so the answer is the same whether or not one does, and costs the

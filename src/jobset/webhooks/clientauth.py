@@ -2,7 +2,7 @@
 
 The webhook server trusts what an AdmissionReview says (`request.namespace`, `userInfo`),
 so it must know the caller is the API server, not any pod that can reach its port
-(security review, issue 20 finding 2). Kubernetes offers no automatic way: kube-apiserver
+(docs/reliability.md, "Threat model"). Kubernetes offers no automatic way: kube-apiserver
 presents a client certificate to a webhook only when its operator configures one, with
 `--admission-control-config-file` naming a `WebhookAdmissionConfiguration` whose kubeconfig
 holds the certificate for the webhook's Service name (`jobset-webhook-service.jobset-system.svc`)

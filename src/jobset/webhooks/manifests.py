@@ -12,7 +12,7 @@ so a broken or absent controller can block its own JobSets' pods, never unrelate
 cluster-wide: the mutating one on the `jobset.sigs.k8s.io/jobset-name` label (as upstream),
 the validating one on `jobset.sigs.k8s.io/job-key`, the label exclusive placement selects
 on, so that a pod that is not a JobSet's but carries that label reaches it too and is
-refused (issue 20 finding 7). The validating one also sees updates, but a matchCondition
+refused (a forged job-key could steer another tenant's placement). The validating one also sees updates, but a matchCondition
 passes only those that change labels: a finalizer removal by the Job controller never waits
 for this controller.
 """

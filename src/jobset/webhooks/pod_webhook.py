@@ -22,7 +22,7 @@ be the key of the Job that controls the pod, in the pod's namespace (`job_key(na
 job)`), and `jobset.sigs.k8s.io/priority`, when the API server resolved the pod's priority,
 must be that priority. Otherwise anyone who may create a pod could label it with another
 tenant's (predictable) key, or a priority it does not run at, and steer or block that
-tenant's exclusive placement (security review, issue 20 finding 7).
+tenant's exclusive placement (docs/reliability.md, "Threat model").
 
 The mutating webhook reads only the caches (JobSet pods by name, Nodes), like upstream's
 cached client, and so does the validating one, so a pod creation costs no API call. The

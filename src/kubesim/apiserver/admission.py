@@ -46,7 +46,9 @@ kube-apiserver's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` plu
 * A dry-run request matching a webhook whose `sideEffects` is neither `None` nor
   `NoneOnDryRun` is refused with 400, as kube-apiserver refuses it.
 
-How a `clientConfig.service` is reached: `kubesim.controllers.endpoints.resolve_service`.
+How a `clientConfig.service` is reached: the `ServiceResolver` the cluster assembly gives
+(`kubesim.controllers.endpoints.resolve_service`; the API server imports no simulated
+controller).
 The Service must exist (else `service "<name>" not found`, as with kube-apiserver's
 resolver) and have the port the webhook names. An address annotation
 `sim.jobset.x-k8s.io/address: host:port` on the Service wins (the dial hint `jobset dev`
@@ -59,7 +61,9 @@ have no ready address fails the call with `no endpoints available for service "<
 reached at 127.0.0.1 and its numeric targetPort. TLS still checks the
 `<name>.<namespace>.svc` name.
 
-Not modelled: admission policies (ValidatingAdmissionPolicy), the `authorizer` CEL variable,
+ValidatingAdmissionPolicies run first, in the server (`policies.py`).
+
+Not modelled: MutatingAdmissionPolicy, the `authorizer` CEL variable,
 conversion of objects between versions, audit annotations, CONNECT requests, and
 kube-apiserver's request-wide deadline.
 """
@@ -73,8 +77,9 @@ import errno
 import ipaddress
 import ssl
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import jsonpatch
@@ -84,8 +89,9 @@ from celpy import celtypes
 
 from kubesim.apiserver import certs
 from kubesim.apiserver.apicore import AdmissionAttributes, ApiCore
+from kubesim.apiserver.policies import PolicyAdmission
 from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import ResourceKey
+from kubesim.apiserver.store import ResourceKey, Store
 from kubesim.apiserver.webhookconfig import (
     Webhook,
     is_namespace,
@@ -93,17 +99,45 @@ from kubesim.apiserver.webhookconfig import (
     request_namespace,
     rule_matches,
 )
-from kubesim.controllers.endpoints import (
-    ADDRESS_ANNOTATION,
-    PodHost,
-    ServiceUnavailable,
-    resolve_service,
-    simulated_pod_host,
-)
 from kubesim.machinery.cel import CelError, LazyVariables
 from kubesim.machinery.errors import ApiError, Cause
 
-__all__ = ["ADDRESS_ANNOTATION", "Webhook", "WebhookAdmission"]
+__all__ = [
+    "PodHost",
+    "ServiceResolver",
+    "ServiceUnavailable",
+    "Webhook",
+    "WebhookAdmission",
+    "admission_request",
+]
+
+
+class ServiceUnavailable(Exception):
+    """A Service cannot be reached; the message is what kube-apiserver reports."""
+
+
+# How an endpoint address of a pod is dialled: given the pod and its IP, the host to connect
+# to (the host itself for simulated pods, which listen nowhere; the IP for real ones).
+PodHost = Callable[[Mapping[str, Any], str], str]
+
+
+class ServiceEndpoint(Protocol):
+    """Where a call to a Service goes."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
+class ServiceResolver(Protocol):
+    """Resolves `service <namespace>/<name>` port `port` to an endpoint to dial, or raises
+    ServiceUnavailable with kube-apiserver's wording."""
+
+    def __call__(
+        self, store: Store, namespace: str, name: str, port: int, *, pod_host: PodHost
+    ) -> ServiceEndpoint: ...
+
 
 log = structlog.get_logger("sim.admission")
 
@@ -140,6 +174,65 @@ _REASONS = {
     504: "Timeout",
 }
 _MAX_ERROR_BODY = 512
+
+
+def admission_request(
+    attrs: AdmissionAttributes,
+    matched: ResourceType,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The AdmissionRequest kube-apiserver builds for a request matched as `matched` (a fresh
+    uid each time, as upstream): what a webhook is sent and a policy's `request` is."""
+    rt, req = attrs.rt, attrs.request
+    user: dict[str, Any] = {"username": str(req.user.get("username", ""))}
+    if req.user.get("uid"):
+        user["uid"] = req.user["uid"]
+    if req.user.get("groups"):
+        user["groups"] = list(req.user["groups"])
+    if req.user.get("extra"):
+        user["extra"] = req.user["extra"]
+    if attrs.operation == "DELETE":
+        options: dict[str, Any] | None = {
+            **(attrs.options or {}),
+            "kind": "DeleteOptions",
+            "apiVersion": "meta.k8s.io/v1",
+        }
+    elif attrs.operation in ("CREATE", "UPDATE"):
+        kind = "CreateOptions" if attrs.operation == "CREATE" else "UpdateOptions"
+        options = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+        if req.field_manager:
+            options["fieldManager"] = req.field_manager
+    else:
+        options = None
+    if options is not None and req.dry_run:
+        options["dryRun"] = ["All"]
+    request: dict[str, Any] = {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": matched.group, "version": matched.version, "kind": matched.kind},
+        "resource": {
+            "group": matched.group,
+            "version": matched.version,
+            "resource": matched.plural,
+        },
+        "requestKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+        "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
+        "operation": attrs.operation,
+        "userInfo": user,
+        "object": _versioned(obj, matched),
+        "oldObject": _versioned(old, matched),
+        "dryRun": req.dry_run,
+        "options": options,
+    }
+    if attrs.subresource:
+        request["subResource"] = attrs.subresource
+        request["requestSubResource"] = attrs.subresource
+    if attrs.name:
+        request["name"] = attrs.name
+    namespace = request_namespace(attrs)
+    if namespace:
+        request["namespace"] = namespace
+    return request
 
 
 class _CallError(Exception):
@@ -268,17 +361,19 @@ class WebhookAdmission:
     webhook servers alive between calls, as kube-apiserver's HTTP/1.1 client pool does.
     """
 
-    def __init__(self, core: ApiCore) -> None:
+    def __init__(self, core: ApiCore, resolve_service: ServiceResolver, pod_host: PodHost) -> None:
         self.core = core
-        # How a pod endpoint of a webhook Service is dialled (controllers.endpoints.PodHost):
-        # 127.0.0.1 for simulated pods; a runtime running real pods swaps in their IPs.
-        self.pod_host: PodHost = simulated_pod_host
+        self.resolve_service = resolve_service
+        # How a pod endpoint of a webhook Service is dialled: the host for simulated pods; a
+        # runtime running real pods swaps in their IPs.
+        self.pod_host = pod_host
         self._session: aiohttp.ClientSession | None = None
         self._parsed: dict[ResourceKey, dict[str, tuple[str, list[Webhook]]]] = {
             MUTATING: {},
             VALIDATING: {},
         }
         self._ssl: dict[str, ssl.SSLContext] = {}
+        self.policies = PolicyAdmission(core.store)
         # The client certificate (PEM cert, key) presented to every webhook, as
         # kube-apiserver does when --admission-control-config-file gives it one; None: none.
         self.client_cert: tuple[bytes, bytes] | None = None
@@ -455,7 +550,7 @@ class WebhookAdmission:
         host = f"{name}.{namespace}.svc"
         display = f"https://{host}:{port}{path}?{timeout}"
         try:
-            endpoint = resolve_service(
+            endpoint = self.resolve_service(
                 self.core.store, namespace, name, port, pod_host=self.pod_host
             )
         except ServiceUnavailable as exc:
@@ -478,55 +573,7 @@ class WebhookAdmission:
         old: dict[str, Any] | None,
     ) -> dict[str, Any]:
         """The AdmissionRequest for one call (a fresh uid each time, as upstream)."""
-        rt, req = attrs.rt, attrs.request
-        user: dict[str, Any] = {"username": str(req.user.get("username", ""))}
-        if req.user.get("uid"):
-            user["uid"] = req.user["uid"]
-        if req.user.get("groups"):
-            user["groups"] = list(req.user["groups"])
-        if req.user.get("extra"):
-            user["extra"] = req.user["extra"]
-        if attrs.operation == "DELETE":
-            options: dict[str, Any] | None = {
-                **(attrs.options or {}),
-                "kind": "DeleteOptions",
-                "apiVersion": "meta.k8s.io/v1",
-            }
-        elif attrs.operation in ("CREATE", "UPDATE"):
-            kind = "CreateOptions" if attrs.operation == "CREATE" else "UpdateOptions"
-            options = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
-            if req.field_manager:
-                options["fieldManager"] = req.field_manager
-        else:
-            options = None
-        if options is not None and req.dry_run:
-            options["dryRun"] = ["All"]
-        request: dict[str, Any] = {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": inv.rt.group, "version": inv.rt.version, "kind": inv.rt.kind},
-            "resource": {
-                "group": inv.rt.group,
-                "version": inv.rt.version,
-                "resource": inv.rt.plural,
-            },
-            "requestKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
-            "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
-            "operation": attrs.operation,
-            "userInfo": user,
-            "object": _versioned(obj, inv.rt),
-            "oldObject": _versioned(old, inv.rt),
-            "dryRun": req.dry_run,
-            "options": options,
-        }
-        if attrs.subresource:
-            request["subResource"] = attrs.subresource
-            request["requestSubResource"] = attrs.subresource
-        if attrs.name:
-            request["name"] = attrs.name
-        namespace = request_namespace(attrs)
-        if namespace:
-            request["namespace"] = namespace
-        return request
+        return admission_request(attrs, inv.rt, obj, old)
 
     async def _post(self, hook: Webhook, version: str, request: dict[str, Any]) -> dict[str, Any]:
         """POST the review and return the decoded, verified `response`."""
@@ -766,6 +813,10 @@ class WebhookAdmission:
             # chain there (it can deny, it cannot patch).
             for hook in self.webhooks(MUTATING):
                 await self._mutate_one(hook, attrs, None, old)
+        if self.policies.active():
+            # kube-apiserver's ValidatingAdmissionPolicy plugin runs before the webhooks.
+            request = admission_request(attrs, attrs.rt, obj, old)
+            self.policies.validate(attrs, obj, old, request)
         hooks = self.webhooks(VALIDATING)
         if not hooks:
             return

@@ -61,8 +61,8 @@ class Request:
 
 
 # A create or update whose body is at least this large is pruned, defaulted, validated and
-# its managedFields recorded in a worker thread. For a custom resource of 1.44 MiB (a JobSet of 3,000 failure rules) that
-# is about a second of schema walking and CEL; kube-apiserver serves other requests in other
+# its managedFields recorded in a worker thread. For a custom resource near etcd's object limit
+# that is long schema walking and CEL; kube-apiserver serves other requests in other
 # goroutines meanwhile, and on the one loop this server would answer nobody. The steps are
 # pure functions of the object, its old version (both replaced, never mutated, on write) and
 # the compiled schema; the store is read and written only back on the loop, where the version
@@ -642,35 +642,10 @@ class ApiCore:
         *,
         admit: bool = True,
     ) -> dict[str, Any]:
-        meta = obj["metadata"]
         old_meta = old["metadata"]
         name = old_meta["name"]
         namespace = old_meta.get("namespace", "")
-        # Fields the server owns.
-        for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
-            if key in old_meta:
-                meta[key] = old_meta[key]
-            else:
-                meta.pop(key, None)
-        meta["name"] = name
-        if rt.namespaced:
-            meta["namespace"] = namespace
-        else:
-            meta.pop("namespace", None)
-        if subresource == "status":
-            # The status subresource changes .status only (and nothing of metadata but managedFields).
-            new = dict(old)
-            new["metadata"] = dict(old_meta)
-            if "status" in obj:
-                new["status"] = obj["status"]
-            else:
-                new.pop("status", None)
-            obj = new
-        elif rt.has_status_subresource:
-            if "status" in old:
-                obj["status"] = old["status"]
-            else:
-                obj.pop("status", None)
+        obj = _carry_over(rt, old, obj, subresource)
         strategy = self._strategy(rt)
         obj = strategy.prepare_for_update(rt, obj, old, subresource)
         if tracks_generation(rt):
@@ -692,7 +667,7 @@ class ApiCore:
         if admission is not None:
             await admission.validate(attrs, obj, old)
         if operation != "Apply":
-            # The diff of a large object (a 1.44 MiB JobSet: 0.2-0.3 s) runs off the loop,
+            # The diff of a large object runs off the loop,
             # before the version check: from the check to the commit nothing awaits.
             obj = await self._off_loop(req, self._managed, obj, old, req, "Update", rt, subresource)
         current = self.store.get(rt.key, (namespace, name))
@@ -742,42 +717,9 @@ class ApiCore:
         for _attempt in range(8):
             old = self.store.get(rt.key, (namespace, name))
             if content_type in (APPLY_PATCH, APPLY_PATCH_CBOR):
-                if not req.field_manager:
-                    raise bad_request(
-                        "PATCH requests with apply content types require a fieldManager"
-                    )
-                if not isinstance(body, dict):
-                    raise bad_request("apply patch must be an object")
                 if old is None:
-                    if subresource:
-                        raise not_found(rt.group, rt.plural, name)
-                    applied = patching.server_side_apply(
-                        None,
-                        body,
-                        req.field_manager,
-                        self._patch_schema(rt),
-                        force=req.force,
-                        now=now_rfc3339(),
-                        ignore=self._apply_ignores(rt, ""),
-                    )
-                    meta = applied.setdefault("metadata", {})
-                    meta["name"] = name
-                    if rt.namespaced:
-                        meta["namespace"] = namespace
-                    return await self.create(rt, namespace, applied, req, applied=True)
-                try:
-                    patched = patching.server_side_apply(
-                        old,
-                        body,
-                        req.field_manager,
-                        self._patch_schema(rt),
-                        force=req.force,
-                        now=now_rfc3339(),
-                        subresource=subresource,
-                        ignore=self._apply_ignores(rt, subresource),
-                    )
-                except patching.ConflictError as exc:
-                    raise self._apply_conflict(rt, name, exc) from None
+                    return await self._apply_create(rt, namespace, name, body, req, subresource)
+                patched = self._apply_to(rt, name, old, body, req, subresource)
                 operation = "Apply"
             else:
                 if old is None:
@@ -809,6 +751,66 @@ class ApiCore:
                     continue
                 raise
         raise conflict(rt.group, rt.plural, name, "too many concurrent writes")
+
+    def _check_apply(self, body: Any, req: Request) -> dict[str, Any]:
+        if not req.field_manager:
+            raise bad_request("PATCH requests with apply content types require a fieldManager")
+        if not isinstance(body, dict):
+            raise bad_request("apply patch must be an object")
+        return body
+
+    async def _apply_create(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        req: Request,
+        subresource: str,
+    ) -> dict[str, Any]:
+        """Server-side apply of an object that does not exist: a create."""
+        body = self._check_apply(body, req)
+        if subresource:
+            raise not_found(rt.group, rt.plural, name)
+        applied = patching.server_side_apply(
+            None,
+            body,
+            req.field_manager,
+            self._patch_schema(rt),
+            force=req.force,
+            now=now_rfc3339(),
+            ignore=self._apply_ignores(rt, ""),
+        )
+        meta = applied.setdefault("metadata", {})
+        meta["name"] = name
+        if rt.namespaced:
+            meta["namespace"] = namespace
+        return await self.create(rt, namespace, applied, req, applied=True)
+
+    def _apply_to(
+        self,
+        rt: ResourceType,
+        name: str,
+        old: dict[str, Any],
+        body: Any,
+        req: Request,
+        subresource: str,
+    ) -> dict[str, Any]:
+        """Server-side apply of `body` to the stored `old`; a conflict is kube-apiserver's 409."""
+        body = self._check_apply(body, req)
+        try:
+            return patching.server_side_apply(
+                old,
+                body,
+                req.field_manager,
+                self._patch_schema(rt),
+                force=req.force,
+                now=now_rfc3339(),
+                subresource=subresource,
+                ignore=self._apply_ignores(rt, subresource),
+            )
+        except patching.ConflictError as exc:
+            raise self._apply_conflict(rt, name, exc) from None
 
     def _apply_ignores(self, rt: ResourceType, subresource: str) -> tuple[str, ...]:
         """The main resource of a type with a status subresource does not own `.status`."""
@@ -944,3 +946,37 @@ class ApiCore:
         """Remove at once, whatever the finalizers: for a kubelet ending a pod's grace period."""
         if self.store.get(rt.key, (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])):
             self._remove(rt, obj)
+
+
+def _carry_over(
+    rt: ResourceType, old: dict[str, Any], obj: dict[str, Any], subresource: str
+) -> dict[str, Any]:
+    """`obj` as an update of `old` may write it: the fields the server owns kept from `old`,
+    and only `.status` from a status write (or everything but `.status` otherwise)."""
+    meta = obj["metadata"]
+    old_meta = old["metadata"]
+    for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    meta["name"] = old_meta["name"]
+    if rt.namespaced:
+        meta["namespace"] = old_meta.get("namespace", "")
+    else:
+        meta.pop("namespace", None)
+    if subresource == "status":
+        # The status subresource changes .status only (and nothing of metadata but managedFields).
+        new = dict(old)
+        new["metadata"] = dict(old_meta)
+        if "status" in obj:
+            new["status"] = obj["status"]
+        else:
+            new.pop("status", None)
+        return new
+    if rt.has_status_subresource:
+        if "status" in old:
+            obj["status"] = old["status"]
+        else:
+            obj.pop("status", None)
+    return obj

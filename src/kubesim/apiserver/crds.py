@@ -55,8 +55,8 @@ def _carried(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) 
     registered and through its version.
 
     Pruning and defaulting are idempotent, so walking such a field again under the same schema
-    gives it back unchanged: a status write of a 1.44 MiB JobSet walks its status, not its
-    spec (0.2 s of the simulator's CPU per write otherwise). An object written before the CRD
+    gives it back unchanged: a status write of a large JobSet walks its status, not its
+    spec. An object written before the CRD
     last changed is walked whole, so a new default reaches it on its next write as before.
     """
     assert rt.crd is not None

@@ -54,13 +54,25 @@ Object = Mapping[str, Any]
 class UserInfo:
     name: str
     groups: tuple[str, ...] = ()
+    # userInfo.extra, as (key, values) pairs: a token bound to a pod names it here.
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-def service_account_user(namespace: str, name: str) -> UserInfo:
-    """The identity a ServiceAccount token authenticates as."""
+def service_account_user(namespace: str, name: str, pod: tuple[str, str] | None = None) -> UserInfo:
+    """The identity a ServiceAccount token authenticates as; a token bound to a pod (name,
+    uid) carries them in `extra`, as kube-apiserver's service account authenticator does."""
+    extra = (
+        (
+            ("authentication.kubernetes.io/pod-name", (pod[0],)),
+            ("authentication.kubernetes.io/pod-uid", (pod[1],)),
+        )
+        if pod is not None
+        else ()
+    )
     return UserInfo(
         f"system:serviceaccount:{namespace}:{name}",
         ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", AUTHENTICATED),
+        extra,
     )
 
 

@@ -20,7 +20,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import yaml
@@ -41,8 +41,7 @@ from kubesim.apiserver.apicore import ADMIN_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.watchstream import WatchOptions, WatchStream
 from kubesim.clock import now_rfc3339
-from kubesim.controllers.disruption import evict
-from kubesim.machinery.errors import ApiError, bad_request, unknown_path
+from kubesim.machinery.errors import ApiError, bad_request, not_found, unknown_path
 from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_selectors_for
 
 JSON = "application/json"
@@ -115,6 +114,21 @@ def _bool(q: str | None) -> bool:
     return q is not None and q.lower() in ("true", "1", "")
 
 
+class Evictor(Protocol):
+    """`POST pods/<name>/eviction`: delete the pod if its budgets allow, else raise the
+    ApiError kube-apiserver answers with."""
+
+    async def __call__(
+        self,
+        core: ApiCore,
+        pods_rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        req: Request,
+    ) -> None: ...
+
+
 class ApiHttpServer:
     """aiohttp application serving the Kubernetes REST API over an `ApiCore`."""
 
@@ -130,6 +144,9 @@ class ApiHttpServer:
         self.log_source: LogSource | None = None
         # Real containers (`--run-image`) answer pods/log themselves (previous, follow).
         self.log_stream: LogStream | None = None
+        # `pods/<name>/eviction` under the disruption budgets, plugged in by the cluster
+        # assembly (the budgets' logic lives with their controller); None: no such subresource.
+        self.evict: Evictor | None = None
         # Fault injection, set by the cluster when `--faults` is given:
         # called with (verb, group, resource, namespace); returns None or a decision.
         self.faults: Any = None
@@ -209,7 +226,9 @@ class ApiHttpServer:
         if account is None or account["metadata"].get("uid") != issued.uid:
             return None
         return reviews.Identity(
-            rbac.service_account_user(issued.namespace, issued.name), issued.uid, issued.audiences
+            rbac.service_account_user(issued.namespace, issued.name, issued.pod),
+            issued.uid,
+            issued.audiences,
         )
 
     def _policy(self) -> rbac.Policy:
@@ -391,9 +410,11 @@ class ApiHttpServer:
         dry = q.getall("dryRun", [])
         who: rbac.UserInfo | None = request.get(_USER)
         # Admission webhooks see the requesting user as `userInfo` (no authentication: admin).
-        user = (
+        user: dict[str, Any] = (
             dict(ADMIN_USER) if who is None else {"username": who.name, "groups": list(who.groups)}
         )
+        if who is not None and who.extra:
+            user["extra"] = {k: list(v) for k, v in who.extra}
         return Request(
             user=user,
             dry_run="All" in dry,
@@ -492,7 +513,9 @@ class ApiHttpServer:
         if t.subresource == "binding":
             return json_response(await self._bind(t, body, req), 201)
         if t.subresource == "eviction":
-            await evict(self.core, rt, ns, t.name, body, req)
+            if self.evict is None:
+                raise not_found(rt.group, f"{rt.plural}/eviction", t.name)
+            await self.evict(self.core, rt, ns, t.name, body, req)
             return json_response(
                 {
                     "kind": "Status",
@@ -513,12 +536,17 @@ class ApiHttpServer:
         # 404 for a ServiceAccount that does not exist
         account = self.core.get(t.rt, t.namespace or "", t.name)
         answer = _token_request(body)
+        bound = answer["spec"].get("boundObjectRef") or {}
+        pod = None
+        if isinstance(bound, dict) and bound.get("kind") == "Pod":
+            pod = (str(bound.get("name") or ""), str(bound.get("uid") or ""))
         self.sa_tokens[answer["status"]["token"]] = IssuedToken(
             t.namespace or "",
             t.name,
             str(account["metadata"].get("uid", "")),
             tuple(answer["spec"]["audiences"]),
             time.time() + int(answer["spec"]["expirationSeconds"]),
+            pod,
         )
         return answer
 
@@ -848,6 +876,7 @@ class IssuedToken:
     uid: str  # of the ServiceAccount: a new one of the same name does not inherit its tokens
     audiences: tuple[str, ...]
     expires: float  # epoch seconds
+    pod: tuple[str, str] | None = None  # spec.boundObjectRef of kind Pod: (name, uid)
 
 
 def _token_request(body: Any) -> dict[str, Any]:

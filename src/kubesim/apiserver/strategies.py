@@ -13,6 +13,7 @@ import itertools
 from typing import Any
 
 from kubesim.apiserver.apiservices import validate_apiservice
+from kubesim.apiserver.poddns import validate_pod_dns
 from kubesim.apiserver.podvalidation import validate_pod_spec, validate_replica_template
 from kubesim.apiserver.resources import ResourceType
 from kubesim.machinery import field as fe
@@ -130,6 +131,7 @@ class PodStrategy(Strategy):
     ) -> list[Cause]:
         spec = obj.get("spec") or {}
         causes = validate_pod_spec(spec, "spec")
+        causes.extend(validate_pod_dns(spec))
         if old is None:
             return causes
         old_spec = old.get("spec") or {}
@@ -271,6 +273,7 @@ class JobStrategy(Strategy):
                     "spec.template.spec.restartPolicy", policy or "", ("OnFailure", "Never")
                 )
             )
+        causes.extend(validate_pod_dns(pod, "spec.template.spec"))
         if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
             causes.append(fe.required("spec.completions", "when completion mode is Indexed"))
         for fld in ("parallelism", "completions", "backoffLimit"):

@@ -42,6 +42,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubesim.apiserver.admission import PodHost, ServiceUnavailable
 from kubesim.apiserver.apicore import ApiCore
 from kubesim.apiserver.store import DELETED, ObjectKey, ResourceKey, Store, WatchEvent
 from kubesim.controllers.base import PODS, Controller, meta_key
@@ -347,10 +348,6 @@ def selects(service: Mapping[str, Any], labels: Mapping[str, str] | None) -> boo
 # Resolution
 
 
-class ServiceUnavailable(Exception):
-    """A Service cannot be reached; the message is what kube-apiserver reports."""
-
-
 @dataclass(frozen=True)
 class ServiceEndpoint:
     """Where a call to a Service goes: `host:port`, and the pod behind it if any."""
@@ -358,12 +355,6 @@ class ServiceEndpoint:
     host: str
     port: int
     pod: tuple[str, str] | None = None  # (namespace, name)
-
-
-# How an endpoint address of a pod is dialled: given the pod and its IP, the host to connect
-# to. Simulated pods listen nowhere, so by default the host stands in (127.0.0.1); a runtime
-# that gives pods real addresses returns the IP for the pods it runs.
-PodHost = Callable[[Mapping[str, Any], str], str]
 
 
 def simulated_pod_host(pod: Mapping[str, Any], ip: str) -> str:
@@ -472,9 +463,8 @@ class EndpointsController(Controller[Key]):
         self._index: dict[tuple[str, str, str], set[str]] = {}
         self._indexed: dict[Key, tuple[str, str]] = {}
         # Service -> the slices this controller manages for it. Finding them by scanning the
-        # namespace's slices made each sync O(Services in the namespace): a tenant creating
-        # JobSets one after another (each with its headless Service) cost the simulated API
-        # server a quarter of its loop in the adversarial test of issue 19.
+        # namespace's slices made each sync O(Services in the namespace), and a tenant
+        # creating JobSets one after another has one headless Service per JobSet.
         self._slice_index: dict[Key, set[ObjectKey]] = {}
 
     def _index_service(self, svc: dict[str, Any] | None, key: Key) -> None:

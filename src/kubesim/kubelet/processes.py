@@ -6,14 +6,20 @@ asks this runtime to run the container for real instead of a simulated program:
 
 - the pod gets a network namespace on this simulator's bridge (`network.py`), its IP is
   `status.podIP`;
-- each container instance is `launch.py` (a private mount and UTS namespace inside the pod's
-  network namespace, volumes bind-mounted, uid/gid switched) executing the pod's command and
-  args, resolved with DIR first on PATH; with no `command`, `DIR/entrypoint` plays the image's
-  ENTRYPOINT (args are passed to it) and without one the container fails with StartError;
+- the pod gets the kubelet's /etc/hosts, /etc/resolv.conf and /etc/hostname (`podfiles.py`),
+  written once into its directory;
+- each container instance is `launch.py`: a shim that keeps a PID namespace whose init is the
+  container's command, in the pod's network namespace, with its own mount and UTS namespaces
+  and root (an overlay of the host's root with a writable layer per instance, removed when the
+  instance ends), volumes bind-mounted, capabilities cut to the container's set, uid/gid
+  switched; the command and args are resolved with DIR first on PATH; with no `command`,
+  `DIR/entrypoint` plays the image's ENTRYPOINT (args are passed to it) and without one the
+  container fails with StartError;
 - its output goes to a log file per instance (`kubectl logs`, `--previous`, `-f`);
 - probes run on a task per container (`probes.py`) and set readiness, or kill the container;
-- deletion sends SIGTERM to the container's process group, SIGKILL after the grace period
-  (wall seconds: `--time-scale` does not shorten a real process's shutdown);
+- deletion sends SIGTERM to the container's PID 1 (through the shim), SIGKILL after the grace
+  period (wall seconds: `--time-scale` does not shorten a real process's shutdown); when PID 1
+  ends, the kernel ends every other process of the container;
 - Secret / ConfigMap / projected / downwardAPI volumes are re-published every
   `VOLUME_SYNC` seconds, so updates reach running containers as in Kubernetes.
 
@@ -47,7 +53,7 @@ from aiohttp import web
 from kubesim.apiserver import reviews
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.controllers.endpoints import simulated_pod_host
-from kubesim.kubelet import containerlogs, network, probes
+from kubesim.kubelet import containerlogs, network, podfiles, probes, security
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
     SA_VOLUME,
@@ -70,6 +76,7 @@ __all__ = ["NOT_YET", "ProcessRuntime", "image_repository", "parse_run_images"]
 log = structlog.get_logger("sim.processes")
 
 LAUNCHER: Final = str(Path(__file__).with_name("launch.py"))
+HOST_RESOLV_CONF: Final = "/etc/resolv.conf"  # the node's, for dnsPolicy Default
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 VOLUME_SYNC: Final = 2.0  # seconds between re-publications of Secret/ConfigMap volumes
 CONFIG_RETRY: Final = 1.0  # seconds before retrying a container that could not be configured
@@ -134,6 +141,7 @@ class _Instance:
     log_path: Path
     identity: dict[str, Any]
     env: dict[str, str]
+    root_dir: Path  # its overlay's layers and mount point, and its /tmp and /run
     proc: subprocess.Popen[bytes] | None = None
     pidfd: int = -1
     exit_code: int | None = None
@@ -162,6 +170,11 @@ class _Sandbox:
     def volumes(self) -> Path:
         return self.directory / "volumes"
 
+    @property
+    def files(self) -> Path:
+        """The kubelet's /etc files of the pod."""
+        return self.directory / "etc"
+
 
 class ProcessRuntime:
     """Real containers for the kubelet: see the module docstring."""
@@ -186,6 +199,9 @@ class ProcessRuntime:
         self._session: aiohttp.ClientSession | None = None
         self._sync_task: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Task[None]] = set()
+        # Host directories no container may see (the cluster's state: its data directory,
+        # every claim's volume); the simulator's own state directory always.
+        self.hidden: list[Path] = [network.STATE_ROOT]
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -276,8 +292,30 @@ class ProcessRuntime:
             (directory / "logs").mkdir(exist_ok=True)
             (directory / "volumes").mkdir(exist_ok=True, mode=0o755)
             sandbox = _Sandbox(run.uid, key, run.node, directory, net)
+            self._write_pod_files(sandbox, pod)
             self._sandboxes[run.uid] = sandbox
         run.pod_ip = sandbox.net.ip
+
+    def _write_pod_files(self, sandbox: _Sandbox, pod: Mapping[str, Any]) -> None:
+        """The kubelet's /etc/hosts, /etc/resolv.conf and /etc/hostname of the pod; the
+        cluster's nameserver is the bridge's gateway, and `Default` uses the host's file."""
+        assert self.bridge is not None
+        try:
+            host_resolv = Path(HOST_RESOLV_CONF).read_text()
+        except OSError:
+            host_resolv = ""
+        dns = podfiles.pod_dns(pod, self.cluster_domain, self.bridge.gateway, host_resolv)
+        hostname, _ = podfiles.hostname_and_domain(pod, self.cluster_domain)
+        contents = {
+            "hosts": podfiles.hosts_file(pod, [sandbox.net.ip], self.cluster_domain),
+            "resolv.conf": podfiles.resolv_conf(dns),
+            "hostname": f"{hostname}\n",
+        }
+        sandbox.files.mkdir(mode=0o755, exist_ok=True)
+        for name, text in contents.items():
+            path = sandbox.files / name
+            path.write_text(text)
+            path.chmod(0o644)
 
     # ------------------------------------------------------------------ containers
 
@@ -315,8 +353,11 @@ class ProcessRuntime:
         spec = {
             "mode": "run",
             "netns": str(network.NETNS_DIR / sandbox.net.netns),
-            "hostname": str((pod.get("spec") or {}).get("hostname") or pod["metadata"]["name"]),
+            "hostname": podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
             "volumes": str(sandbox.volumes),
+            "pod_files": str(sandbox.files),
+            "container_dir": str(inst.root_dir),
+            "hide": [str(p) for p in self.hidden],
             "mounts": mounts,
             "read_only_root": bool(
                 (source.get("securityContext") or {}).get("readOnlyRootFilesystem")
@@ -350,8 +391,19 @@ class ProcessRuntime:
             self._stop_probes(old)
         container_dir = sandbox.logs / c.name
         container_dir.mkdir(parents=True, exist_ok=True)
+        root_dir = sandbox.directory / "containers" / f"{c.name}-{c.restarts}"
+        shutil.rmtree(root_dir, ignore_errors=True)  # a fresh writable layer per instance
+        root_dir.mkdir(parents=True, mode=0o700)
         inst = _Instance(
-            key, c.name, c, run, source, container_dir / f"{c.restarts}.log", identity, env
+            key,
+            c.name,
+            c,
+            run,
+            source,
+            container_dir / f"{c.restarts}.log",
+            identity,
+            env,
+            root_dir,
         )
         inst.log_path.write_bytes(b"")
         sandbox.instances[c.name] = inst
@@ -427,7 +479,7 @@ class ProcessRuntime:
                 home = "/"
         base = {
             "PATH": DEFAULT_PATH,
-            "HOSTNAME": str((pod.get("spec") or {}).get("hostname") or pod["metadata"]["name"]),
+            "HOSTNAME": podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
             "HOME": home,
         }
         env = {**base, **env}
@@ -459,8 +511,15 @@ class ProcessRuntime:
             raise MountError(f'serviceaccount "{account}" not found')
         token = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
         audiences = (audience,) if audience else tuple(reviews.API_AUDIENCES)
+        # Bound to the pod, as the kubelet's projected tokens are: the pod's name and uid
+        # reach admission as userInfo.extra (the in-place restart agent's policy reads them).
         self.http.sa_tokens[token] = IssuedToken(
-            namespace, account, str(sa["metadata"].get("uid") or ""), audiences, now + seconds
+            namespace,
+            account,
+            str(sa["metadata"].get("uid") or ""),
+            audiences,
+            now + seconds,
+            (sandbox.key[1], sandbox.uid),
         )
         sandbox.tokens[(audience, seconds)] = (token, now + 0.8 * seconds)
         return token
@@ -548,6 +607,12 @@ class ProcessRuntime:
             self._ended(inst, code, "StartError", message)
         else:
             self._ended(inst, code, "", "")
+        # The instance's writable layer goes with it (its mounts went with its namespace).
+        task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(shutil.rmtree, inst.root_dir, True)
+        )
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
 
     def _ended(self, inst: _Instance, code: int, reason: str, message: str) -> None:
         inst.exit_code = code
@@ -567,17 +632,27 @@ class ProcessRuntime:
             pod=f"{inst.key[0]}/{inst.key[1]}",
             container=inst.name,
             code=code,
+            **({"reason": reason, "message": message} if reason else {}),
         )
         self._wake(inst.key)
 
     def _signal(self, inst: _Instance, sig: int) -> None:
+        """A signal for the container's PID 1, as a runtime's kill sends it: SIGKILL to it
+        directly (with it the kernel ends every process of the container, and the shim, its
+        parent, reaps it and exits); any other through the shim, which passes it on. Before
+        the init exists, SIGKILL goes to the shim's process group."""
         if inst.proc is None or inst.exit_code is not None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(inst.proc.pid, sig)
+            if sig != signal.SIGKILL:
+                os.kill(inst.proc.pid, sig)
+            elif (init := _init_pid(inst)) is not None:
+                os.kill(init, sig)
+            else:
+                os.killpg(inst.proc.pid, sig)
 
     def kill(self, inst: _Instance, grace: float) -> None:
-        """SIGTERM to the container's process group, SIGKILL after `grace` seconds."""
+        """SIGTERM to the container's PID 1, SIGKILL after `grace` seconds."""
         if inst.terminating or inst.exit_code is not None:
             return
         inst.terminating = True
@@ -610,16 +685,27 @@ class ProcessRuntime:
             inst.probe_task.cancel()
         inst.probe_task = None
 
-    async def _exec_in(self, inst: _Instance, command: list[str], limit: float) -> int:
-        if inst.proc is None or inst.exit_code is not None:
-            return 1
-        spec = {
+    def join_spec(self, inst: _Instance, command: list[str]) -> dict[str, Any] | None:
+        """What `launch.py` needs to run `command` inside the running container `inst`
+        (`join` mode: its namespaces, user, capabilities and environment); None when it is
+        not running its command (yet)."""
+        pid = _init_pid(inst, started=True)
+        if pid is None:
+            return None
+        workdir = str(inst.spec.get("workingDir") or "/")
+        return {
             "mode": "join",
-            "pid": inst.proc.pid,
+            "pid": pid,
             "argv": command,
             "env": inst.env,
+            "workdir": workdir,
             **inst.identity,
         }
+
+    async def _exec_in(self, inst: _Instance, command: list[str], limit: float) -> int:
+        spec = self.join_spec(inst, command)
+        if spec is None:
+            return 1
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -785,6 +871,24 @@ class ProcessRuntime:
                     log.exception("volume refresh failed", pod=f"{sandbox.key[0]}/{sandbox.key[1]}")
 
 
+def _init_pid(inst: _Instance, started: bool = False) -> int | None:
+    """The host pid of the container's init (PID 1 in its namespace): the shim's child.
+    With `started`, only once it runs the container's command (before, it is the launcher
+    still building the container's root, which nothing may enter)."""
+    if inst.proc is None or inst.exit_code is not None:
+        return None
+    pid = inst.proc.pid
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if not children:
+            return None
+        if started and LAUNCHER.encode() in Path(f"/proc/{children[0]}/cmdline").read_bytes():
+            return None
+    except OSError:
+        return None
+    return int(children[0])
+
+
 def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
     pod = core.store.get(_PODS, key) or {}
     value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
@@ -792,8 +896,9 @@ def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
 
 
 def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
-    """uid, gid and supplementary groups from the pod's and the container's securityContext
-    (the container's wins); `runAsNonRoot` without a non-zero uid cannot start."""
+    """uid, gid, supplementary groups, capabilities and no_new_privs from the pod's and the
+    container's securityContext (the container's wins); `runAsNonRoot` without a non-zero
+    uid cannot start."""
     pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
     sc = container.get("securityContext") or {}
     uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
@@ -812,4 +917,6 @@ def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str,
         "uid": None if uid is None else int(uid),
         "gid": int(gid) if gid is not None else (0 if uid is not None else None),
         "groups": sorted(set(groups)),
+        "capabilities": security.capabilities(container),
+        "no_new_privs": security.no_new_privs(container),
     }

@@ -1,4 +1,4 @@
-"""`jobset dev` listens on loopback only (security review, issue 20 finding 8): its metrics
+"""`jobset dev` listens on loopback only (docs/reliability.md, "Threat model"): its metrics
 and health servers bind 127.0.0.1, like its simulated API server and webhooks, so nobody
 else on the developer's network can scrape or probe them."""
 

@@ -1,4 +1,4 @@
-"""No JobSet can block the others (issue 19 item 1): adversarial JobSets next to normal ones.
+"""No JobSet can block the others: adversarial JobSets next to normal ones.
 
 The real `jobset controller` runs in its own process (with its admission webhooks installed
 in the simulated cluster), so what is measured here - from outside, by this test's own
@@ -11,7 +11,7 @@ loop - is what another tenant sees. In the namespace `tenant-a`:
   template (every Job body carries them);
 - `rules`: 50 ReplicatedJobs and as many failure-policy rules as fit in one object (the CRD
   sets no maxItems on rules or targets, so the bound is etcd's 1.5 MiB per object: 3,000
-  rules, each targeting all 50 ReplicatedJobs, with 2 reasons and 2 RE2 patterns, 1.44 MiB),
+  rules, each targeting all 50 ReplicatedJobs, with 2 reasons and 2 RE2 patterns),
   then a failed Job whose reason every rule lists and whose message no pattern matches;
 - `big`: 16 ReplicatedJobs x 1,000 replicas (16,000 Jobs; `--sim-level none`: no pods) in
   `make soak`; 16 x 125 (2,000 Jobs) in `make test`, which keeps it inside its time budget
@@ -26,7 +26,7 @@ load (each at least `NORMAL_INTERVAL` after the previous one started), must all 
 Jobs. Behaviour is asserted; the latency of "created -> its 3 Jobs
 exist" (p50/p99 before and during) and the controller's event-loop lag
 (`asyncio_event_loop_lag_seconds`, scraped from its /metrics) are printed as a report line
-(`-s` shows it; docs/reliability.md has the figures), not asserted: speed goals live in
+(`-s` shows it; docs/reliability.md says what it guarantees), not asserted: speed goals live in
 `make bench`.
 """
 
@@ -77,7 +77,7 @@ BEFORE_SAMPLES = {125: 200, 1000: 1000}
 NORMAL_INTERVAL = 0.025
 ANNOTATION_BYTES = 250 * 1024  # kube-apiserver's limit: 256 KiB for all annotations
 # The first seconds of the load hold the adversarial JobSets' admission, the big JobSet's
-# first pass and the restart of the 1.44 MiB `rules` JobSet (each process parses it at every
+# first pass and the restart of the large `rules` JobSet (each process parses it at every
 # write); the report gives the tail from then on separately.
 SETTLED = 3.0
 

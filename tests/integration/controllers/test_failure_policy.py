@@ -69,6 +69,12 @@ async def test_fails_after_reaching_max_restarts(env: Env) -> None:
             True,
         ),
     ],
+    ids=[
+        "[failure policy] jobset fails immediately with FailJobSet failure policy action.",
+        "[failure policy] jobset does not fail immediately with FailJobSet failure policy action as the failure reason is not matched.",
+        "[failure policy] jobset does not fail immediately with FailJobSet failure policy action as the failure message is not matched.",
+        "[failure policy] jobset fails immediately with FailJobSet failure policy action as the failure reason and message are matched, even if message string is not exactly equal to pattern string.",
+    ],
 )
 async def test_fail_jobset_action_matching(
     env: Env, rule: dict[str, Any], reason: str, message: str, fails: bool
@@ -121,6 +127,10 @@ async def _hold(env: Env, jobs: list[dict[str, Any]]) -> None:
 @pytest.mark.parametrize(
     ("strategy", "after_partial"),
     [("Recreate", {0: 1, 1: 3}), ("BlockingRecreate", {0: 1})],
+    ids=[
+        "[failure policy] jobs are restarted individually with Recreate strategy.",
+        "[failure policy] jobs are recreated after all Jobs are deleted with BlockingRecreate strategy.",
+    ],
 )
 async def test_recreate_strategies(env: Env, strategy: str, after_partial: dict[int, int]) -> None:
     await env.create(jobset("rc", failurePolicy={"maxRestarts": 1, "restartStrategy": strategy}))

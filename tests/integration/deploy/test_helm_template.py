@@ -224,7 +224,7 @@ def test_upstream_pod_options() -> None:
 
 def test_webhook_client_auth_from_cluster() -> None:
     """webhook.clientAuth.fromCluster: the flag, and read access to the API server's
-    published client CA through the Role every cluster has for it (issue 20 finding 2a)."""
+    published client CA through the Role every cluster has for it."""
     assert "--webhook-client-ca-from-cluster" not in _args(objects())
     objs = objects({"webhook": {"clientAuth": {"fromCluster": True}}})
     assert "--webhook-client-ca-from-cluster" in _args(objs)
@@ -455,8 +455,7 @@ def test_release_namespace_is_used_everywhere() -> None:
         ({"controller": {"volumeMounts": [{"name": "x"}]}}, "/controller/volumeMounts/0"),
         ({"controller": {"envFrom": [{"secret": {"name": "x"}}]}}, "/controller/envFrom/0"),
         ({"controller": {"hostNetwork": "yes"}}, "/controller/hostNetwork"),
-    ],
-)  # fmt: skip
+    ], ids=['log format', 'replicas without leader election', 'unknown feature gate', 'feature gate not a boolean', 'concurrency zero', 'negative qps', 'memory not a quantity', 'extra arg not a flag', 'certificate mode', 'metrics port out of range', 'scrape interval not a duration', 'digest not a digest', 'unknown top-level value', "volume named as the chart's", "volume mount named as the chart's", 'volume mount without path', 'envFrom without a source', 'hostNetwork not a boolean'])  # fmt: skip
 def test_bad_values_fail_with_a_clear_message(values: dict[str, Any], message: str) -> None:
     with pytest.raises(helm.HelmError) as err:
         objects(values)

@@ -153,7 +153,7 @@ def test_chart_and_kustomize_have_the_same_rbac(default: list[dict[str, Any]]) -
 
 def test_chart_and_kustomize_have_the_same_network_policy(default: list[dict[str, Any]]) -> None:
     """Ingress to the webhook port from anywhere (the API server cannot be selected), to
-    metrics only from the monitoring namespace, nothing else (issue 20 finding 2b)."""
+    metrics only from the monitoring namespace, nothing else."""
     k = _find(default, "NetworkPolicy", "jobset-controller-manager")
     h = chart.one(chart.objects(), "NetworkPolicy", "jobset-controller-manager")
     assert k["spec"] == h["spec"]

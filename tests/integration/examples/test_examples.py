@@ -14,7 +14,6 @@ import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -45,7 +44,7 @@ def _cluster_key(example: Example) -> ClusterKey:
 
 
 def _namespace(example: Example) -> str:
-    return "ex-" + example.path.stem
+    return "ex-" + example.key
 
 
 @pytest.fixture(scope="module")
@@ -102,21 +101,25 @@ def _wait_for(dev: SimProcess, example: Example, expect: Expectation, what: str)
         "get", "jobset", example.name, "-n", namespace, "-o", "json", check=False
     ).stdout
     status = json.loads(jobset).get("status") if jobset.strip() else None
+    logs = seen.logs[-3000:] if expect.logs else ""
     pytest.fail(
-        f"{example.path.name}: {what} `{expect}` not reached: "
+        f"{example.shown}: {what} `{expect}` not reached: "
         f"{'; '.join(problems)}\nJobSet status: {json.dumps(status, indent=1)}\n"
+        f"pods' logs (tail):\n{logs}\n"
         f"jobset dev output (tail):\n{''.join(dev.output[-30:])}"
     )
 
 
 def test_there_is_an_example_per_feature() -> None:
     names = {p.stem for p in EXAMPLES_DIR.glob("*.yaml")}
-    assert len(names) == len(EXAMPLES) >= 18
+    names |= {p.parent.name for p in EXAMPLES_DIR.glob("*/jobset.yaml")}
+    assert len(names) == len(EXAMPLES) >= 19
+    assert "jax-train" in names
     states = {e.expect.state for e in EXAMPLES}
     assert states == {"Completed", "Failed", "Suspended", "deleted"}
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: Path(e.path).stem)
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.key)
 def test_example_reaches_its_expected_state(
     clusters: dict[ClusterKey, SimProcess], example: Example
 ) -> None:

@@ -1,5 +1,5 @@
 """A rolling upgrade from the previous release to this checkout, and `helm rollback`, with
-zero failed admissions (issue 19, part 4).
+zero failed admissions.
 
 The previous release is a fixed older commit of main (`PREVIOUS`): its tree exported with
 `git archive`, its wheel built and installed as the image has it, mapped as a second image
@@ -50,7 +50,7 @@ from tests.wheel import build_wheel, export_commit, install
 # through an upgrade and rollback of one image are test_helm_incluster.py's.
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(900)]
 
-# The release upgraded from: main just before issue 19's part 4 (fixed, so the test's
+# The release upgraded from: a commit of main before the webhook drain existed (fixed, so the test's
 # starting point does not move with every commit).
 PREVIOUS = "04de238ac3b029fea8b7dd9335d6725046a498bb"
 PREVIOUS_IMAGE = "ghcr.io/jobset-py/jobset-previous"

@@ -1,5 +1,5 @@
-"""Exclusive placement cannot be forged from another namespace (security review, issue 20
-finding 7).
+"""Exclusive placement cannot be forged from another namespace (docs/reliability.md,
+"Threat model").
 
 The job-key label is a predictable SHA-1 of `<namespace>/<job>`. Upstream's leader affinity
 selects it in every namespace (`namespaceSelector: {}`), so any tenant could label a pod of

@@ -125,7 +125,7 @@ def test_only_modern_tls_1_2_suites_are_accepted(rotating: HarnessProcess) -> No
     assert {"ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES128-SHA256"} <= set(tried), tried
 
 
-REVIEW = {
+REVIEW: dict[str, Any] = {
     "apiVersion": "admission.k8s.io/v1",
     "kind": "AdmissionReview",
     "request": {

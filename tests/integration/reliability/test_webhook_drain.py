@@ -1,4 +1,4 @@
-"""SIGTERM drains the webhook server (`--webhook-drain-seconds`, issue 19 part 4): readiness
+"""SIGTERM drains the webhook server (`--webhook-drain-seconds`): readiness
 turns false at once, yet every admission review sent during the drain is answered and
 admitted - with `Connection: close`, so a caller's kept-alive connection ends and its next
 request dials another replica - and only then does the server stop and the process exit 0.

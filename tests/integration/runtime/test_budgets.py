@@ -1,4 +1,4 @@
-"""Each concern of the controller process has its own API budget (security review, finding 1).
+"""Each concern of the controller process has its own API budget (docs/reliability.md, "Threat model").
 
 Reconciles, leader election, webhooks, events and metrics authentication used to share one
 token bucket: a tenant's flood (a dry-run JobSet naming 2,500 claims, 1,000 scrapes with
@@ -101,12 +101,16 @@ def _create_request(js: dict[str, Any]) -> AdmissionRequest:
         object=js,
         old_object=None,
         dry_run=True,
-        # PVCs are looked up only for a requester who may read them (issue 20 finding 2).
+        # PVCs are looked up only for a requester who may read them (no PVC oracle).
         user=User("admin", groups=("system:masters", "system:authenticated")),
     )
 
 
-@pytest.mark.parametrize(("claims", "gets", "lists"), [(3, 3, 0), (50, 0, 1)])
+@pytest.mark.parametrize(
+    ("claims", "gets", "lists"),
+    [(3, 3, 0), (50, 0, 1)],
+    ids=["few claims: one GET each", "many claims: one LIST"],
+)
 async def test_webhook_pvc_lookups_are_bounded(
     sim_none: SimProcess, claims: int, gets: int, lists: int
 ) -> None:

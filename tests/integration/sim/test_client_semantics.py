@@ -102,7 +102,7 @@ async def test_stale_update_is_409(api: client.ApiClient) -> None:
     with pytest.raises(ApiException) as err:
         await core.replace_namespaced_config_map("x", ns, created)
     assert err.value.status == 409
-    assert "the object has been modified" in err.value.body
+    assert "the object has been modified" in str(err.value.body)
     current = await core.read_namespaced_config_map("x", ns)
     assert current.data == {"a": "2"}
 
@@ -113,7 +113,9 @@ async def test_create_twice_is_409_already_exists(api: client.ApiClient) -> None
     await core.create_namespaced_config_map(ns, _cm("dup"))
     with pytest.raises(ApiException) as err:
         await core.create_namespaced_config_map(ns, _cm("dup"))
-    assert err.value.status == 409 and '"reason":"AlreadyExists"' in err.value.body.replace(" ", "")
+    assert err.value.status == 409 and '"reason":"AlreadyExists"' in str(err.value.body).replace(
+        " ", ""
+    )
     with pytest.raises(ApiException) as missing_ns:
         await core.create_namespaced_config_map("no-such-namespace", _cm("dup"))
     assert missing_ns.value.status == 404

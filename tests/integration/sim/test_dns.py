@@ -12,7 +12,9 @@ another by `<hostname>.<subdomain>` at the gateway nameserver, and a JobSet's po
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -370,7 +372,7 @@ def test_jobset_pods_resolve_by_their_stable_names(tmp_path: Path) -> None:
         assert sorted(names) == [f"train-workers-{j}-{i}.train" for j in (0, 1) for i in (0, 1)]
         for name, ip in names.items():
             fqdn = f"{name}.{NS}.svc.{ZONE}."
-            eventually_sync(lambda fqdn=fqdn: d.values(fqdn), lambda v, ip=ip: v == [ip])
+            eventually_sync(functools.partial(d.values, fqdn), functools.partial(operator.eq, [ip]))
         assert d.values(fq("train")) == sorted(names.values())  # publishNotReadyAddresses
     finally:
         dev.stop()

@@ -1,5 +1,5 @@
-"""A large write does not stop the simulated API server: a 1.44 MiB JobSet (3,000 failure
-rules, the most one object holds) is pruned, defaulted and validated in a worker thread
+"""A large write does not stop the simulated API server: a JobSet of 3,000 failure
+rules (about the most one object holds) is pruned, defaulted and validated in a worker thread
 (`apicore.OFF_LOOP_BYTES`), so small requests are answered meanwhile - as kube-apiserver
 serves them in other goroutines - and the write itself is judged exactly as before."""
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import functools
 import json
 import os
 import shutil
@@ -112,6 +114,19 @@ def exists(path: str) -> bool:
     return os.path.exists(path)
 
 
+def in_pid_namespace(link: str) -> list[int]:
+    """The host pids of the processes in the PID namespace `link` (`pid:[inode]`)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "pid") == link:
+                    out.append(int(entry.name))
+            except OSError:
+                continue
+    return out
+
+
 def netns_of(index: int) -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith(f"ksim{index}-")]
@@ -125,6 +140,14 @@ def links_of(index: int) -> list[str]:
 
 @pytest.fixture
 async def env(tmp_path: Path, realpod: Path) -> AsyncIterator[Env]:
+    async with real_cluster(tmp_path, realpod) as e:
+        yield e
+
+
+@contextlib.asynccontextmanager
+async def real_cluster(tmp_path: Path, realpod: Path) -> AsyncIterator[Env]:
+    """A simulator with `example.com/web` mapped to a readable copy of `realpod/`, and a
+    client for it."""
     kubeconfig = tmp_path / "kubeconfig"
     cluster = SimCluster(
         SimOptions(
@@ -204,13 +227,13 @@ async def test_real_pods_network_env_volumes_identity_logs(env: Env) -> None:
                 pod_spec={"volumes": [{"name": "creds", "secret": {"secretName": "creds"}}]},
             )
         )
-    pods = {n: await eventually(lambda n=n: env.pod(n), running) for n in ("a", "b")}
+    pods = {n: await eventually(functools.partial(env.pod, n), running) for n in ("a", "b")}
     ips = {n: p.status.pod_ip for n, p in pods.items()}
     assert ips["a"] != ips["b"]
     # Both bind port 8080, each in its own network namespace, each answers on its IP.
     for name, ip in ips.items():
         _status, body = await eventually(
-            lambda ip=ip: _try(f"http://{ip}:8080/"), lambda r: r[0] == 200
+            functools.partial(_try, f"http://{ip}:8080/"), lambda r: r[0] == 200
         )
         assert json.loads(body)["pod"] == name
 
@@ -379,12 +402,13 @@ async def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(
     _, body = await eventually(
         lambda: _try(f"http://{p.status.pod_ip}:8080/whoami"), lambda r: r[0] == 200
     )
-    pid = json.loads(body)["pid"]
+    pidns = json.loads(body)["pidns"]
+    assert in_pid_namespace(pidns)
     follow = asyncio.create_task(env.kubectl("logs", "-f", "stubborn"))
     await env.core.delete_namespaced_pod("stubborn", NS)
     await eventually(lambda: env.core.list_namespaced_pod(NS), lambda r: not r.items)
     assert (record_dir / "log").read_text().startswith("SIGTERM")
-    assert not exists(f"/proc/{pid}")  # it ignored SIGTERM: SIGKILL ended it
+    assert not in_pid_namespace(pidns)  # it ignored SIGTERM: SIGKILL ended it
     followed = await asyncio.wait_for(follow, 30)  # -f ends when the container does
     assert "serving on port 8080" in followed and "got SIGTERM" in followed
 

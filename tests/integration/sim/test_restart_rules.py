@@ -200,7 +200,11 @@ async def test_container_restart_rule_overrides_pod_policy(env: Env) -> None:
     assert (log, previous) == ("second run\n", "first run\n")
 
 
-@pytest.mark.parametrize(("policy", "outcome"), [("OnFailure", "Complete"), ("Never", "Failed")])
+@pytest.mark.parametrize(
+    ("policy", "outcome"),
+    [("OnFailure", "Complete"), ("Never", "Failed")],
+    ids=["restarted in place keeps the volume", "replaced pod starts empty"],
+)
 async def test_emptydir_survives_container_restart_not_pod_replacement(
     env: Env, policy: str, outcome: str
 ) -> None:

@@ -1,4 +1,4 @@
-"""Only the API server may call the webhooks (security review, issue 20 finding 2a).
+"""Only the API server may call the webhooks (docs/reliability.md, "Threat model").
 
 With `--webhook-client-ca-from-cluster` the webhook server reads the front-proxy CA and the
 allowed names from `kube-system/extension-apiserver-authentication`, which the simulated

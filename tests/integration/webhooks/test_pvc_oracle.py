@@ -1,4 +1,4 @@
-"""The JobSet webhook is no PVC oracle (security review, issue 20 finding 2).
+"""The JobSet webhook is no PVC oracle (docs/reliability.md, "Threat model").
 
 Validation compares a JobSet's volumeClaimPolicies with the claims that already exist, with
 the controller's cluster-wide read. A user who may create JobSets in a namespace but not

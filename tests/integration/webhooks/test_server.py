@@ -7,6 +7,7 @@ import contextlib
 import json
 import ssl
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -18,7 +19,7 @@ from jobset.webhooks import certs
 from jobset.webhooks.review import MAX_REQUEST_BYTES, AdmissionRequest, AdmissionResponse
 from jobset.webhooks.server import ServingCert, WebhookServer
 
-REVIEW = {
+REVIEW: dict[str, Any] = {
     "apiVersion": "admission.k8s.io/v1",
     "kind": "AdmissionReview",
     "request": {"uid": "u-1", "operation": "CREATE", "object": {"metadata": {}}},

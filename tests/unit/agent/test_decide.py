@@ -115,6 +115,13 @@ def test_env_main_container_mode(ns_file: Path) -> None:
             "STARTUP_PROBE_PORT=70000: must be between 1 and 65535",
         ),
     ],
+    ids=[
+        "no JOBSET_NAME",
+        "no POD_NAME",
+        "worker command with a startup probe",
+        "exit code not an integer",
+        "probe port out of range",
+    ],
 )
 def test_env_errors_name_the_variable(ns_file: Path, environ: dict[str, str], message: str) -> None:
     with pytest.raises(AgentConfigError, match=message):

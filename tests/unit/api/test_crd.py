@@ -235,6 +235,13 @@ def test_pruning_keeps_template_metadata_and_drops_unknown(
             "spec.volumeClaimPolicies[0].retentionPolicy.whenDeleted",
         ),
     ],
+    ids=[
+        "success policy operator",
+        "startup policy order",
+        "restart strategy",
+        "failure policy rule action",
+        "volume claim retention",
+    ],
 )
 def test_enums(compiled: structural.CompiledSchema, spec: dict[str, Any], field: str) -> None:
     found = causes(jobset(**spec), compiled)
@@ -336,6 +343,7 @@ def test_cel_volume_claim_templates_without_namespace(compiled: structural.Compi
             [{"templates": [{"metadata": {"name": "b"}}]}],
         ),
     ],
+    ids=["network", "successPolicy", "failurePolicy", "startupPolicy", "volumeClaimPolicies"],
 )
 def test_cel_immutable_fields(
     compiled: structural.CompiledSchema, field: str, before: Any, after: Any

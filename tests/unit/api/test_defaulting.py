@@ -1,4 +1,8 @@
-"""default_jobset: what upstream's mutating webhook fills in, and nothing else."""
+"""default_jobset: what upstream's mutating webhook fills in, and nothing else.
+
+Each test names the cases of upstream's TestJobSetDefaulting it covers
+(`# upstream TestJobSetDefaulting: "<name>"`), so the two can be compared.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +29,10 @@ def _js(**spec: Any) -> dict[str, Any]:
 
 
 def test_empty_spec_gets_every_default() -> None:
+    # upstream TestJobSetDefaulting: "job completion mode is unset"
+    # upstream TestJobSetDefaulting: "enableDNSHostnames is unset"
+    # upstream TestJobSetDefaulting: "pod restart policy unset"
+    # upstream TestJobSetDefaulting: "success policy unset"
     out = default_jobset({"metadata": {"name": "js"}, "spec": {"replicatedJobs": [{"name": "rj"}]}})
     spec = out["spec"]
     assert spec["successPolicy"] == {"operator": "All"}
@@ -40,6 +48,7 @@ def test_empty_spec_gets_every_default() -> None:
 
 
 def test_completion_mode_kept_when_set() -> None:
+    # upstream TestJobSetDefaulting: "job completion mode is set to non-indexed"
     js = _js()
     js["spec"]["replicatedJobs"][0]["template"]["spec"]["completionMode"] = "NonIndexed"
     out = default_jobset(js)
@@ -47,6 +56,7 @@ def test_completion_mode_kept_when_set() -> None:
 
 
 def test_restart_policy_only_filled_when_empty() -> None:
+    # upstream TestJobSetDefaulting: "pod restart policy set"
     js = _js(
         replicatedJobs=[
             {"name": "a", "template": {"spec": {"template": _pod_template("Always")}}},
@@ -63,6 +73,8 @@ def test_restart_policy_only_filled_when_empty() -> None:
 
 
 def test_network_fields_defaulted_independently() -> None:
+    # upstream TestJobSetDefaulting: "enableDNSHostnames is false"
+    # upstream TestJobSetDefaulting: "PublishNotReadyNetworkAddresess is false"
     out = default_jobset(_js(network={"enableDNSHostnames": False}))
     assert out["spec"]["network"] == {"enableDNSHostnames": False, "publishNotReadyAddresses": True}
     out = default_jobset(_js(network={"publishNotReadyAddresses": False, "subdomain": "s"}))
@@ -74,6 +86,8 @@ def test_network_fields_defaulted_independently() -> None:
 
 
 def test_success_and_startup_policies_kept_when_set() -> None:
+    # upstream TestJobSetDefaulting: "success policy operator set, replicatedJobNames unset"
+    # upstream TestJobSetDefaulting: "startup policy order InOrder set"
     out = default_jobset(
         _js(
             successPolicy={"operator": "Any", "targetReplicatedJobs": ["rj"]},
@@ -85,6 +99,8 @@ def test_success_and_startup_policies_kept_when_set() -> None:
 
 
 def test_failure_policy_rule_names_use_their_index() -> None:
+    # upstream TestJobSetDefaulting: "failure policy rule name is defaulted when: there is one rule and it does not have a name"
+    # upstream TestJobSetDefaulting: "failure policy rule name is defaulted when: there are two rules, the first rule has a name, the second rule does not have a name"
     out = default_jobset(
         _js(
             failurePolicy={
@@ -104,6 +120,7 @@ def test_failure_policy_rule_names_use_their_index() -> None:
 
 
 def test_volume_claim_retention_defaults_to_delete() -> None:
+    # upstream TestJobSetDefaulting: "volumeClaimPolicy retentionPolicy is defaulted to Delete when nil"
     out = default_jobset(
         _js(
             volumeClaimPolicies=[
@@ -120,6 +137,8 @@ def test_volume_claim_retention_defaults_to_delete() -> None:
 
 
 def test_managed_by_untouched() -> None:
+    # upstream TestJobSetDefaulting: "managedBy field is left nil"
+    # upstream TestJobSetDefaulting: "when provided, managedBy field is preserved"
     assert "managedBy" not in default_jobset(_js())["spec"]
     out = default_jobset(_js(managedBy="kueue.x-k8s.io/multikueue"))
     assert out["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"

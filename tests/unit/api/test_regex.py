@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,14 @@ def test_patterns_go_compiles_are_accepted(pattern: str) -> None:
         ("a{1001}", "repetition size"),
         (r"\C", r"\C"),  # RE2 itself has it; Go refuses it
         ("[", "missing ]"),
+    ],
+    ids=[
+        "lookahead",
+        "backreference",
+        "possessive repetition",
+        "repetition over 1000",
+        "escape C (RE2 has it, Go refuses it)",
+        "unclosed class",
     ],
 )
 def test_patterns_go_refuses_are_refused(pattern: str, fragment: str) -> None:
@@ -84,7 +93,8 @@ def test_message_patterns_are_counted_over_every_rule_and_bad_shapes_count_zero(
         {"onJobFailureMessagePatterns": ["c"]},
     ]
     assert message_pattern_count({"spec": {"failurePolicy": {"rules": rules}}}) == 3
-    for shape in ({}, {"spec": []}, {"spec": {"failurePolicy": {"rules": "x"}}}, []):
+    shapes: tuple[Any, ...] = ({}, {"spec": []}, {"spec": {"failurePolicy": {"rules": "x"}}}, [])
+    for shape in shapes:
         assert message_pattern_count(shape) == 0
 
 

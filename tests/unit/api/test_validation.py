@@ -2,6 +2,10 @@
 
 Each rule has a passing and a failing case; failing cases assert the field path and the
 message text users see, since both are part of the contract with the Go controller.
+
+A test that covers cases of upstream's pkg/webhooks/jobset_webhook_test.go names them, as a
+`# upstream TestValidateCreate: "<name>"` line or as the case's id, so the two tables can be
+compared (`grep -o 'upstream Test[A-Za-z]*: ".*"'`); an id saying "not upstream" is ours.
 """
 
 from __future__ import annotations
@@ -173,6 +177,7 @@ def test_valid_jobsets_pass() -> None:
 
 
 def test_generate_name_that_makes_job_names_too_long() -> None:
+    # upstream TestValidateCreate: "generateName that produces overlong child job names is rejected"
     js = jobset(rjob("worker"), name=None, generate_name="a" * 49 + "-")
     err = one(validate_create(js))
     assert err.path == "spec.replicatedJobs[0].name"
@@ -184,6 +189,7 @@ def test_generate_name_that_makes_job_names_too_long() -> None:
 
 
 def test_generate_name_that_makes_pvc_names_too_long() -> None:
+    # upstream TestValidateCreate: "generateName that produces overlong PVC names is rejected"
     mounted = pod_template(
         containers=[
             {"name": "t", "image": "i", "volumeMounts": [{"name": "datasets", "mountPath": "/d"}]}
@@ -199,6 +205,8 @@ def test_generate_name_that_makes_pvc_names_too_long() -> None:
 
 
 def test_replicas_times_parallelism_must_fit_int32() -> None:
+    # upstream TestValidateCreate: "number of pods exceeds the limit"
+    # upstream TestValidateCreate: "number of pods within the limit"
     # Upstream's rule alone (the size limits below would refuse these values first).
     js = jobset(
         rjob("test-jobset-replicated-job-0", replicas=MAX_INT32, parallelism=MAX_INT32),
@@ -280,6 +288,7 @@ def test_elastic_updates_are_capped_too() -> None:
 
 
 def test_success_policy_targets_must_exist() -> None:
+    # upstream TestValidateCreate: "success policy has non matching replicated job"
     js = jobset(successPolicy={"operator": "All", "targetReplicatedJobs": ["does not exist"]})
     err = one(validate_create(js))
     assert err.type == ErrorType.INTERNAL and err.path is None
@@ -300,6 +309,7 @@ def test_subdomain_too_long() -> None:
 
 
 def test_subdomain_must_be_dns1123_subdomain_and_dns1035_label() -> None:
+    # upstream TestValidateCreate: "network has invalid dns name"
     errs = validate_create(jobset(network={"subdomain": "Bad_Name"}))
     assert [e.path for e in errs] == ["spec.network.subdomain"] * 2
     assert errs[0].message.startswith("a lowercase RFC 1123 subdomain must consist of")
@@ -314,6 +324,7 @@ def test_subdomain_must_be_dns1123_subdomain_and_dns1035_label() -> None:
 
 
 def test_replicated_job_name_must_give_dns1035_job_names() -> None:
+    # upstream TestValidateCreate: "jobset name with invalid character"
     err = one(validate_create(jobset(rjob("username.llama65b"))))
     assert err.path == "spec.replicatedJobs[0].name"
     assert err.value == "js-username.llama65b-0"
@@ -325,6 +336,7 @@ def test_replicated_job_name_must_give_dns1035_job_names() -> None:
 
 
 def test_group_name_must_be_dns1035_label() -> None:
+    # upstream TestValidateCreate: "group name is not DNS 1035 compliant"
     err = one(validate_create(jobset(rjob(group="a" * 64))))
     assert err.path == "spec.replicatedJobs[0].groupName"
     assert err.message == (
@@ -337,6 +349,7 @@ def test_group_name_must_be_dns1035_label() -> None:
 
 
 def test_job_name_too_long_uses_highest_index() -> None:
+    # upstream TestValidateCreate: "jobset name will result in job name being too long"
     js = jobset(rjob(replicas=101), name="a" * 58)  # a*58-rj-100 = 65 characters
     err = one(validate_create(js))
     assert err.path == "spec.replicatedJobs[0].name"
@@ -351,6 +364,7 @@ POD_TOO_LONG = (
 
 
 def test_pod_name_too_long_for_indexed_jobs() -> None:
+    # upstream TestValidateCreate: "jobset name will result in a pod name being too long"
     js = jobset(indexed(), name="a" * 56)
     err = one(validate_create(js))
     assert err.path == "spec.replicatedJobs[0].name"
@@ -365,6 +379,7 @@ def test_pod_name_too_long_for_indexed_jobs() -> None:
 
 
 def test_managed_by_must_be_domain_prefixed_path() -> None:
+    # upstream TestValidateCreate: "jobset controller name is not a domain-prefixed path"
     err = one(validate_create(jobset(managedBy="notDomainPrefixedPathControllerName")))
     assert str(err) == (
         'spec.managedBy: Invalid value: "notDomainPrefixedPathControllerName": must be a '
@@ -380,12 +395,20 @@ def test_managed_by_must_be_domain_prefixed_path() -> None:
 
 
 def test_managed_by_at_most_63_characters() -> None:
+    # upstream TestValidateCreate: "jobset controller name is too long"
     err = one(validate_create(jobset(managedBy="foo.bar/" + "a" * 63)))
     assert str(err) == "spec.managedBy: Too long: may not be more than 63 bytes"
     assert err.type == ErrorType.TOO_LONG
 
 
-@pytest.mark.parametrize("manager", [None, c.JOBSET_CONTROLLER_NAME, "kueue.x-k8s.io/multikueue"])
+@pytest.mark.parametrize(
+    "manager",
+    [
+        pytest.param(None, id="jobset controller name is unset"),
+        pytest.param(c.JOBSET_CONTROLLER_NAME, id="jobset controller name is set and valid"),
+        pytest.param("kueue.x-k8s.io/multikueue", id="not upstream: another manager"),
+    ],
+)
 def test_managed_by_valid_values(manager: str | None) -> None:
     spec = {} if manager is None else {"managedBy": manager}
     assert validate_create(jobset(indexed(), **spec)) == []
@@ -400,6 +423,7 @@ def fp(*rules: dict[str, Any], **kw: Any) -> dict[str, Any]:
 
 
 def test_failure_policy_valid_rule() -> None:
+    # upstream TestValidateCreate: "failure policy rule name is valid"
     js = jobset(
         indexed(),
         **fp(
@@ -415,6 +439,7 @@ def test_failure_policy_valid_rule() -> None:
 
 
 def test_failure_policy_unknown_reason() -> None:
+    # upstream TestValidateCreate: "jobset failure policy has an invalid on job failure reason"
     js = jobset(
         indexed(),
         **fp({"name": "r", "action": "FailJobSet", "onJobFailureReasons": ["fakeReason"]}),
@@ -428,6 +453,7 @@ def test_failure_policy_unknown_reason() -> None:
 
 
 def test_failure_policy_unknown_target() -> None:
+    # upstream TestValidateCreate: "jobset failure policy has an invalid replicated job"
     js = jobset(
         indexed(),
         **fp({"name": "r", "action": "FailJobSet", "targetReplicatedJobs": ["fakeReplicatedJob"]}),
@@ -440,6 +466,8 @@ def test_failure_policy_unknown_target() -> None:
 
 
 def test_failure_policy_rule_name_length() -> None:
+    # upstream TestValidateCreate: "jobset failure policy rule name is 0 characters long a.k.a unset"
+    # upstream TestValidateCreate: "jobset failure policy rule name is greater than 128 characters long"
     empty = texts(validate_create(jobset(indexed(), **fp({"action": "FailJobSet"}))))
     assert (
         "<nil>: Internal error: invalid failure policy rule name of length 0, the rule name "
@@ -454,6 +482,7 @@ def test_failure_policy_rule_name_length() -> None:
 
 
 def test_failure_policy_rule_names_unique() -> None:
+    # upstream TestValidateCreate: "there are two failure policy rules with the same name"
     js = jobset(
         indexed(),
         **fp(
@@ -469,7 +498,21 @@ def test_failure_policy_rule_names_unique() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["1ruleToRuleThemAll", "ruleToRuleThemAll,", "rule-name", "_x"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            "1ruleToRuleThemAll",
+            id="failure policy rule name does not start with an alphabetic character",
+        ),
+        pytest.param(
+            "ruleToRuleThemAll,",
+            id="failure policy rule name does not end with an alphanumeric nor '_'",
+        ),
+        pytest.param("rule-name", id="not upstream: a hyphen"),
+        pytest.param("_x", id="not upstream: starts with an underscore"),
+    ],
+)
 def test_failure_policy_rule_name_format(name: str) -> None:
     err = one(validate_create(jobset(indexed(), **fp({"name": name, "action": "FailJobSet"}))))
     assert err.message == (
@@ -484,7 +527,19 @@ def test_failure_policy_rule_name_format_accepts(name: str) -> None:
     assert validate_create(jobset(indexed(), **fp({"name": name, "action": "FailJobSet"}))) == []
 
 
-@pytest.mark.parametrize("action", sorted(c.JOB_RESTART_ACTIONS))
+@pytest.mark.parametrize(
+    "action",
+    [
+        pytest.param(
+            c.RESTART_JOB,
+            id="jobset failure policy rule has RestartJob action and RestartJob feature gate is disabled",
+        ),
+        pytest.param(
+            c.RESTART_JOB_AND_IGNORE_MAX_RESTARTS,
+            id="jobset failure policy rule has RestartJobAndIgnoreMaxRestarts action and RestartJob feature gate is disabled",
+        ),
+    ],
+)
 def test_restart_job_actions_need_feature_gate(action: str) -> None:
     # The gate error is the only failure-policy error reported (upstream returns early).
     js = jobset(
@@ -500,7 +555,19 @@ def test_restart_job_actions_need_feature_gate(action: str) -> None:
     assert validate_create(ok, features={c.FEATURE_RESTART_JOB: True}) == []
 
 
-@pytest.mark.parametrize("action", sorted(c.JOB_RESTART_ACTIONS))
+@pytest.mark.parametrize(
+    "action",
+    [
+        pytest.param(
+            c.RESTART_JOB,
+            id="jobset failure policy rule has RestartJob action and a replicated job with replicas > 1024",
+        ),
+        pytest.param(
+            c.RESTART_JOB_AND_IGNORE_MAX_RESTARTS,
+            id="jobset failure policy rule has RestartJobAndIgnoreMaxRestarts action and a replicated job with replicas > 1024",
+        ),
+    ],
+)
 def test_restart_job_actions_limit_replicas(action: str) -> None:
     gates = {c.FEATURE_RESTART_JOB: True}
     js = jobset(indexed(replicas=1025), **fp({"name": "r", "action": action}))
@@ -534,12 +601,14 @@ def test_coordinator_valid() -> None:
 
 
 def test_coordinator_replicated_job_must_exist() -> None:
+    # upstream TestValidateCreate: "coordinator replicated job does not exist"
     err = one(validate_create(coordinated({"replicatedJob": "fake-rjob"})))
     assert err.message == "coordinator replicatedJob fake-rjob does not exist"
     assert err.origin == "spec.coordinator"
 
 
 def test_coordinator_job_needs_indexed_completions() -> None:
+    # upstream TestValidateCreate: "coordinator replicated job missing completions"
     js = coordinated(
         {"replicatedJob": "replicatedjob-a"},
         rjob("replicatedjob-a", replicas=2, indexed=True, parallelism=2),
@@ -554,6 +623,7 @@ def test_coordinator_job_needs_indexed_completions() -> None:
 
 
 def test_coordinator_job_index_in_range() -> None:
+    # upstream TestValidateCreate: "coordinator job index invalid"
     err = one(validate_create(coordinated({"replicatedJob": "replicatedjob-a", "jobIndex": 2})))
     assert err.message == "coordinator job index 2 is invalid for replicatedJob replicatedjob-a"
     err = one(validate_create(coordinated({"replicatedJob": "replicatedjob-a", "jobIndex": -1})))
@@ -561,6 +631,7 @@ def test_coordinator_job_index_in_range() -> None:
 
 
 def test_coordinator_pod_index_in_range() -> None:
+    # upstream TestValidateCreate: "coordinator pod index invalid"
     err = one(validate_create(coordinated({"replicatedJob": "replicatedjob-a", "podIndex": 2})))
     assert err.message == (
         "coordinator pod index 2 is invalid for replicatedJob replicatedjob-a job index 0"
@@ -570,6 +641,11 @@ def test_coordinator_pod_index_in_range() -> None:
 @pytest.mark.parametrize(
     ("js_name", "rj_name", "subdomain"),
     [("a" * 60, "replicatedjob-a", None), ("jobset", "a" * 60, None), ("jobset", "rj", "a" * 60)],
+    ids=[
+        "coordinator label value is too long due to long JobSet name",
+        "coordinator label value is too long due to long ReplicatedJob name",
+        "coordinator label value is too long due to long SubDomain",
+    ],
 )
 def test_coordinator_label_value_must_be_valid(
     js_name: str, rj_name: str, subdomain: str | None
@@ -604,12 +680,19 @@ def ready(name: str) -> dict[str, str]:
         [None, [ready("job-1")], [ready("job-2")]],
         [None, None, [ready("job-1"), {"name": "job-2", "status": "Complete"}]],
     ],
+    ids=[
+        "DependsOn is valid since job-2 depends on job-1 and job-3 depends on job-1",
+        "DependsOn is valid since job-2 depends on job-1 and job-3 depends on job-2",
+        "DependsOn is valid since job-3 depends on job-1 and job-2",
+    ],
 )
 def test_depends_on_earlier_jobs_is_valid(deps: list[Any]) -> None:
     assert validate_create(chain(*deps)) == []
 
 
 def test_depends_on_later_job_is_invalid() -> None:
+    # upstream TestValidateCreate: "DependsOn is invalid since job-2 depends on job-3"
+    # upstream TestValidateCreate: "DependsOn is invalid since job-2 depends on job-3 and job-1"
     err = one(validate_create(chain(None, [ready("job-3")], None)))
     assert err.message == "replicatedJob: job-2 cannot depend on replicatedJob: job-3"
     err = one(validate_create(chain(None, [ready("job-3"), ready("job-1")], None)))
@@ -626,11 +709,13 @@ def test_depends_on_itself_is_refused() -> None:
 
 
 def test_depends_on_unknown_job_is_invalid() -> None:
+    # upstream TestValidateCreate: "job-2 depends on invalid ReplicatedJob"
     err = one(validate_create(chain(None, [ready("invalid")])))
     assert err.message == "replicatedJob: job-2 cannot depend on replicatedJob: invalid"
 
 
 def test_depends_on_not_allowed_on_first_job() -> None:
+    # upstream TestValidateCreate: "dependsOn cannot be set for first replicated job"
     found = texts(validate_create(chain([{"name": "invalid", "status": "Complete"}])))
     assert "<nil>: Internal error: DependsOn can't be set for the first ReplicatedJob" in found
     assert validate_create(jobset(replicatedJobs=[])) == []
@@ -664,6 +749,8 @@ def vcp(*names: str, retention: str | None = None) -> dict[str, Any]:
 
 
 def test_volume_claim_mounted_by_container_or_init_container() -> None:
+    # upstream TestValidateCreate: "volumeClaimPolicy is valid since volume exists in the container"
+    # upstream TestValidateCreate: "volumeClaimPolicy is valid since volume exists in the initContainer"
     assert validate_create(jobset(rjob(pod=mounting("data")), **vcp("data"))) == []
     assert validate_create(jobset(rjob(pod=mounting("data", init=True)), **vcp("data"))) == []
     # A second ReplicatedJob may mount it instead of the first.
@@ -672,6 +759,7 @@ def test_volume_claim_mounted_by_container_or_init_container() -> None:
 
 
 def test_volume_claim_names_unique() -> None:
+    # upstream TestValidateCreate: "volumeClaimPolicy is invalid since template names are not unique"
     js = jobset(rjob(pod=mounting("data")), **vcp("data", "data"))
     err = one(validate_create(js))
     assert str(err) == (
@@ -681,6 +769,7 @@ def test_volume_claim_names_unique() -> None:
 
 
 def test_volume_claim_name_dns1123() -> None:
+    # upstream TestValidateCreate: "volumeClaimPolicy is invalid since template name has uppercase letters"
     js = jobset(rjob(pod=mounting("Data")), **vcp("Data"))
     err = one(validate_create(js))
     assert err.path == "spec.volumeClaimPolicies[0].template[0].name"
@@ -690,6 +779,7 @@ def test_volume_claim_name_dns1123() -> None:
 
 
 def test_volume_claim_name_too_long() -> None:
+    # upstream TestValidateCreate: "volumeClaimPolicy is invalid since template name is too long"
     claim = "c" * 60  # c*60-js = 63 characters: fits
     assert validate_create(jobset(rjob(pod=mounting(claim)), **vcp(claim))) == []
     claim = "c" * 61
@@ -698,6 +788,7 @@ def test_volume_claim_name_too_long() -> None:
 
 
 def test_volume_claim_needs_a_mount() -> None:
+    # upstream TestValidateCreate: "volumeClaimPolicy is invalid since no matching volumeMount in containers"
     err = one(validate_create(jobset(rjob(pod=mounting("other")), **vcp("data"))))
     assert err.path == "spec.replicatedJobs"
     assert err.message == (
@@ -706,6 +797,7 @@ def test_volume_claim_needs_a_mount() -> None:
 
 
 def test_volume_claim_conflicts_with_template_volume() -> None:
+    # upstream TestValidateCreate: "volumeClaimPolicy is invalid since volume name conflicts with existing volume"
     js = jobset(rjob(pod=mounting("data", volumes=["scratch", "data"])), **vcp("data"))
     err = one(validate_create(js))
     assert err.path == "spec.replicatedJobs[0].template.spec.template.spec.volumes[1].name"
@@ -713,6 +805,9 @@ def test_volume_claim_conflicts_with_template_volume() -> None:
 
 
 def test_existing_pvc_must_match_and_be_retained() -> None:
+    # upstream TestValidateCreate: "volumeClaimPolicy is valid when existing PVC matches template spec"
+    # upstream TestValidateCreate: "volumeClaimPolicy retention policy must be retain for existing PVC"
+    # upstream TestValidateCreate: "volumeClaimPolicy is invalid when existing PVC does not match template spec"
     js = jobset(rjob(pod=mounting("data")), **vcp("data", retention="Retain"))
     assert volume_claim_pvc_names(js) == ["data-js"]
     same = {"spec": copy.deepcopy(PVC_SPEC)}
@@ -780,6 +875,8 @@ def in_place_js(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_in_place_restart_needs_feature_gate() -> None:
+    # upstream TestValidateCreate: "InPlaceRestart restart strategy cannot be set when InPlaceRestart feature gate is disabled"
+    # upstream TestValidateCreate: "InPlaceRestart restart strategy can be set when InPlaceRestart feature gate is enabled"
     err = one(validate_create(in_place_js(in_place_rjob())))
     assert err.message == (
         "InPlaceRestart restart strategy cannot be set when InPlaceRestart feature gate is disabled"
@@ -788,6 +885,7 @@ def test_in_place_restart_needs_feature_gate() -> None:
 
 
 def test_in_place_restart_backoff_limit() -> None:
+    # upstream TestValidateCreate: "InPlaceRestart enabled: backoffLimit is not MaxInt32"
     err = one(validate_create(in_place_js(in_place_rjob(backoffLimit=6)), features=IN_PLACE))
     assert str(err) == (
         "spec.replicatedJobs[0].template.spec.backoffLimit: Invalid value: 6: replicatedJob "
@@ -796,6 +894,7 @@ def test_in_place_restart_backoff_limit() -> None:
 
 
 def test_in_place_restart_pod_replacement_policy() -> None:
+    # upstream TestValidateCreate: "InPlaceRestart enabled: podReplacementPolicy is not Failed"
     js = in_place_js(in_place_rjob(podReplacementPolicy="TerminatingOrFailed"))
     err = one(validate_create(js, features=IN_PLACE))
     assert err.path == "spec.replicatedJobs[0].template.spec.podReplacementPolicy"
@@ -809,7 +908,13 @@ def test_in_place_restart_pod_replacement_policy() -> None:
 
 
 @pytest.mark.parametrize(
-    "fields", [{"completions": 3}, {"completions": None}, {"parallelism": None}]
+    "fields",
+    [{"completions": 3}, {"completions": None}, {"parallelism": None}],
+    ids=[
+        "InPlaceRestart enabled: completions != parallelism",
+        "InPlaceRestart enabled: completions is nil",
+        "InPlaceRestart enabled: parallelism is nil",
+    ],
 )
 def test_in_place_restart_completions_equal_parallelism(fields: dict[str, Any]) -> None:
     err = one(validate_create(in_place_js(in_place_rjob(**fields)), features=IN_PLACE))
@@ -863,6 +968,8 @@ def immutable(errs: list[FieldError]) -> None:
 
 
 def test_update_suspend_and_metadata() -> None:
+    # upstream TestValidateUpdate: "update suspend"
+    # upstream TestValidateUpdate: "update labels"
     assert validate_update(upd(), upd(suspend=True)) == []
     new = upd()
     new["metadata"]["labels"] = {"hello": "world"}
@@ -870,6 +977,7 @@ def test_update_suspend_and_metadata() -> None:
 
 
 def test_update_managed_by_immutable() -> None:
+    # upstream TestValidateUpdate: "managedBy is immutable"
     err = one(validate_update(upd(managedBy="example.com/new"), upd(managedBy="example.com/old")))
     assert str(err) == 'spec.managedBy: Invalid value: "example.com/new": field is immutable'
     err = one(validate_update(upd(managedBy="example.com/new"), upd()))
@@ -878,6 +986,8 @@ def test_update_managed_by_immutable() -> None:
 
 
 def test_pod_template_mutable_while_suspended_or_getting_suspended() -> None:
+    # upstream TestValidateUpdate: "replicated job pod template can be updated for suspended jobset"
+    # upstream TestValidateUpdate: "replicated job pod template can be updated for jobset getting suspended"
     base = rjobs_for_update()
     assert validate_update(upd(with_annotation(base)), upd(base, suspend=True)) == []
     assert validate_update(upd(with_annotation(base), suspend=True), upd(base, suspend=False)) == []
@@ -885,6 +995,7 @@ def test_pod_template_mutable_while_suspended_or_getting_suspended() -> None:
 
 
 def test_kueue_fields_mutable_while_suspended_only() -> None:
+    # upstream TestValidateUpdate: "replicated job pod template cannot be updated for running jobset"
     base = rjobs_for_update()
     changed = copy.deepcopy(base)
     changed[0]["template"]["spec"]["template"] = {
@@ -906,6 +1017,8 @@ def test_kueue_fields_mutable_while_suspended_only() -> None:
 
 
 def test_scheduling_gates_removed_while_suspended() -> None:
+    # upstream TestValidateUpdate: "schedulingGates for pod template can be updated for suspended JobSet"
+    # upstream TestValidateUpdate: "schedulingGates for pod template cannot be updated for unsuspended JobSet"
     gated = rjobs_for_update()
     gated[0]["template"]["spec"]["template"] = {"spec": {"schedulingGates": [{"name": "g"}]}}
     assert validate_update(upd(rjobs_for_update(), suspend=True), upd(gated, suspend=True)) == []
@@ -913,6 +1026,8 @@ def test_scheduling_gates_removed_while_suspended() -> None:
 
 
 def test_replicated_job_rename_and_additions_rejected() -> None:
+    # upstream TestValidateUpdate: "replicated job name cannot be updated"
+    # upstream TestValidateUpdate: "adding a new ReplicatedJob while suspended does not panic and is rejected"
     renamed = rjobs_for_update()
     renamed[0]["name"] = "other"
     immutable(validate_update(upd(renamed), upd()))
@@ -941,12 +1056,16 @@ def finished(js: dict[str, Any], ctype: str) -> dict[str, Any]:
 
 
 def test_elastic_scaling_of_indexed_jobs() -> None:
+    # upstream TestValidateUpdate: "valid scaling of parallelism and completions"
     old = upd(elastic_rjobs(2, 2))
     assert validate_update(upd(elastic_rjobs(4, 4)), old, features=ELASTIC) == []
     immutable(validate_update(upd(elastic_rjobs(4, 4)), old))  # gate off
 
 
 def test_elastic_scaling_bounds() -> None:
+    # upstream TestValidateUpdate: "invalid scaling of parallelism to < 1"
+    # upstream TestValidateUpdate: "invalid scaling of completions to < 1"
+    # upstream TestValidateUpdate: "invalid scaling: parallelism and completions must be equal"
     old = upd(elastic_rjobs(2, 2))
     errs = validate_update(upd(elastic_rjobs(0, 2)), old, features=ELASTIC)
     assert texts(errs)[0] == (
@@ -963,7 +1082,13 @@ def test_elastic_scaling_bounds() -> None:
     )
 
 
-@pytest.mark.parametrize("ctype", ["Completed", "Failed"])
+@pytest.mark.parametrize(
+    "ctype",
+    [
+        pytest.param("Completed", id="cannot scale parallelism if JobSet is Completed"),
+        pytest.param("Failed", id="cannot scale completions if JobSet is Failed"),
+    ],
+)
 def test_elastic_scaling_forbidden_once_finished(ctype: str) -> None:
     old = finished(upd(elastic_rjobs(2, 2)), ctype)
     err = one(validate_update(upd(elastic_rjobs(3, 3)), old, features=ELASTIC))
@@ -974,6 +1099,7 @@ def test_elastic_scaling_forbidden_once_finished(ctype: str) -> None:
 
 
 def test_elastic_scaling_keeps_other_fields_immutable() -> None:
+    # upstream TestValidateUpdate: "immutability still enforced for other fields during valid scale"
     old = upd(elastic_rjobs(2, 2))
     new = upd(elastic_rjobs(3, 3))
     new["spec"]["replicatedJobs"][0]["replicas"] = 2
@@ -984,6 +1110,7 @@ def test_elastic_scaling_keeps_other_fields_immutable() -> None:
 
 
 def test_elastic_scaling_matches_replicated_jobs_by_name() -> None:
+    # upstream TestValidateUpdate: "reordering ReplicatedJobs evaluates ElasticJobSet scaling correctly by name"
     a: dict[str, Any] = {
         "name": "a",
         "replicas": 1,

@@ -25,6 +25,14 @@ from jobset.commands.plugin import hoist_global_flags
         (["--help"], ["--help"]),
         (["-n", "a"], ["-n", "a"]),
     ],
+    ids=[
+        "already after",
+        "namespace hoisted",
+        "several global flags",
+        "all namespaces",
+        "help alone",
+        "no subcommand",
+    ],
 )
 def test_plugin_moves_global_flags_after_the_subcommand(
     argv: list[str], expected: list[str]
@@ -47,6 +55,7 @@ def test_plugin_parses_kubectl_style_arguments() -> None:
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("0", 0.0), ("5", 5.0), ("30s", 30.0), ("1m30s", 90.0), ("500ms", 0.5), ("2h", 7200.0)],
+    ids=["zero", "bare seconds", "seconds", "minutes and seconds", "milliseconds", "hours"],
 )
 def test_request_timeout_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)

@@ -51,6 +51,15 @@ def _cond(t: str, s: str = "True") -> dict[str, str]:
         ({"conditions": [_cond("Completed")]}, {}, "Completed"),
         ({"terminalState": "Failed"}, {"suspend": True}, "Failed"),
     ],
+    ids=[
+        "no status",
+        "a job ready",
+        "restarting",
+        "restart over, nothing ready",
+        "suspended",
+        "completed",
+        "failed wins over suspend",
+    ],
 )
 def test_phase(status: dict[str, Any] | None, spec: dict[str, Any], expected: str) -> None:
     assert phase(_js(status, **spec)) == expected
@@ -71,8 +80,7 @@ def test_progress_follows_spec_order_and_defaults_missing_counts() -> None:
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [(0, "0s"), (119, "119s"), (125, "2m5s"), (600, "10m"), (3 * 3600 + 120, "3h2m"),
-     (9 * 3600, "9h"), (50 * 3600, "2d2h"), (30 * 86400, "30d"), (800 * 86400, "2y")],
-)  # fmt: skip
+     (9 * 3600, "9h"), (50 * 3600, "2d2h"), (30 * 86400, "30d"), (800 * 86400, "2y")], ids=['zero', 'under two minutes', 'minutes and seconds', 'whole minutes', 'hours and minutes', 'whole hours', 'days and hours', 'whole days', 'years'])  # fmt: skip
 def test_human_duration(seconds: int, text: str) -> None:
     assert human_duration(seconds) == text
 

@@ -120,7 +120,11 @@ async def test_bodies_are_built_as_they_are_sent(monkeypatch: pytest.MonkeyPatch
     assert most_alive <= 5
 
 
-@pytest.mark.parametrize(("plan_sleep", "least"), [(0.0, DEFAULT_SLICE_SECONDS), (0.02, 1.0)])
+@pytest.mark.parametrize(
+    ("plan_sleep", "least"),
+    [(0.0, DEFAULT_SLICE_SECONDS), (0.02, 1.0)],
+    ids=["quick plan keeps the default slice", "slow plan stretches the slice"],
+)
 async def test_a_pass_whose_plan_took_long_gets_a_longer_slice(
     monkeypatch: pytest.MonkeyPatch, plan_sleep: float, least: float
 ) -> None:
@@ -281,6 +285,7 @@ class _WatchFirstClient(FakeClient):
 @pytest.mark.parametrize(
     ("watch_first", "cached_uid", "awaited"),
     [(False, None, True), (True, None, False), (False, "uid-older", True)],
+    ids=["answer first", "watch first", "an older job of that name cached"],
 )
 async def test_a_created_job_is_awaited_unless_the_cache_shows_it(
     watch_first: bool, cached_uid: str | None, awaited: bool

@@ -39,6 +39,7 @@ def test_buckets_by_condition() -> None:
 @pytest.mark.parametrize(
     ("label", "restarts", "previous"),
     [("0", 0, False), ("0", 1, True), ("1", 1, False), ("2", 1, False), ("x", 0, True)],
+    ids=["current attempt", "older attempt", "next attempt", "attempt ahead", "unparsable label"],
 )
 def test_restart_attempt_label(label: str, restarts: int, previous: bool) -> None:
     js = jobset(rjob("a", 1), status={"restarts": restarts})
@@ -80,6 +81,14 @@ def _per_job_status(restarts: list[int]) -> dict[str, Any]:
         (True, None, [0, 1], False),  # no label: kept for compatibility
         (True, "bad", [0, 1], True),
         (True, "0", [], False),  # no targets yet: zeros
+    ],
+    ids=[
+        "older job attempt",
+        "current job attempt",
+        "gate off ignores job attempts",
+        "no label kept",
+        "unparsable label",
+        "no targets yet",
     ],
 )
 def test_per_job_restart_attempt(

@@ -1,4 +1,8 @@
-"""Condition transitions (upstream updateCondition / setCondition)."""
+"""Condition transitions (upstream updateCondition / setCondition).
+
+Tests name the cases of upstream's TestUpdateConditions they cover
+(`# upstream TestUpdateConditions: "<name>"`), so the two can be compared.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ def _c(ctype: str, status: str, reason: str = "R", message: str = "m") -> dict[s
 
 
 def test_new_true_condition_is_added_with_event() -> None:
+    # upstream TestUpdateConditions: "no existing conditions, add a condition"
     u = _update()
     assert u.set_condition("Completed", True, "AllJobsCompleted", "done", NORMAL)
     assert u.status["conditions"] == [
@@ -40,6 +45,7 @@ def test_new_true_condition_is_added_with_event() -> None:
 
 
 def test_new_false_condition_is_not_added() -> None:
+    # upstream TestUpdateConditions: "no existing conditions, not adding conditions"
     u = _update()
     assert not u.set_condition("RestartingJobSet", False, "JobsReady", "all jobs are ready", NORMAL)
     assert "conditions" not in u.status
@@ -47,6 +53,8 @@ def test_new_false_condition_is_not_added() -> None:
 
 
 def test_identical_condition_changes_nothing() -> None:
+    # upstream TestUpdateConditions: "existing conditions, attempt to add duplicate"
+    # upstream TestUpdateConditions: "suspended"
     u = _update(_c("Suspended", "True"))
     assert not u.set_condition("Suspended", True, "R", "m", NORMAL)
     assert u.status["conditions"][0]["lastTransitionTime"] == T0
@@ -54,6 +62,7 @@ def test_identical_condition_changes_nothing() -> None:
 
 
 def test_status_flip_replaces_with_new_time() -> None:
+    # upstream TestUpdateConditions: "resume (update suspended condition type in-place)"
     u = _update(_c("Suspended", "True"))
     assert u.set_condition("Suspended", False, "ResumeJobs", "jobset is resumed", NORMAL)
     cond = u.status["conditions"][0]
@@ -65,6 +74,7 @@ def test_status_flip_replaces_with_new_time() -> None:
 
 
 def test_reason_change_keeps_transition_time() -> None:
+    # upstream TestUpdateConditions: "existing conditions, update reason/message but keep status same"
     u = _update(_c("RestartingJobSet", "True", "FailurePolicy_a"))
     assert u.set_condition("RestartingJobSet", True, "FailurePolicy_b", "m", WARNING)
     cond = u.status["conditions"][0]

@@ -1,5 +1,9 @@
 """Child objects: Job construction (labels, annotations, owner, placement, volumes),
-resume merge, headless Service, PVCs."""
+resume merge, headless Service, PVCs.
+
+Tests name the cases of upstream's pkg/controllers/jobset_controller_test.go they cover
+(`# upstream TestConstructJobsFromTemplate: "<name>"`, or the case's id).
+"""
 
 from __future__ import annotations
 
@@ -34,6 +38,9 @@ def _two_groups() -> dict[str, Any]:
 
 
 def test_every_jobset_key_on_job_and_pod_template() -> None:
+    # upstream TestConstructJobsFromTemplate: "all jobs/pods created with labels and annotations"
+    # upstream TestConstructJobsFromTemplate: "coordinator"
+    # upstream TestConstructJobsFromTemplate: "JobRestartAttempt not added when RestartJob feature is disabled"
     js = _two_groups()
     ps = js["spec"]["replicatedJobs"][2]
     job = construct_job(js, ps, 1)
@@ -61,6 +68,8 @@ def test_every_jobset_key_on_job_and_pod_template() -> None:
 
 
 def test_owner_reference_suspend_and_subdomain() -> None:
+    # upstream TestConstructJobsFromTemplate: "suspend job set"
+    # upstream TestConstructJobsFromTemplate: "pod dns hostnames enabled"
     js = jobset(rjob("a"), suspend=True, network={"subdomain": "net"})
     job = construct_job(js, js["spec"]["replicatedJobs"][0], 0)
     assert job["metadata"]["ownerReferences"] == [
@@ -79,6 +88,7 @@ def test_owner_reference_suspend_and_subdomain() -> None:
 
 
 def test_no_subdomain_when_dns_hostnames_disabled() -> None:
+    # upstream TestConstructJobsFromTemplate: "resume job set"
     js = jobset(rjob("a"), network={"enableDNSHostnames": False})
     job = construct_job(js, js["spec"]["replicatedJobs"][0], 0)
     assert "subdomain" not in job["spec"]["template"]["spec"]
@@ -99,6 +109,7 @@ def test_template_labels_and_annotations_kept_and_template_untouched() -> None:
 
 
 def test_per_job_restart_attempt_label_with_gate() -> None:
+    # upstream TestConstructJobsFromTemplate: "JobRestartAttempt based on ReplicatedJobsStatus"
     status = {"replicatedJobsStatus": [{"name": "a", "jobRestarts": [0, 4]}]}
     js = jobset(rjob("a", 2), status=status)
     job = construct_job(js, js["spec"]["replicatedJobs"][0], 1, restart_job=True)
@@ -127,6 +138,12 @@ def test_per_job_restart_attempt_label_with_gate() -> None:
         # node-selector without exclusive-topology at the same level is not copied
         ({"alpha.jobset.sigs.k8s.io/node-selector": "true"}, {}, {}),
     ],
+    ids=[
+        "exclusive placement for entire JobSet",
+        "exclusive placement for a ReplicatedJob",
+        "not upstream: the ReplicatedJob's annotation wins",
+        "not upstream: node-selector alone is not copied",
+    ],
 )
 def test_exclusive_placement_annotations(
     js_ann: dict[str, str], rjob_ann: dict[str, str], expected: dict[str, str]
@@ -144,6 +161,7 @@ def test_exclusive_placement_annotations(
 
 
 def test_node_selector_strategy() -> None:
+    # upstream TestConstructJobsFromTemplate: "node selector exclusive placement strategy enabled"
     js = jobset(
         rjob("a", 2),
         annotations={
@@ -174,6 +192,8 @@ def _to_create(js: dict[str, Any], children: Children) -> list[str]:
 
 
 def test_missing_jobs_skip_existing_names_and_block_on_previous() -> None:
+    # upstream TestConstructJobsFromTemplate: "one job created, one job not created (already active)"
+    # upstream TestConstructJobsFromTemplate: "job creation blocked until all previous jobs no longer exist"
     js = jobset(rjob("a", 3), status={"restarts": 1})
     old = child(js, "a", 0, labels={"jobset.sigs.k8s.io/restart-attempt": "0"})
     current = child(js, "a", 1)
@@ -217,6 +237,10 @@ def test_merge_lists_is_an_ordered_union() -> None:
 
 
 def test_headless_service() -> None:
+    # upstream TestCreateHeadlessSvcIfNecessary: "service does not exist and should be created, subdomain set"
+    # upstream TestCreateHeadlessSvcIfNecessary: "service does not exist and should be created, subdomain not set"
+    # upstream TestCreateHeadlessSvcIfNecessary: "service does not exist and should be created, publishNotReadyAddresses is false"
+    # upstream TestCreateHeadlessSvcIfNecessary: "service does not exist and should be created, publishNotReadyAddresses is true"
     js = jobset(rjob("a"), network={"subdomain": "net", "publishNotReadyAddresses": False})
     svc = headless_service(js)
     assert svc["metadata"]["name"] == "net"
@@ -238,6 +262,7 @@ def _claim(name: str) -> dict[str, Any]:
 
 
 def test_volume_claim_policies() -> None:
+    # upstream TestConstructJobsFromTemplate: "volume-claim-policies"
     r = rjob("a")
     r["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
         {"name": "ckpt", "mountPath": "/ckpt"}

@@ -52,6 +52,7 @@ def test_phase_gauge_counts_at_scrape_time() -> None:
         ([{"type": "Completed", "status": "True"}], True, "Completed"),
         ([{"type": "Failed", "status": "True"}], False, "Failed"),
     ],
+    ids=["running", "suspended", "restarting", "completed wins over suspend", "failed"],
 )
 def test_jobset_phase(conditions: list[dict[str, str]], suspend: bool, phase: str) -> None:
     js = jobset(rjob("a"), suspend=suspend, status={"conditions": conditions})

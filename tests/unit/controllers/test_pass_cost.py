@@ -1,4 +1,4 @@
-"""What one pass costs follows what exists, not what a tenant asks for (issue 20, finding 4).
+"""What one pass costs follows what exists, not what a tenant asks for (docs/reliability.md, "Threat model").
 
 - Missing Jobs are derived from the Jobs that exist: a pass over a JobSet of 1,000,000
   replicas whose Jobs all exist names none of them (it generated and looked up 1,000,000

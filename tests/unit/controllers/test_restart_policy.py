@@ -15,6 +15,8 @@ from .helpers import NOW, child, cond, jobset, rjob
 
 PFP = "PodFailurePolicy"
 BLE = "BackoffLimitExceeded"
+UPSTREAM_RULE = "a job has failed and the failure policy rule "
+ALL_RJOBS = "matches all possible parent replicated jobs and "
 
 
 def _run(
@@ -53,22 +55,83 @@ def test_no_failure_policy_fails_with_first_failed_job() -> None:
 
 @pytest.mark.parametrize(
     ("rule", "reason", "message", "rjob_name", "applies"),
+    # The ids are upstream's case names (TestFailurePolicyRuleIsApplicable), so the two
+    # tables can be compared; a case of this project's own says so.
     [
-        ({}, BLE, "x", "a", True),
-        ({"onJobFailureReasons": [PFP]}, PFP, "x", "a", True),
-        ({"onJobFailureReasons": [PFP]}, BLE, "x", "a", False),
-        ({"onJobFailureMessagePatterns": ["critical"]}, BLE, "a critical error", "a", True),
-        ({"onJobFailureMessagePatterns": ["^critical$"]}, BLE, "a critical error", "a", False),
-        ({"onJobFailureMessagePatterns": ["[", "err.r"]}, BLE, "error", "a", True),
-        (
+        pytest.param(
+            {},
+            BLE,
+            "x",
+            "a",
+            True,
+            id=UPSTREAM_RULE + ALL_RJOBS + "matches all possible job failure reasons",
+        ),
+        pytest.param(
+            {"onJobFailureReasons": [PFP]},
+            PFP,
+            "x",
+            "a",
+            True,
+            id=UPSTREAM_RULE + ALL_RJOBS + "matches the job failure reason",
+        ),
+        pytest.param(
+            {"onJobFailureReasons": [PFP]},
+            BLE,
+            "x",
+            "a",
+            False,
+            id=UPSTREAM_RULE + ALL_RJOBS + "does not match the job failure reason",
+        ),
+        pytest.param(
+            {"onJobFailureMessagePatterns": ["critical"]},
+            BLE,
+            "a critical error",
+            "a",
+            True,
+            id=UPSTREAM_RULE + "matches the job failure message pattern",
+        ),
+        pytest.param(
+            {"onJobFailureMessagePatterns": ["^critical$"]},
+            BLE,
+            "a critical error",
+            "a",
+            False,
+            id=UPSTREAM_RULE + "does not match the job failure message pattern",
+        ),
+        pytest.param(
+            {"onJobFailureMessagePatterns": ["[", "err.r"]},
+            BLE,
+            "error",
+            "a",
+            True,
+            id="not upstream: a pattern Go refuses is skipped, a later one matches",
+        ),
+        pytest.param(
             {"onJobFailureReasons": [PFP], "onJobFailureMessagePatterns": ["nope"]},
             PFP,
             "critical",
             "a",
             False,
+            id=UPSTREAM_RULE + "matches the job failure reason but not the message pattern",
         ),
-        ({"targetReplicatedJobs": ["a"]}, BLE, "x", "a", True),
-        ({"targetReplicatedJobs": ["b"]}, BLE, "x", "a", False),
+        pytest.param(
+            {"targetReplicatedJobs": ["a"]},
+            BLE,
+            "x",
+            "a",
+            True,
+            id=UPSTREAM_RULE
+            + "matches the parent replicatedJob and matches all possible job failure reasons",
+        ),
+        pytest.param(
+            {"targetReplicatedJobs": ["b"]},
+            BLE,
+            "x",
+            "a",
+            False,
+            id=UPSTREAM_RULE
+            + "does not match the parent replicatedJob and matches all possible job failure reasons",
+        ),
     ],
 )
 def test_rule_applies(
@@ -138,7 +201,12 @@ def test_restart_jobset_named_rule_reason_and_events() -> None:
 
 
 @pytest.mark.parametrize(
-    ("counted", "restarts", "fails"), [(0, 0, False), (1, 5, True), (0, 5, False)]
+    ("counted", "restarts", "fails"),
+    [
+        pytest.param(0, 0, False, id="first restart"),
+        pytest.param(1, 5, True, id="max reached by restarts counted towards it"),
+        pytest.param(0, 5, False, id="restarts not counted towards max"),
+    ],
 )
 def test_restart_jobset_max_restarts(counted: int, restarts: int, fails: bool) -> None:
     js = jobset(

@@ -1,6 +1,6 @@
 """The image's dependencies are pinned: requirements/controller.lock holds exactly the runtime
 dependencies of pyproject (no extras) and what they need, each at one version with hashes,
-and the Dockerfile installs from it with --require-hashes (issue 20, finding 9)."""
+and the Dockerfile installs from it with --require-hashes."""
 
 from __future__ import annotations
 

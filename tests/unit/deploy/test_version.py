@@ -1,7 +1,7 @@
 """One version: pyproject.toml's `[project] version` is the source; the installed metadata,
 `jobset.__version__`, `kubesim.__version__` (the simulator's /version), the chart's `version`
 and `appVersion` (its default image tag), the kustomize image tag and every image tag the docs
-show must all say the same (issue 18, "one source for the version")."""
+show must all say the same: one source for the version."""
 
 from __future__ import annotations
 

@@ -99,6 +99,13 @@ def test_load_example(tmp_path: Path) -> None:
         ("# then-run: kubectl", "# then-run: echo", "kubectl command"),
         ("kind: JobSet", "kind: Job", "exactly one JobSet"),
     ],
+    ids=[
+        "no expectation",
+        "two expectations",
+        "then-expect without then-run",
+        "then-run not kubectl",
+        "not exactly one JobSet",
+    ],
 )
 def test_load_example_rejects(tmp_path: Path, old: str, new: str, message: str) -> None:
     path = tmp_path / "bad.yaml"
@@ -109,10 +116,14 @@ def test_load_example_rejects(tmp_path: Path, old: str, new: str, message: str) 
 
 def test_every_example_declares_a_valid_outcome() -> None:
     examples = load_examples()
-    assert {e.path.name for e in examples} == {p.name for p in EXAMPLES_DIR.glob("*.yaml")}
+    files = {p.name for p in EXAMPLES_DIR.glob("*.yaml")}
+    dirs = {p.parent.name for p in EXAMPLES_DIR.glob("*/jobset.yaml")}
+    assert {e.key + ("" if e.kustomized else ".yaml") for e in examples} == files | dirs
     for ex in examples:
-        assert ex.title.startswith(ex.path.name + " - "), ex.path.name
-        assert "kubectl apply -f examples/" + ex.path.name in ex.manifest, ex.path.name
+        named = ex.key if ex.kustomized else ex.path.name
+        assert ex.title.startswith(named + " - "), ex.path
+        verb = "kubectl apply -k " if ex.kustomized else "kubectl apply -f "
+        assert verb + ex.shown in ex.manifest, ex.path
         for flag in ex.dev_flags:
             assert "kubeconfig" not in flag and "time-scale" not in flag
 
@@ -270,3 +281,36 @@ def test_in_place_attempt_check_and_jobset_bin(tmp_path: Path) -> None:
     )
     flags = load_example(path).dev_flags
     assert flags[-1] == f"example.com/agent={sysconfig.get_path('scripts')}"
+
+
+def test_log_check() -> None:
+    expect = parse_expectation("Completed log=resumed-from-step=[1-9] log=done")
+    assert expect.logs == ("resumed-from-step=[1-9]", "done")
+    assert parse_expectation(str(expect)) == expect
+    seen = observed_from("js", _js("Completed"), [])
+    seen.logs = "[pod/js-w-0-0/jax] resumed-from-step=100\n[pod/js-w-0-0/jax] done\n"
+    assert unmet(expect, seen) == []
+    seen.logs = "[pod/js-w-0-0/jax] resumed-from-step=0\n"
+    assert unmet(expect, seen) == [
+        "no pod's log matches 'resumed-from-step=[1-9]'",
+        "no pod's log matches 'done'",
+    ]
+    with pytest.raises(ValueError, match="regular expression"):
+        parse_expectation("Completed log=(unclosed")
+
+
+def test_directory_example_is_kustomized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    example_dir = tmp_path / "train"
+    example_dir.mkdir()
+    (example_dir / "jobset.yaml").write_text(
+        MANIFEST.replace("--nodes 'pools=2x2,tpu=4'", "--run-image example.com/t=$TRAIN_BIN")
+    )
+    monkeypatch.setenv("JOBSET_TRAIN_BIN", "/opt/train/bin")
+    example = load_example(example_dir / "jobset.yaml")
+    assert example.key == "train" and not example.kustomized
+    assert example.apply_args() == ["apply", "-f", str(example_dir / "jobset.yaml")]
+    assert example.dev_flags[-1] == "example.com/t=/opt/train/bin"
+    (example_dir / "kustomization.yaml").write_text("resources: [jobset.yaml]\n")
+    assert example.kustomized and example.shown == f"examples/{example_dir.name}"
+    assert example.apply_args() == ["apply", "-k", str(example_dir)]
+    assert [e.key for e in load_examples(tmp_path)] == ["train"]

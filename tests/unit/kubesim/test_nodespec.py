@@ -161,6 +161,26 @@ def test_empty_and_zero_specs() -> None:
         (f"{MAX_NODES + 1}", "more than"),
         ("4x4,label=cloud.google.com/gke-nodepool,label=cloud.google.com/gke-nodepool=x", "both"),
     ],
+    ids=[
+        "'4y4'",
+        "unknown key 'foo'",
+        "'abc' is not a Kubernetes quantity",
+        "must not be negative",
+        "EFFECT -> '4x4,taint=a:Bad'",
+        "EFFECT -> '4x4,taint=novalue'",
+        "2 domain level(s) but 0 label=KEY",
+        "1 domain level(s) but 2",
+        "stray ','",
+        "group 2 is empty",
+        "no node count",
+        "shape is given twice",
+        "not a valid label key",
+        "not a valid label value",
+        "prefix",
+        "give the groups different prefix",
+        "more than",
+        "both",
+    ],
 )
 def test_errors_name_the_bad_part(spec: str, fragment: str) -> None:
     with pytest.raises(ValueError) as err:

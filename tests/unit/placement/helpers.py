@@ -9,13 +9,41 @@ from jobset.runtime.client import JOBS, Resource
 from jobset.runtime.informer import Informer
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+JOBSETS = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
 POOL = "cloud.google.com/gke-nodepool"
+# The JobSets `owners()` caches by default: every owner name the planner tests use.
+OWNER_NAMES = (
+    *("a", "b", "c", "old", "new", "low", "high", "low2", "small", "big", "other"),
+    *(f"js{k}" for k in range(12)),
+)
 
 
 def informer(resource: Resource, objects: list[dict[str, Any]] | None = None) -> Informer:
     inf = Informer(None, resource)  # type: ignore[arg-type]  # never started
     inf.replace(list(objects or []), "1")
     return inf
+
+
+def owner_uid(jobset: str, namespace: str = "default") -> str:
+    return f"uid-{namespace}-{jobset}"
+
+
+def a_jobset(name: str, namespace: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": owner_uid(name, namespace),
+            "resourceVersion": "1",
+        },
+    }
+
+
+def owners(*names: str, namespace: str = "default") -> Informer:
+    """A JobSet cache holding the owners of the test Jobs (by default every name used)."""
+    return informer(JOBSETS, [a_jobset(n, namespace) for n in names or OWNER_NAMES])
 
 
 def node(
@@ -75,6 +103,16 @@ def job(
             "namespace": namespace,
             "labels": {c.JOBSET_NAME_KEY: jobset},
             "annotations": anns,
+            "ownerReferences": [
+                {
+                    "apiVersion": c.API_VERSION,
+                    "kind": c.KIND,
+                    "name": jobset,
+                    "uid": owner_uid(jobset, namespace),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": {
             "parallelism": pods,

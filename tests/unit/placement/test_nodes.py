@@ -24,6 +24,17 @@ from kubesim.controllers.scheduler.resources import resource_units
         (3, Fraction(3)),
         (1.5, Fraction(3, 2)),
     ],
+    ids=[
+        "milli",
+        "decimal",
+        "leading dot",
+        "binary suffix",
+        "exponent",
+        "negative exponent",
+        "spaces trimmed",
+        "an int",
+        "a float",
+    ],
 )
 def test_quantities_are_exact(text: str | int | float, value: Fraction) -> None:
     assert quantity(text) == value

@@ -20,6 +20,14 @@ from tests.clock import FakeClock
         ("Bearer abc extra", "abc"),  # what follows a second space is ignored
         ("Bearer a.b-c_d~e+f/g=", "a.b-c_d~e+f/g="),
     ],
+    ids=[
+        "bearer",
+        "scheme lower case",
+        "scheme upper case",
+        "header trimmed",
+        "extra after a space ignored",
+        "token68 characters",
+    ],
 )
 def test_bearer_token_accepted(header: str, token: str) -> None:
     assert bearer_token(header) == token

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from jobset.runtime.cache import (
     BY_CONTROLLER_UID,
     BY_NAMESPACE,
     Store,
     chain,
     drop_fields,
+    index_by_controller_owner,
     index_by_controller_uid,
     index_by_namespace,
     object_key,
+    owner_key,
     split_key,
     strip_managed_fields,
 )
@@ -53,6 +57,37 @@ def test_indexes_follow_updates_and_deletes() -> None:
     assert s.by_index(BY_CONTROLLER_UID, "u1") == []
     assert "u1" not in s.index_values(BY_CONTROLLER_UID)  # empty index entries are dropped
     assert len(s) == 2 and "b/j3" in s
+
+
+def _owned(ns: str, **ref: Any) -> dict[str, Any]:
+    owner: dict[str, Any] = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}
+    owner["name"] = "js"
+    owner.update({"uid": "u1", "controller": True, **ref})
+    return {"metadata": {"name": "j", "namespace": ns, "ownerReferences": [owner]}}
+
+
+@pytest.mark.parametrize(
+    ("child", "found"),
+    [
+        pytest.param(_owned("a"), ["a/u1"], id="child"),
+        pytest.param(_owned("a", apiVersion="jobset.x-k8s.io/v1"), ["a/u1"], id="other-version"),
+        pytest.param(_owned("b"), ["b/u1"], id="other-namespace-own-key"),
+        pytest.param(_owned("a", kind="Deployment"), [], id="other-kind"),
+        pytest.param(_owned("a", apiVersion="evil.example.com/v1alpha2"), [], id="other-group"),
+        pytest.param(_owned("a", apiVersion="v1"), [], id="core-group"),
+        pytest.param(_owned("a", controller=False), [], id="not-controller"),
+        pytest.param(_owned("a", uid=""), [], id="no-uid"),
+    ],
+)
+def test_controller_owner_index_checks_kind_group_and_namespace(
+    child: dict[str, Any], found: list[str]
+) -> None:
+    index = index_by_controller_owner("jobset.x-k8s.io", "JobSet")
+    assert list(index(child)) == found
+    # The victim in namespace "a" finds only children of its own namespace.
+    assert (owner_key("a", "u1") in found) == (
+        found != [] and child["metadata"]["namespace"] == "a"
+    )
 
 
 def test_custom_indexer_added_late_indexes_existing_objects() -> None:

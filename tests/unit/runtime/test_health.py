@@ -19,7 +19,7 @@ async def test_probes_and_metrics_endpoints() -> None:
         liveness={"ping": lambda: CheckResult(True)},
         readiness={
             "informers-synced": lambda: CheckResult(state["synced"], "not synced: jobs"),
-            "broken": lambda: CheckResult(True) if state["synced"] else 1 / 0,  # type: ignore[return-value]
+            "broken": lambda: CheckResult(True) if state["synced"] else 1 / 0,  # type: ignore[return-value,dict-item]
         },
     )
     metrics = RuntimeMetrics()

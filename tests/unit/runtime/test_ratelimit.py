@@ -58,7 +58,7 @@ def test_default_controller_rate_limiter_is_max_of_item_and_bucket() -> None:
     assert rl.when("x") == pytest.approx(0.005)
     assert rl.when("x") == pytest.approx(0.01)
     clock = FakeClock()
-    limited = MaxOfRateLimiter(
+    limited: MaxOfRateLimiter[str] = MaxOfRateLimiter(
         ItemExponentialFailureRateLimiter(0.001, 1.0),
         BucketRateLimiter(TokenBucket(10, 1, clock=clock)),
     )
@@ -163,7 +163,7 @@ async def test_the_long_run_rate_is_the_buckets() -> None:
 
 async def _backlogged(
     bucket: FairTokenBucket, flow: str, count: int, order: list[str]
-) -> list[asyncio.Future[None]]:
+) -> list[asyncio.Task[None]]:
     """`count` requests of `flow`, started and run until the flow waits in line."""
     tasks = [asyncio.ensure_future(_take(bucket, flow, order)) for _ in range(count)]
     await asyncio.sleep(0)

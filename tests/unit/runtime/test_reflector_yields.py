@@ -1,4 +1,4 @@
-"""The reflector gives the event loop back during a burst of events (issue 19, loop lag).
+"""The reflector gives the event loop back during a burst of events, so other tasks are not starved.
 
 aiohttp answers `readline()` from its buffer without suspending, so a burst of buffered
 watch events reaches the reflector as an iterator that never suspends. A fake client

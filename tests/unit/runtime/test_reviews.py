@@ -53,6 +53,7 @@ def test_access_spec_for_resource_and_non_resource_attributes() -> None:
         ({}, False),
         (None, False),
     ],
+    ids=["allowed", "not allowed", "an explicit deny wins", "empty status", "no status"],
 )
 def test_allowed_by(status: dict[str, Any] | None, allowed: bool) -> None:
     assert allowed_by({"status": status}) is allowed

@@ -151,6 +151,13 @@ def test_build_returns_an_independent_copy() -> None:
         ),
         (JobSetBuilder("a"), "spec.replicatedJobs: Required value"),
     ],
+    ids=[
+        "name too long for its Jobs",
+        "success policy names an unknown replicated job",
+        "unknown failure reason",
+        "subdomain not DNS",
+        "no replicated jobs",
+    ],
 )
 def test_build_validates_like_the_webhook(builder: JobSetBuilder, fragment: str) -> None:
     with pytest.raises(ValidationError) as info:

@@ -189,6 +189,7 @@ def test_load_all_and_dump_all() -> None:
         ("apiVersion: v1\nkind: ConfigMap\n", "document 1: expected apiVersion"),
         (MANIFESTS["minimal"] + "---\napiVersion: batch/v1\nkind: Job\n", "document 2"),
     ],
+    ids=["a list, not a mapping", "another kind", "a second document of another kind"],
 )
 def test_load_all_rejects_other_documents(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

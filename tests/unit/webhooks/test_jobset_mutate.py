@@ -1,6 +1,6 @@
 """The mutating JobSet webhook answers with the defaults' JSON patch, built directly: no deep
-copy of the JobSet and no diff of the whole object (0.31 s for a 0.9 MiB JobSet before),
-with the same patch as diffing the defaulted copy gave (issue 20, finding 4)."""
+copy of the JobSet and no diff of the whole object, with the same patch as diffing the
+defaulted copy gave."""
 
 from __future__ import annotations
 

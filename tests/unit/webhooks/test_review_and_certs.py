@@ -45,6 +45,17 @@ def test_decode_reads_the_request() -> None:
         (review(dryRun="yes"), "application/json", "dryRun must be a boolean"),
         (b"{}", "text/yaml", "expected application/json"),
     ],
+    ids=[
+        "empty body",
+        "truncated JSON",
+        "not an object",
+        "unsupported review version",
+        "no uid",
+        "unsupported operation",
+        "object not an object",
+        "dryRun not a boolean",
+        "wrong content type",
+    ],
 )
 def test_decode_rejects_malformed_reviews_with_a_reason(body: bytes, ctype: str, text: str) -> None:
     with pytest.raises(ReviewError) as err:

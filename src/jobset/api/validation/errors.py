@@ -89,7 +89,7 @@ def render_value(value: Any) -> str | None:
     """The offending value as Kubernetes prints it: numbers and booleans bare, strings
     quoted (cut after `MAX_VALUE_CHARS`), null for an absent value, and None - omitted -
     for objects and lists, as apimachinery omits values of complex types: an error about
-    `spec.replicatedJobs` must not repeat the whole list (50 of them made a 21 MiB answer)."""
+    `spec.replicatedJobs` must not repeat the whole list once per error."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

@@ -73,8 +73,40 @@ def validate_update(
     old_rjobs: list[Mapping[str, Any]] = list(old_spec.get("replicatedJobs") or [])
     munged: list[dict[str, Any]] = copy.deepcopy([dict(r) for r in new_rjobs])
     old_by_name = {str(r.get("name") or ""): r for r in old_rjobs}
-    reshaped = False
+    # What may change is set back to the old values in `munged`; what is left must be equal.
+    reshaped = _elastic_changes(new_rjobs, old_by_name, munged, old, features, limits, errs)
+    if t.is_suspended(old) or t.is_suspended(new):
+        resources = gate(features, c.FEATURE_MUTABLE_POD_RESOURCES)
+        for idx, new_rjob in enumerate(new_rjobs):
+            old_rjob = old_by_name.get(str(new_rjob.get("name") or ""))
+            if old_rjob is None:
+                continue
+            for keys in _KUEUE_MUTABLE:
+                _path_set(munged[idx], keys, _path_get(old_rjob, keys))
+            if resources:
+                _munge_container_resources(munged[idx], old_rjob)
 
+    if not semantic_equal(munged, old_rjobs):
+        errs.append(invalid("spec.replicatedJobs", munged, "field is immutable"))
+    if not semantic_equal(new_spec.get("managedBy"), old_spec.get("managedBy")):
+        errs.append(invalid("spec.managedBy", new_spec.get("managedBy"), "field is immutable"))
+    if reshaped and not errs:
+        errs.extend(validate_shape(new, features=features, limits=limits))
+    return errs
+
+
+def _elastic_changes(
+    new_rjobs: list[Mapping[str, Any]],
+    old_by_name: Mapping[str, Mapping[str, Any]],
+    munged: list[dict[str, Any]],
+    old: Mapping[str, Any],
+    features: Mapping[str, bool] | None,
+    limits: Limits,
+    errs: list[FieldError],
+) -> bool:
+    """The elastic gates' part of `validate_update`: their errors go to `errs`, the fields
+    they let change are set back in `munged`; whether the JobSet's shape changed."""
+    reshaped = False
     if gate(features, c.FEATURE_ELASTIC_JOBSET):
         terminal = t.is_finished(old)
         for idx, new_rjob in enumerate(new_rjobs):
@@ -99,25 +131,7 @@ def validate_update(
             reshaped = True
             errs.extend(_validate_elastic_replicas(idx, new_rjob, terminal))
             _path_set(munged[idx], ("replicas",), old_rjob.get("replicas"))
-
-    if t.is_suspended(old) or t.is_suspended(new):
-        resources = gate(features, c.FEATURE_MUTABLE_POD_RESOURCES)
-        for idx, new_rjob in enumerate(new_rjobs):
-            old_rjob = old_by_name.get(str(new_rjob.get("name") or ""))
-            if old_rjob is None:
-                continue
-            for keys in _KUEUE_MUTABLE:
-                _path_set(munged[idx], keys, _path_get(old_rjob, keys))
-            if resources:
-                _munge_container_resources(munged[idx], old_rjob)
-
-    if not semantic_equal(munged, old_rjobs):
-        errs.append(invalid("spec.replicatedJobs", munged, "field is immutable"))
-    if not semantic_equal(new_spec.get("managedBy"), old_spec.get("managedBy")):
-        errs.append(invalid("spec.managedBy", new_spec.get("managedBy"), "field is immutable"))
-    if reshaped and not errs:
-        errs.extend(validate_shape(new, features=features, limits=limits))
-    return errs
+    return reshaped
 
 
 def _munge_container_resources(munged: dict[str, Any], old_rjob: Mapping[str, Any]) -> None:

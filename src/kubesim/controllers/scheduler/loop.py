@@ -284,7 +284,8 @@ class Scheduler:
         if self._wakeup is not None:
             self._wakeup.set()
 
-    async def _schedule_batch(self) -> None:
+    def _take_batch(self) -> list[PodKey]:
+        """Up to BATCH_SIZE pods off the active queue, oldest first."""
         keys = []
         for key in self._active:
             keys.append(key)
@@ -292,6 +293,10 @@ class Scheduler:
                 break
         for key in keys:
             del self._active[key]
+        return keys
+
+    async def _schedule_batch(self) -> None:
+        keys = self._take_batch()
         store = self.core.store
         snap = self.snapshot
         verdicts: dict[bytes, tuple[str, SchedulingCost]] = {}

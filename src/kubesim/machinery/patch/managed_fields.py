@@ -217,6 +217,22 @@ def update_managed_fields(
                 manager, operation, str(new.get("apiVersion") or ""), subresource, now, frozenset()
             )
             return _with_encoded_entries(new_body, [entry.encode(created)])
+    return _record_diff(old, new, new_body, entries, manager, operation, now, subresource, schema)
+
+
+def _record_diff(
+    old: JsonDict | None,
+    new: JsonDict,
+    new_body: JsonDict,
+    entries: list[_Entry],
+    manager: str,
+    operation: str,
+    now: str,
+    subresource: str,
+    schema: PatchSchema,
+) -> JsonDict:
+    """`update_managed_fields` in general: the request's diff against `old` taken from every
+    other entry and given to the manager's own."""
     if old is not None:
         baseline: Any = _without_managed_fields(old)
     elif schema.typed:

@@ -602,8 +602,8 @@ class _Run:
 
     def to_cel_fields(self, value: Any, node: _Node) -> Any:
         """`value` as its node's rules see it: an object whose rules only select some of its
-        fields (`node.rule_fields`) has only those converted - a rule on a 1.4 MiB JobSet
-        `spec` that reads two fields converts kilobytes, not 180,000 values. The rules never
+        fields (`node.rule_fields`) has only those converted - a rule on a large JobSet
+        `spec` that reads two fields converts those two, not the whole spec. The rules never
         see the difference: they select nothing else. Not memoized (a whole conversion of
         the same object must not find it); the fields' own values are."""
         only = node.rule_fields

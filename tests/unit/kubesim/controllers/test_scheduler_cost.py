@@ -76,7 +76,9 @@ def test_pod_terms_counts_every_listed_term() -> None:
     }
     assert pod_terms(plain("p", affinity=preferred)) == PodTerms(0, 0, 3, False)
     assert pod_terms(plain("s", nodeSelector={POOL: "pool-0"})).node_constraint
-    required_node = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}
+    required_node: dict[str, Any] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}
+    }
     assert pod_terms(plain("n", affinity=required_node)).node_constraint
 
 
@@ -222,6 +224,15 @@ def _scan(candidates: int, feasible: int, examined: int | None = None) -> Filter
         (20000, 20000, 1000, 1000),
         # 150 nodes: 49 % is 73, below the 100-node minimum
         (150, 150, 100, 100),
+    ],
+    ids=[
+        "1000 nodes all feasible",
+        "1000 nodes scaled by density",
+        "1000 nodes fewer feasible than wanted",
+        "5000 nodes all feasible",
+        "5000 nodes one pinned pool",
+        "20000 nodes at the 5 percent floor",
+        "150 nodes at the 100-node minimum",
     ],
 )
 def test_filtered_nodes_follow_percentage_of_nodes_to_score(

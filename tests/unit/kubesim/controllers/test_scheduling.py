@@ -150,6 +150,26 @@ def pool_of(snap: ClusterSnapshot, node_name: str) -> str:
         (4, 4),
         (0.25, Fraction(1, 4)),
     ],
+    ids=[
+        "milli",
+        "integer",
+        "decimal",
+        "binary giga",
+        "decimal giga",
+        "kilo",
+        "kibi",
+        "exponent",
+        "capital exponent",
+        "exa",
+        "negative exponent",
+        "negative",
+        "explicit plus",
+        "leading dot",
+        "micro",
+        "nano",
+        "an int",
+        "a float",
+    ],
 )
 def test_parse_quantity(text: str | int | float, value: Fraction | int) -> None:
     assert parse_quantity(text) == value
@@ -256,6 +276,16 @@ def test_node_selector() -> None:
         ({"key": "gen", "operator": "Lt", "values": ["4"]}, {"a"}),
         ({"key": "gen", "operator": "Gt", "values": ["x"]}, set()),
         ({"key": "zone", "operator": "Bogus"}, set()),
+    ],
+    ids=[
+        "In",
+        "NotIn",
+        "Exists",
+        "DoesNotExist",
+        "Gt",
+        "Lt",
+        "Gt with a non-integer",
+        "unknown operator",
     ],
 )
 def test_required_node_affinity_operators(expr: dict[str, Any], expected: set[str]) -> None:

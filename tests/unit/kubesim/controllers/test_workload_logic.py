@@ -25,8 +25,7 @@ def deployment(replicas: int = 4, **strategy: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("value", "total", "up", "expected"),
     [(3, 10, True, 3), ("25%", 10, True, 3), ("25%", 10, False, 2), ("0%", 7, True, 0),
-     ("100%", 3, False, 3), ("33%", 3, True, 1), ("33%", 3, False, 0)],
-)  # fmt: skip
+     ("100%", 3, False, 3), ("33%", 3, True, 1), ("33%", 3, False, 0)], ids=['an integer', 'percent rounded up', 'percent rounded down', 'zero percent', 'all rounded down', 'a third rounded up', 'a third rounded down'])  # fmt: skip
 def test_scaled_value_rounding(value: Any, total: int, up: bool, expected: int) -> None:
     assert rollout.scaled_value(value, total, up) == expected
 

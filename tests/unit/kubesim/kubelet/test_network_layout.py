@@ -1,6 +1,6 @@
 """The real-pod network's address plan: one /22 per simulator, disjoint, inside 10.244/16.
 
-A 32 x 8 JobSet of real pods (issue 16's recovery benchmark) needs 256 addresses on one
+A 32 x 8 JobSet of real pods (the recovery benchmark's) needs 256 addresses on one
 bridge, which the former /24 per bridge (253 addresses) could not give.
 """
 

@@ -51,6 +51,14 @@ def lookup(kind: str, ns: str, name: str) -> dict[str, Any] | None:
         ("busybox", "docker.io/library/busybox"),
         ("user/app:2", "docker.io/user/app"),
     ],
+    ids=[
+        "ghcr.io/x/jobset:v1",
+        "ghcr.io/x/jobset@sha256:abc",
+        "ghcr.io/x/jobset:v1@sha256:abc",
+        "localhost:5000/app:1",
+        "busybox",
+        "user/app:2",
+    ],
 )
 def test_image_repository_ignores_tag_and_digest(image: str, repo: str) -> None:
     assert image_repository(image) == repo

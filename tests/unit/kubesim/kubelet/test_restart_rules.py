@@ -88,6 +88,24 @@ def rule(action: str, operator: str, values: list[int]) -> dict[str, Any]:
             STAY,
         ),
     ],
+    ids=[
+        "pod Never",
+        "pod OnFailure on failure",
+        "pod OnFailure on success",
+        "pod Always",
+        "init container Always on success",
+        "init container Always on failure",
+        "init container Never",
+        "sidecar restarts",
+        "sidecar rule restarts all",
+        "container OnFailure over pod Never",
+        "container Never over pod Always",
+        "matching rule",
+        "no rule matches",
+        "first matching rule wins",
+        "later rule matches",
+        "NotIn rule on success",
+    ],
 )
 def test_exit_action(
     container: dict[str, Any], pod_policy: str, code: int, init: bool, expected: str

@@ -79,6 +79,7 @@ def check(expression: str, expected: Any) -> None:
         ("has(oldSelf.a) || self.a > 0", True),
         ("self.a > 0", False),
     ],
+    ids=["self == oldSelf", "has(oldSelf.a) || self.a > 0", "self.a > 0"],
 )
 def test_compile_returns_a_program_that_knows_whether_it_is_a_transition_rule(
     expression: str, uses_old_self: bool
@@ -98,6 +99,7 @@ def test_compile_returns_a_program_that_knows_whether_it_is_a_transition_rule(
         ("", "rule is not specified"),
         ("  ", "rule is not specified"),
     ],
+    ids=["nope('x')", "'x'.nope()", "foo == 1", "''", "'  '"],
 )
 def test_unknown_names_and_empty_rules_fail_at_compile_time(expression: str, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
@@ -168,6 +170,36 @@ def test_a_program_is_evaluated_many_times_with_different_bindings() -> None:
         ("'abc'.contains('b')", True),
         ("strings.quote('a\"b')", '"a\\"b"'),
     ],
+    ids=[
+        "'a,b'.split(',')",
+        "'a,b,c'.split(',', 2)",
+        "'a,b'.split(',', 0)",
+        "'a,b'.split(',', -1)",
+        "'abc'.split('')",
+        "'HeLLo'.lowerAscii()",
+        "'HeLLo'.upperAscii()",
+        "'ÀB'.lowerAscii()",
+        "'hello'.indexOf('l')",
+        "'hello'.indexOf('l', 3)",
+        "'hello'.indexOf('z')",
+        "'hello'.indexOf('')",
+        "'hello'.lastIndexOf('l')",
+        "'abcab'.lastIndexOf('ab', 2)",
+        "'héllo'.indexOf('l')",
+        "'hello'.substring(1)",
+        "'hello'.substring(1, 3)",
+        "'héllo'.substring(1, 3)",
+        "'hello'.charAt(1)",
+        "'hello'.charAt(5)",
+        "'  x '.trim()",
+        "'aaa'.replace('a', 'b')",
+        "'aaa'.replace('a', 'b', 2)",
+        "['a', 'b'].join('-')",
+        "['a', 'b'].join()",
+        "'abc'.reverse()",
+        "'abc'.contains('b')",
+        "strings.quote('a\"b')",
+    ],
 )
 def test_string_functions(expression: str, expected: Any) -> None:
     check(expression, expected)
@@ -182,6 +214,14 @@ def test_string_functions(expression: str, expected: Any) -> None:
         ("'ab'.substring(-1)", "index out of range: -1"),
         ("'hello'.substring(3, 1)", "invalid substring range. start: 3, end: 1"),
         ("'ab'.charAt(-1)", "index out of range: -1"),
+    ],
+    ids=[
+        "'hello'.indexOf('l', 9)",
+        "'ab'.lastIndexOf('b', 5)",
+        "'hello'.substring(1, 9)",
+        "'ab'.substring(-1)",
+        "'hello'.substring(3, 1)",
+        "'ab'.charAt(-1)",
     ],
 )
 def test_string_index_errors(expression: str, message: str) -> None:
@@ -203,6 +243,18 @@ def test_string_index_errors(expression: str, message: str) -> None:
         ("'%o %b'.format([8, 5])", "10 101"),
         ("'100%%'.format([])", "100%"),
     ],
+    ids=[
+        "'%s has %d items'.format(['list', 3])",
+        "'%s %s %s'.format([null, true, 1.5])",
+        "'%s'.format([[1, 'a']])",
+        "'%s'.format([{'b': 1, 'a': true}])",
+        "'%.2f'.format([1.2345])",
+        "'%f'.format([1.5])",
+        "'%e'.format([1234.5])",
+        "'%x %X'.format([255, 'hi'])",
+        "'%o %b'.format([8, 5])",
+        "'100%%'.format([])",
+    ],
 )
 def test_string_format(expression: str, expected: str) -> None:
     check(expression, expected)
@@ -215,6 +267,7 @@ def test_string_format(expression: str, expected: str) -> None:
         ("'%d'.format(['x'])", "error during formatting: invalid argument for %d"),
         ("'%f'.format(['x'])", "error during formatting: invalid argument for %f"),
     ],
+    ids=["'%s %s'.format(['a'])", "'%d'.format(['x'])", "'%f'.format(['x'])"],
 )
 def test_string_format_errors(expression: str, message: str) -> None:
     assert failure(expression).message.startswith(message)
@@ -246,6 +299,27 @@ def test_string_format_errors(expression: str, message: str) -> None:
         ("[1, 2].lastIndexOf(3)", -1),
         ("[[1], [2]].indexOf([2])", 1),
     ],
+    ids=[
+        "[1, 2, 3].isSorted()",
+        "[1, 2, 2].isSorted()",
+        "[3, 1].isSorted()",
+        "['a', 'b'].isSorted()",
+        "['b', 'a'].isSorted()",
+        "[].isSorted()",
+        "[1, 2, 3].sum()",
+        "[1.5, 2.5].sum()",
+        "[1u, 2u].sum()",
+        "[].sum()",
+        "[4, 2, 7].min()",
+        "[1, 5, 3].max()",
+        "['b', 'a', 'c'].min()",
+        "[1, 2.5].max()",
+        "[1, 2, 1].indexOf(1)",
+        "[1, 2, 1].lastIndexOf(1)",
+        "[1, 2].indexOf(3)",
+        "[1, 2].lastIndexOf(3)",
+        "[[1], [2]].indexOf([2])",
+    ],
 )
 def test_kubernetes_list_library(expression: str, expected: Any) -> None:
     check(expression, expected)
@@ -261,6 +335,15 @@ def test_kubernetes_list_library(expression: str, expected: Any) -> None:
         ("[3, 1, 2].sort()", [1, 2, 3]),
         ("[1, 2].reverse()", [2, 1]),
         ("[1, 2].contains(2)", True),
+    ],
+    ids=[
+        "[1, 2, 3].slice(1, 2)",
+        "[[1], [2, [3]]].flatten()",
+        "[[1], [2, [3]]].flatten(2)",
+        "[1, 2, 1].distinct()",
+        "[3, 1, 2].sort()",
+        "[1, 2].reverse()",
+        "[1, 2].contains(2)",
     ],
 )
 def test_cel_go_list_extensions(expression: str, expected: Any) -> None:
@@ -284,6 +367,15 @@ def test_list_functions_on_self() -> None:
         ("[1, 'a'].isSorted()", "no such overload", True),
         ("[1, 'a'].max()", "no such overload", True),
         ("['a', 1].sort()", "no such overload", True),
+    ],
+    ids=[
+        "[].max()",
+        "[].min()",
+        "[1, 2, 3].slice(2, 9)",
+        "[1, 'a'].sum()",
+        "[1, 'a'].isSorted()",
+        "[1, 'a'].max()",
+        "['a', 1].sort()",
     ],
 )
 def test_list_errors(expression: str, message: str, overload: bool) -> None:
@@ -309,6 +401,19 @@ def test_list_errors(expression: str, message: str, overload: bool) -> None:
         ("sets.intersects([1], [2])", False),
         ("sets.intersects([], [])", False),
     ],
+    ids=[
+        "sets.contains([1, 2, 3], [1, 3])",
+        "sets.contains([1, 2], [3])",
+        "sets.contains([1], [])",
+        "sets.contains([], [1])",
+        "sets.contains([1.0], [1])",
+        "sets.equivalent([1, 2], [2, 1])",
+        "sets.equivalent([1, 1, 2], [2, 1])",
+        "sets.equivalent([1, 2], [1])",
+        "sets.intersects([1], [1, 2])",
+        "sets.intersects([1], [2])",
+        "sets.intersects([], [])",
+    ],
 )
 def test_sets(expression: str, expected: bool) -> None:
     check(expression, expected)
@@ -330,6 +435,18 @@ def test_sets(expression: str, expected: bool) -> None:
         ("'worker-1'.matches('^worker-[0-9]+$')", True),
         ("'abc'.matches('(?i)ABC')", True),
         ("'xabcx'.matches('abc')", True),  # unanchored, as RE2's partial match
+    ],
+    ids=[
+        "'abc123def'.find('[0-9]+')",
+        "'abc'.find('z')",
+        "'a1b22'.findAll('[0-9]+')",
+        "'a1b2c3'.findAll('[0-9]', 2)",
+        "'a1b2c3'.findAll('[0-9]', 0)",
+        "'a1b2c3'.findAll('[0-9]', -1)",
+        "'abc'.findAll('x')",
+        "'worker-1'.matches('^worker-[0-9]+$')",
+        "'abc'.matches('(?i)ABC')",
+        "'xabcx'.matches('abc')",
     ],
 )
 def test_regex_functions(expression: str, expected: Any) -> None:
@@ -387,6 +504,29 @@ def test_re2_compile() -> None:
         ("isQuantity('1.5Gi')", True),
         ("isQuantity('1GB')", False),
     ],
+    ids=[
+        "quantity('1Gi').isGreaterThan(quantity('1024Mi'))",
+        "quantity('1Gi').isGreaterThan(quantity('1000Mi'))",
+        "quantity('1Mi').isGreaterThan(quantity('1M'))",
+        "quantity('1Gi').isLessThan(quantity('2Gi'))",
+        "quantity('1Gi') == quantity('1024Mi')",
+        "quantity('1M') == quantity('1000k')",
+        "quantity('1Gi').compareTo(quantity('1024Mi'))",
+        "quantity('1').compareTo(quantity('2'))",
+        "quantity('2').compareTo(quantity('1500m'))",
+        "quantity('1Gi').add(quantity('1Gi')).asInteger()",
+        "quantity('1Gi').add(5).asInteger()",
+        "quantity('2').sub(3).asInteger()",
+        "quantity('100m').add(quantity('900m')).isInteger()",
+        "quantity('500m').isInteger()",
+        "quantity('1k').asInteger()",
+        "quantity('1e3').asInteger()",
+        "quantity('500m').asApproximateFloat()",
+        "quantity('-1').sign()",
+        "quantity('1Gi').sub(quantity('1Gi')).sign()",
+        "isQuantity('1.5Gi')",
+        "isQuantity('1GB')",
+    ],
 )
 def test_quantity(expression: str, expected: Any) -> None:
     check(expression, expected)
@@ -400,6 +540,13 @@ def test_quantity(expression: str, expected: Any) -> None:
         ("quantity('9999999999999999999').asInteger()", "cannot convert value to integer", False),
         ("quantity(1)", "no such overload", True),
         ("quantity('1').add('x')", "no such overload", True),
+    ],
+    ids=[
+        "quantity('abc')",
+        "quantity('500m').asInteger()",
+        "quantity('9999999999999999999').asInteger()",
+        "quantity(1)",
+        "quantity('1').add('x')",
     ],
 )
 def test_quantity_errors(expression: str, message: str, overload: bool) -> None:
@@ -426,6 +573,21 @@ def test_quantity_errors(expression: str, message: str, overload: bool) -> None:
         ("url('/relative/path').getHost()", ""),
         ("isURL('https://example.com/x')", True),
         ("isURL('ht tp://x')", False),
+    ],
+    ids=[
+        "url('https://a/b').getHost()",
+        "url('https://user@a:8080/b').getHost()",
+        "url('https://a:8080/b').getHostname()",
+        "url('https://[::1]:80/').getHost()",
+        "url('https://[::1]:80/').getHostname()",
+        "url('https://a/b').getScheme()",
+        "url('https://a:8080/b').getPort()",
+        "url('https://a/b').getPort()",
+        "url('https://a/b%20c').getEscapedPath()",
+        "url('https://a/b?x=1&x=2&y=').getQuery()",
+        "url('/relative/path').getHost()",
+        "isURL('https://example.com/x')",
+        "isURL('ht tp://x')",
     ],
 )
 def test_url(expression: str, expected: Any) -> None:
@@ -455,6 +617,22 @@ def test_url_parse_error() -> None:
         ("isIP('1.2.3')", False),
         ("isIP('::ffff:1.2.3.4')", False),  # IPv4-mapped IPv6: rejected by Kubernetes
     ],
+    ids=[
+        "ip('10.0.0.1').family()",
+        "ip('::1').family()",
+        "ip('::1').isLoopback()",
+        "ip('127.0.0.1').isLoopback()",
+        "ip('0.0.0.0').isUnspecified()",
+        "ip('169.254.1.1').isLinkLocalUnicast()",
+        "ip('224.0.0.1').isLinkLocalMulticast()",
+        "ip('8.8.8.8').isGlobalUnicast()",
+        "ip('127.0.0.1').isGlobalUnicast()",
+        "ip('10.0.0.1') == ip('10.0.0.1')",
+        "string(ip('10.0.0.1'))",
+        "isIP('::1')",
+        "isIP('1.2.3')",
+        "isIP('::ffff:1.2.3.4')",
+    ],
 )
 def test_ip(expression: str, expected: Any) -> None:
     check(expression, expected)
@@ -482,6 +660,20 @@ def test_ip_parse_errors(text: str) -> None:
         ("isCIDR('10.0.0.0/33')", False),
         ("isCIDR('10.0.0.0')", False),
     ],
+    ids=[
+        "cidr('10.0.0.0/8').containsIP(ip('10.1.2.3'))",
+        "cidr('10.0.0.0/8').containsIP('11.1.2.3')",
+        "cidr('10.0.0.0/8').containsIP(ip('::1'))",
+        "cidr('10.0.0.0/8').containsCIDR(cidr('10.1.0.0/16'))",
+        "cidr('10.0.0.0/8').containsCIDR('10.0.0.0/7')",
+        "cidr('10.0.0.0/8').prefixLength()",
+        "cidr('10.1.2.3/8').masked() == cidr('10.0.0.0/8')",
+        "cidr('10.1.2.3/8').ip() == ip('10.1.2.3')",
+        "string(cidr('10.1.2.3/8'))",
+        "isCIDR('fd00::/64')",
+        "isCIDR('10.0.0.0/33')",
+        "isCIDR('10.0.0.0')",
+    ],
 )
 def test_cidr(expression: str, expected: Any) -> None:
     check(expression, expected)
@@ -505,6 +697,19 @@ def test_cidr(expression: str, expected: Any) -> None:
         ("optional.of(1) == optional.none()", False),
         ("optional.none() == optional.none()", True),
     ],
+    ids=[
+        "optional.of(1).hasValue()",
+        "optional.none().hasValue()",
+        "optional.of(1).value()",
+        "optional.of(1).orValue(2)",
+        "optional.none().orValue('d')",
+        "optional.ofNonZeroValue('').hasValue()",
+        "optional.ofNonZeroValue(0).hasValue()",
+        "optional.ofNonZeroValue([1]).value()",
+        "optional.of(1) == optional.of(1)",
+        "optional.of(1) == optional.none()",
+        "optional.none() == optional.none()",
+    ],
 )
 def test_optionals(expression: str, expected: Any) -> None:
     check(expression, expected)
@@ -517,6 +722,7 @@ def test_optionals(expression: str, expected: Any) -> None:
         ("optional.of({'a': 1}).a", "type 'optional_type' does not support field selection", False),
         ("(1).orValue(0)", "no such overload", True),
     ],
+    ids=["optional.none().value()", "optional.of({'a': 1}).a", "(1).orValue(0)"],
 )
 def test_optional_errors(expression: str, message: str, overload: bool) -> None:
     error = failure(expression)
@@ -530,6 +736,7 @@ def test_optional_errors(expression: str, message: str, overload: bool) -> None:
         (Optional.of(json_to_cel(2)), True),
         (Optional.of(json_to_cel(5)), False),
     ],
+    ids=["create: no old value", "old value kept", "old value lowered"],
 )
 def test_optional_old_self_rule(old: Optional, expected: bool) -> None:
     # `optionalOldSelf: true`: the schema code binds oldSelf to optional.none() on create
@@ -572,6 +779,26 @@ def test_format_validate_returns_an_optional_list_of_messages() -> None:
         ("date", "2024-01-31", True),
         ("datetime", "2024-01-31T10:00:00Z", True),
     ],
+    ids=[
+        "dns1123Label valid",
+        "dns1123Label upper case",
+        "dns1123Label too long",
+        "dns1123Subdomain valid",
+        "dns1123Subdomain empty part",
+        "dns1035Label valid",
+        "dns1035Label leading digit",
+        "dns1123LabelPrefix trailing hyphen",
+        "qualifiedName valid",
+        "qualifiedName leading hyphen",
+        "labelValue empty",
+        "labelValue with a space",
+        "uuid valid",
+        "uuid too short",
+        "uri valid",
+        "byte base64",
+        "date valid",
+        "datetime valid",
+    ],
 )
 def test_named_formats(name: str, value: str, valid: bool) -> None:
     check(f"format.{name}().validate('{value}').hasValue()", not valid)
@@ -590,6 +817,12 @@ def test_format_named_of_an_unknown_format_is_none() -> None:
         ("base64.decode('aGVsbG8')", b"hello"),  # padding is optional, as in cel-go
         ("string(base64.decode(base64.encode(b'xyz')))", "xyz"),
     ],
+    ids=[
+        "base64.encode(b'hello')",
+        "base64.decode('aGVsbG8=')",
+        "base64.decode('aGVsbG8')",
+        "string(base64.decode(base64.encode(b'xyz')))",
+    ],
 )
 def test_base64(expression: str, expected: Any) -> None:
     check(expression, expected)
@@ -601,6 +834,7 @@ def test_base64(expression: str, expected: Any) -> None:
         ("base64.decode('!!!')", "illegal base64 data", False),
         ("base64.encode('hello')", "no such overload", True),  # bytes only
     ],
+    ids=["base64.decode('!!!')", "base64.encode('hello')"],
 )
 def test_base64_errors(expression: str, message: str, overload: bool) -> None:
     error = failure(expression)
@@ -625,6 +859,20 @@ def test_base64_errors(expression: str, message: str, overload: bool) -> None:
         ("math.isNaN(double('NaN'))", True),
         ("math.isInf(1.0 / 0.0)", True),
         ("math.isFinite(1.5)", True),
+    ],
+    ids=[
+        "math.greatest(1, 7, 3)",
+        "math.least([4, 2])",
+        "math.least(3, 1.5)",
+        "math.abs(-3)",
+        "math.sign(-2)",
+        "math.ceil(1.2)",
+        "math.floor(-1.2)",
+        "math.round(-2.5)",
+        "math.trunc(-1.7)",
+        "math.isNaN(double('NaN'))",
+        "math.isInf(1.0 / 0.0)",
+        "math.isFinite(1.5)",
     ],
 )
 def test_math(expression: str, expected: Any) -> None:
@@ -674,6 +922,17 @@ def test_type_errors_are_no_such_overload(expression: str) -> None:
         ("has(self.b.c)", "no such key: b"),  # has() needs every field but the last
         ("[1, 0].all(x, 1 / x > 0)", "division by zero"),
     ],
+    ids=[
+        "9223372036854775807 + 1",
+        "math.abs(-9223372036854775807 - 1)",
+        "1 / 0",
+        "1 % 0",
+        "[1, 2][3]",
+        "{'a': 1}['b']",
+        "self.zzz == 1",
+        "has(self.b.c)",
+        "[1, 0].all(x, 1 / x > 0)",
+    ],
 )
 def test_runtime_errors(expression: str, message: str) -> None:
     error = failure(expression, self={"a": 1})
@@ -688,6 +947,13 @@ def test_runtime_errors(expression: str, message: str) -> None:
         ("true || self.zzz == 1", True),
         ("[0, 1].exists(x, 1 / x > 0)", True),
         ("[0, 1].all(x, 1 / x < 0)", False),
+    ],
+    ids=[
+        "self.zzz == 1 || true",
+        "self.zzz == 1 && false",
+        "true || self.zzz == 1",
+        "[0, 1].exists(x, 1 / x > 0)",
+        "[0, 1].all(x, 1 / x < 0)",
     ],
 )
 def test_errors_are_absorbed_like_cel_go(expression: str, expected: bool) -> None:
@@ -709,6 +975,16 @@ def test_errors_are_absorbed_like_cel_go(expression: str, expected: bool) -> Non
         ("oldSelf.names.all(x, x in self.names)", {"names": ["a"]}, {"names": ["b"]}, False),
         ("!has(oldSelf.x) || has(self.x)", {}, {"x": 1}, False),
         ("self.names == oldSelf.names", {"names": ["a", "b"]}, {"names": ["b", "a"]}, False),
+    ],
+    ids=[
+        "self == oldSelf -> True",
+        "self == oldSelf -> False",
+        "self.replicas >= oldSelf.replicas",
+        "self.names.size() >= oldSelf.names.size()",
+        "oldSelf.names.all(x, x in self.names) -> True",
+        "oldSelf.names.all(x, x in self.names) -> False",
+        "!has(oldSelf.x) || has(self.x)",
+        "self.names == oldSelf.names",
     ],
 )
 def test_transition_rules(rule: str, new: Any, old: Any, expected: bool) -> None:

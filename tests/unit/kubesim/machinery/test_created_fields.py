@@ -27,7 +27,7 @@ names = st.sampled_from(["main", "side", "init", "x"])
 
 
 def _env() -> st.SearchStrategy[list[dict[str, Any]]]:
-    item = st.fixed_dictionaries(
+    item: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
         {"name": names}, optional={"value": scalars, "valueFrom": st.just({})}
     )
     no_name = st.fixed_dictionaries({"value": scalars})  # no key: the list is one value

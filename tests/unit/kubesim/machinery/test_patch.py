@@ -354,6 +354,7 @@ def test_smp_nulls_delete_and_new_subtrees_are_clean() -> None:
         ({"spec": {"strategy": {"$patch": "explode"}}}, "explode"),
         ({"spec": {"$setElementOrder": []}}, "setElementOrder"),
     ],
+    ids=["merge key", "x", "explode", "setElementOrder"],
 )
 def test_smp_rejects_bad_directives(patch: dict[str, Any], message: str) -> None:
     with pytest.raises(PatchError, match=message):

@@ -947,6 +947,18 @@ def test_ratcheting_ignores_unchanged_invalid_values(schema: CompiledSchema) -> 
             "uniqueItems cannot be set to true",
         ),
     ],
+    ids=[
+        "openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields",
+        "openAPIV3Schema.properties[a].items: Required value: must be specified",
+        'openAPIV3Schema.properties[a].type: Unsupported value: "strin"',
+        'openAPIV3Schema.properties[a].x-kubernetes-validations[0].rule: Invalid value: "self.size( > 1": compilation failed',
+        "undeclared reference to 'bogus'",
+        "oldSelf cannot be used on the uncorrelatable portion of the schema within openAPIV3Schema.properties[a].items",
+        'reason: Unsupported value: "Nope"',
+        "openAPIV3Schema.properties[a].pattern: Invalid value",
+        'openAPIV3Schema.properties[a].default: Invalid value: "string"',
+        "uniqueItems cannot be set to true",
+    ],
 )
 def test_compile_rejects_invalid_schemas(raw: dict[str, Any], expected: str) -> None:
     with pytest.raises(SchemaError) as info:
@@ -1011,6 +1023,14 @@ def test_cel_library_functions(expression: str) -> None:
         ("1 / 0 == 1", "division by zero"),
         ("[].max() == 1", "max called on empty list"),
         ("optional.none().value() == 1", "optional.none() dereference"),
+    ],
+    ids=[
+        "[1][3] == 1",
+        "{'a': 1}.b == 1",
+        "has({'a': {}}.b.c)",
+        "1 / 0 == 1",
+        "[].max() == 1",
+        "optional.none().value() == 1",
     ],
 )
 def test_cel_evaluation_errors(expression: str, error: str) -> None:

@@ -52,6 +52,40 @@ from kubesim.machinery.selectors import (
         ("  a = b ,  c  ", {"a": "b", "c": "1"}, True),
         ("example.com/app=web", {"example.com/app": "web"}, True),
     ],
+    ids=[
+        "empty vs {}",
+        "empty vs None",
+        "a=b vs {'a': 'b'}",
+        "a=b vs {'a': 'c'}",
+        "a=b vs {}",
+        "a==b vs {'a': 'b'}",
+        "a!=b vs {'a': 'c'}",
+        "a!=b vs {}",
+        "a!=b vs {'a': 'b'}",
+        "a in (x,y) vs {'a': 'y'}",
+        "a in (x,y) vs {'a': 'z'}",
+        "a in (x,y) vs {}",
+        "a notin (x,y) vs {'a': 'z'}",
+        "a notin (x,y) vs {}",
+        "a notin (x,y) vs {'a': 'x'}",
+        "a vs {'a': ''}",
+        "a vs {'b': 'x'}",
+        "!a vs {'b': 'x'}",
+        "!a vs {'a': 'x'}",
+        "a= vs {'a': ''}",
+        "a= vs {}",
+        "a in () vs {'a': ''}",
+        "a in (,x) vs {'a': ''}",
+        "a>5 vs {'a': '6'}",
+        "a>5 vs {'a': '5'}",
+        "a>5 vs {'a': 'x'}",
+        "a>5 vs {}",
+        "a<5 vs {'a': '-3'}",
+        "in=notin vs {'in': 'notin'}",
+        "x in (in,notin) vs {'x': 'notin'}",
+        "  a = b ,  c   vs {'a': 'b', 'c': '1'}",
+        "example.com/app=web vs {'example.com/app': 'web'}",
+    ],
 )
 def test_label_selector_matches(
     selector: str, labels: dict[str, str] | None, expected: bool
@@ -112,6 +146,7 @@ def _parse_error(s: str) -> ApiError:
             "for 'Gt', 'Lt' operators, the value must be an integer",
         ),
     ],
+    ids=["a b", "a=b c", "a=b,", "=a", "a in x", "a in (x", "a in (x y)", "a=!b", "a>x"],
 )
 def test_label_selector_syntax_errors(selector: str, message: str) -> None:
     assert _parse_error(selector).message == message
@@ -179,6 +214,13 @@ def test_from_label_selector_nil_and_empty() -> None:
         ({"matchLabels": {"bad key": "x"}}, 'key: Invalid value: "bad key"'),
         ({"matchLabels": {"a": "bad value"}}, 'values[0][a]: Invalid value: "bad value"'),
     ],
+    ids=[
+        "not a valid",
+        "can't be empty",
+        "values set must be empty",
+        'key: Invalid value: "bad key"',
+        'values[0][a]: Invalid value: "bad value"',
+    ],
 )
 def test_from_label_selector_errors(sel: dict[str, Any], fragment: str) -> None:
     with pytest.raises(ApiError) as info:
@@ -213,6 +255,20 @@ POD: dict[str, Any] = {
         ("status.podIP=10.0.0.7", True),  # from podIPs when podIP is absent
         ("spec.schedulerName=", True),  # missing string field compares as ""
     ],
+    ids=[
+        "''",
+        "metadata.name=p1",
+        "metadata.name=p2",
+        "metadata.namespace==ns1",
+        "spec.nodeName!=",
+        "spec.nodeName=",
+        "status.phase==Running,spec.nodeName=node-a",
+        "status.phase!=Running",
+        "spec.hostNetwork=false",
+        "spec.hostNetwork=true",
+        "status.podIP=10.0.0.7",
+        "spec.schedulerName=",
+    ],
 )
 def test_field_selector_on_pods(selector: str, expected: bool) -> None:
     fs = FieldSelector.parse(selector, field_selectors_for("", "pods"))
@@ -233,6 +289,7 @@ def test_field_selector_unsupported_field() -> None:
         ("metadata.name=a\\x", "invalid field selector: invalid escape sequence: \\x"),
         ("metadata.name=a=b", "invalid field selector: unescaped character in value: 61"),
     ],
+    ids=["metadata.name", "metadata.name=a\\x", "metadata.name=a=b"],
 )
 def test_field_selector_syntax_errors(selector: str, message: str) -> None:
     with pytest.raises(ApiError) as info:

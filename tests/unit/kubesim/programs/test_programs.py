@@ -50,6 +50,16 @@ done
         (["/bin/sleep", "3"], 3.0),
         (["sleep", "infinity"], math.inf),
     ],
+    ids=[
+        "sleep 100s",
+        "sleep 100",
+        "sleep 1m",
+        "sleep 1.5h",
+        "sleep 0.5",
+        "sleep 1m 30s",
+        "/bin/sleep 3",
+        "sleep infinity",
+    ],
 )
 def test_plain_sleep(argv: list[str], duration: float) -> None:
     assert run(*argv) == Program(duration, 0, "")

@@ -1,0 +1,221 @@
+"""Training time lost per failure on a real JAX job, per restart strategy.
+
+The job is examples/jax-train: N processes of a data-parallel JAX program (CPU, gloo) that
+checkpoint to a volumeClaimPolicies claim, under `jobset dev --run-image` (real processes,
+cluster DNS, real volumes; needs root). One rank exits with an error at a fixed step, once.
+Each strategy runs on a fresh `jobset dev`, one after the other:
+
+- `Recreate`: the JobSet deletes and recreates every Job;
+- `BlockingRecreate`: the same, but new Jobs wait until every old pod is gone;
+- `InPlaceRestart`: every pod runs the in-place-restart agent as a sidecar (as in
+  examples/in-place-restart.yaml); the failed pod restarts its containers in place, the
+  others follow, no pod or Job is recreated.
+
+The training program appends one line per step to `progress.jsonl` in the checkpoint
+volume, and the failing rank writes the step and time of its failure to a marker file
+there; the benchmark reads both from the volume's directory on the host. Per run:
+
+- `downtime_seconds`: failure -> the first step completed after the restart;
+- `lost_seconds`: failure -> the step counter back above the step at which it failed (the
+  downtime plus redoing the steps since the last checkpoint): the training time the failure
+  cost;
+- `steps_redone`: steps between the checkpoint resumed from and the failure.
+
+The goal: InPlaceRestart loses at most a quarter of Recreate's time.
+
+    .venv/bin/python -m benchmarks.train_recovery [--processes 4] [--strategies ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from benchmarks import in_place
+from jobset.dev.examplekit import EXAMPLES_DIR, jobset_bin, start_dev, train_bin
+from kubesim.process import SimProcess
+
+STRATEGIES: Final = ("Recreate", "BlockingRecreate", "InPlaceRestart")
+TRAIN_IMAGE: Final = "example.com/jax-train"
+EXAMPLE: Final = EXAMPLES_DIR / "jax-train"
+NAME: Final = "jax-train"
+CLAIM: Final = f"checkpoints-{NAME}"
+RESULTS: Final = Path(__file__).parent / "results" / "train_recovery.json"
+GOAL_RATIO: Final = 0.25  # InPlaceRestart's lost time / Recreate's
+WAIT_SECONDS: Final = 600.0
+
+
+def jobset_manifest(strategy: str, processes: int, steps: int, fail_at: int) -> dict[str, Any]:
+    """examples/jax-train/jobset.yaml with this strategy, process count and failure step."""
+    js: dict[str, Any] = yaml.safe_load((EXAMPLE / "jobset.yaml").read_text())
+    js["spec"]["failurePolicy"]["restartStrategy"] = strategy
+    (rjob,) = js["spec"]["replicatedJobs"]
+    job = rjob["template"]["spec"]
+    job["parallelism"] = job["completions"] = processes
+    (worker,) = job["template"]["spec"]["containers"]
+    settings = {"STEPS": str(steps), "FAIL_ONCE_AT_STEP": str(fail_at)}
+    settings["FAIL_RANK"] = str(processes - 1)
+    for env in worker["env"]:
+        env["value"] = settings.get(env["name"], env.get("value"))
+        if env["value"] is None:
+            del env["value"]
+    if strategy == "InPlaceRestart":
+        in_place.add_agent(job)
+    return js
+
+
+def dev_flags(jobset_dir: str, train_dir: str) -> list[str]:
+    return [
+        "--feature-gates",
+        "InPlaceRestart=true",
+        "--run-image",
+        f"{TRAIN_IMAGE}={train_dir}",
+        "--run-image",
+        f"{in_place.AGENT_IMAGE}={jobset_dir}",
+    ]
+
+
+def submit(dev: SimProcess, strategy: str, processes: int, steps: int, fail_at: int) -> None:
+    dev.kubectl(
+        "create", "configmap", NAME, f"--from-file=train.py={EXAMPLE / 'train.py'}", "-n", "default"
+    )
+    docs: list[dict[str, Any]] = []
+    if strategy == "InPlaceRestart":
+        docs += [dict(obj, kind=res.kind, apiVersion=res.api_version) for res, obj in in_place.RBAC]
+    docs.append(jobset_manifest(strategy, processes, steps, fail_at))
+    dev.kubectl("apply", "-n", "default", "-f", "-", input=yaml.safe_dump_all(docs))
+
+
+def volume_dir(dev: SimProcess) -> Path | None:
+    """The host directory behind the checkpoint claim, once it is bound."""
+    pvc = json.loads(dev.kubectl("get", "pvc", CLAIM, "-o", "json", check=False).stdout or "{}")
+    volume = (pvc.get("spec") or {}).get("volumeName")
+    if not volume:
+        return None
+    pv = json.loads(dev.kubectl("get", "pv", volume, "-o", "json").stdout)
+    source = pv["spec"].get("hostPath") or pv["spec"].get("local") or {}
+    return Path(source["path"]) if source.get("path") else None
+
+
+def wait_finished(dev: SimProcess, within: float) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        raw = dev.kubectl("get", "jobset", NAME, "-o", "json", check=False).stdout
+        js = json.loads(raw) if raw.strip() else {}
+        if (js.get("status") or {}).get("terminalState"):
+            return js
+        time.sleep(1.0)
+    raise TimeoutError(f"{NAME} did not finish within {within:.0f}s")
+
+
+def timeline(progress: Sequence[dict[str, Any]], failure: dict[str, Any]) -> dict[str, Any]:
+    """What the failure cost, from rank 0's progress lines and the failing rank's marker."""
+    failed_at, failed_step = float(failure["time"]), int(failure["step"])
+    steps = [p for p in progress if "event" not in p]
+    after = [p for p in steps if float(p["time"]) > failed_at]
+    starts = [p for p in progress if p.get("event") == "start" and float(p["time"]) > failed_at]
+    if not after or not starts:
+        raise ValueError("no step was recorded after the failure")
+    back = next(p for p in after if int(p["step"]) > failed_step)
+    before = [p for p in steps if float(p["time"]) <= failed_at]
+    rate = _rate(before)
+    return {
+        "failed_step": failed_step,
+        "resumed_from_step": int(starts[0]["step"]),
+        "steps_redone": failed_step - int(starts[0]["step"]),
+        "downtime_seconds": round(float(after[0]["time"]) - failed_at, 3),
+        "lost_seconds": round(float(back["time"]) - failed_at, 3),
+        "steps_per_second": rate,
+    }
+
+
+def _rate(steps: Sequence[dict[str, Any]]) -> float | None:
+    if len(steps) < 2:
+        return None
+    span = float(steps[-1]["time"]) - float(steps[0]["time"])
+    return round((len(steps) - 1) / span, 1) if span > 0 else None
+
+
+def read_run(directory: Path) -> dict[str, Any]:
+    progress = [
+        json.loads(line) for line in (directory / "progress.jsonl").read_text().splitlines()
+    ]
+    (marker,) = directory.glob("failed-once-*")
+    return timeline(progress, json.loads(marker.read_text()))
+
+
+def run_strategy(strategy: str, processes: int, steps: int, fail_at: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="train-recovery-") as tmp:
+        dev = start_dev(Path(tmp), *dev_flags(jobset_bin(), train_bin()), timeout=120)
+        try:
+            started = time.monotonic()
+            submit(dev, strategy, processes, steps, fail_at)
+            js = wait_finished(dev, WAIT_SECONDS)
+            directory = volume_dir(dev)
+            if directory is None:
+                raise RuntimeError(f"claim {CLAIM} is not bound to a host directory")
+            result = read_run(directory)
+        finally:
+            dev.stop()
+    status = js.get("status") or {}
+    return {
+        "strategy": strategy,
+        "processes": processes,
+        "terminal_state": status.get("terminalState"),
+        "restarts": status.get("restarts", 0),
+        "in_place_attempt": status.get("currentInPlaceRestartAttempt"),
+        "wall_seconds": round(time.monotonic() - started, 1),
+        **result,
+    }
+
+
+def summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    lost = {r["strategy"]: r["lost_seconds"] for r in runs}
+    out: dict[str, Any] = {"goal": f"InPlaceRestart lost <= {GOAL_RATIO} x Recreate lost"}
+    if "Recreate" in lost and "InPlaceRestart" in lost and lost["Recreate"] > 0:
+        ratio = lost["InPlaceRestart"] / lost["Recreate"]
+        out.update(in_place_over_recreate=round(ratio, 3), goal_met=ratio <= GOAL_RATIO)
+    return out
+
+
+def one_line(r: dict[str, Any]) -> str:
+    return (
+        f"{r['strategy']:<17} {r['processes']} processes: lost {r['lost_seconds']:.2f} s "
+        f"(down {r['downtime_seconds']:.2f} s, {r['steps_redone']} steps redone), "
+        f"{r['terminal_state']}, restarts={r['restarts']}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--fail-at", type=int, default=1550)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    runs = []
+    for strategy in args.strategies.split(","):
+        runs.append(run_strategy(strategy, args.processes, args.steps, args.fail_at))
+        print(one_line(runs[-1]), flush=True)
+    data = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "runs": runs,
+        "summary": summary(runs),
+    }
+    Path(args.out).write_text(json.dumps(data, indent=2) + "\n")
+    print(json.dumps(data["summary"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
