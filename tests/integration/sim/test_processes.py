@@ -39,8 +39,8 @@ IMAGE = "example.com/web:v1"
 REALPOD = Path(__file__).with_name("realpod")
 
 
-@pytest.fixture(scope="module")
-def realpod() -> Iterator[Path]:
+@contextlib.contextmanager
+def readable_realpod() -> Iterator[Path]:
     """A copy of `realpod/` that the pods' uid 65532 can read: the checkout may sit in a 0700
     directory (a home directory, `mktemp -d`), and pytest's own temporary directories are
     private to root too."""
@@ -56,9 +56,10 @@ def realpod() -> Iterator[Path]:
         shutil.rmtree(top, ignore_errors=True)
 
 
-# Needs root (network and mount namespaces), as CI and `make test` have; without it the
-# simulator refuses --run-image and these tests fail rather than skip.
-pytestmark = [pytest.mark.kubectl]
+@pytest.fixture(scope="module")
+def realpod() -> Iterator[Path]:
+    with readable_realpod() as copy:
+        yield copy
 
 
 class Env:
@@ -145,9 +146,14 @@ async def env(tmp_path: Path, realpod: Path) -> AsyncIterator[Env]:
 
 
 @contextlib.asynccontextmanager
-async def real_cluster(tmp_path: Path, realpod: Path) -> AsyncIterator[Env]:
-    """A simulator with `example.com/web` mapped to a readable copy of `realpod/`, and a
-    client for it."""
+async def real_cluster(tmp_path: Path, realpod: Path | None = None) -> AsyncIterator[Env]:
+    """A simulator with `example.com/web` mapped to a readable copy of `realpod/` (`realpod`,
+    or one made for this cluster), and a client for it."""
+    if realpod is None:
+        with readable_realpod() as copy:
+            async with real_cluster(tmp_path, copy) as env:
+                yield env
+        return
     kubeconfig = tmp_path / "kubeconfig"
     cluster = SimCluster(
         SimOptions(
