@@ -42,6 +42,10 @@ command -v buildah >/dev/null || need+=(buildah)
 # Not for the build: the OCI runtime `make image-test` runs the image with (buildah's default,
 # crun, refuses this machine's hybrid cgroup v1/v2 layout).
 command -v runc >/dev/null || need+=(runc)
+# debootstrap checks the Release file's signature against Debian's archive keys, never
+# trusting the mirror (--force-check-gpg: no fallback to unchecked downloads).
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+[ -s "$KEYRING" ] || need+=(debian-archive-keyring)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]} (Debian packages)"
   apt-get update -q
@@ -100,7 +104,8 @@ if [ ! -s "$TARBALL" ]; then
   trap 'rm -rf "$ROOT" "$TARBALL.tmp"' EXIT
   log "debootstrap $SUITE ($ARCH, minbase + $PACKAGES) from apt's mirror"
   start=$SECONDS
-  debootstrap --variant=minbase --arch="$ARCH" --include="$PACKAGES" "$SUITE" "$ROOT" "$MIRROR" \
+  debootstrap --keyring="$KEYRING" --force-check-gpg \
+    --variant=minbase --arch="$ARCH" --include="$PACKAGES" "$SUITE" "$ROOT" "$MIRROR" \
     >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed"; }
   # What a container image does not carry: apt's downloads and lists, device nodes, logs.
   chroot "$ROOT" apt-get clean

@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole `jobset` parser (the tests render the chart's and kustomize's flags against it)."""
     from jobset.commands import add_user_commands
     from jobset.commands.completion import add_completion_command
-    from jobset.dev.commands import DEV_DEFAULT_NODES, add_sim_flags
+    from jobset.dev.commands import DEV_DEFAULT_NODES, SIM_DEFAULT_NODES, add_sim_flags
     from jobset.wiring import (
         add_controller_flags,
         add_jobset_flags,
@@ -51,11 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
         "sim",
         help="run the simulated Kubernetes cluster",
         description="Run the simulated cluster: an API server on 127.0.0.1 plus a simulated "
-        "job controller, scheduler, kubelet and garbage collector. Prints a line with "
-        "'ready' once it serves; stops on SIGINT/SIGTERM.",
+        "job controller, scheduler, kubelet and garbage collector. The cluster starts with "
+        "one node (pool-0-node-0), as kind does, unless --nodes says otherwise (--nodes 0: "
+        "none). Prints a line with 'ready' once it serves; stops on SIGINT/SIGTERM.",
         formatter_class=argparse.RawTextHelpFormatter,
     )
     add_sim_flags(sim)
+    sim.set_defaults(nodes=SIM_DEFAULT_NODES)
     controller = sub.add_parser(
         "controller",
         help="run the JobSet controller",
@@ -68,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulated cluster + JobSet CRD + controller in one process",
         description="Start a simulated cluster, install the JobSet CRD and run the controller "
         "against it, in one process. Prints a line with 'ready' once JobSets can be "
-        "submitted (kubectl apply -f examples/...); stops on SIGINT/SIGTERM.",
+        "submitted (kubectl apply -f examples/...); stops on SIGINT/SIGTERM. The cluster "
+        f"starts with 4 node pools of 4 nodes ({DEV_DEFAULT_NODES}) unless --nodes says "
+        "otherwise.",
         formatter_class=argparse.RawTextHelpFormatter,
     )
     add_sim_flags(dev)

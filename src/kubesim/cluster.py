@@ -142,6 +142,9 @@ class SimCluster:
     async def start(self) -> None:
         opts = self.options
         self.started_at = time.monotonic()
+        # The CA first: with --data-dir, state another user could have written is refused
+        # before anything starts.
+        identity = self._identity_ca() if opts.tls else None
         if opts.data_dir:
             from kubesim.apiserver.persistence import Persistence
 
@@ -173,8 +176,8 @@ class SimCluster:
         await self._start_dns()
         self._start_components()
         ssl_ctx = None
-        if opts.tls:
-            ca_cert, ca_key = self._identity_ca()
+        if identity is not None:
+            ca_cert, ca_key = identity
             cert, key = certs.make_serving_cert(ca_cert, ca_key, hosts)
             ssl_ctx = certs.server_ssl_context(cert, key)
             self.ca_pem = ca_cert
@@ -262,33 +265,42 @@ class SimCluster:
         """
         if not self.options.data_dir:
             return certs.make_ca("jobset-sim-ca")
-        pki = Path(self.options.data_dir) / "pki"
-        pki.mkdir(parents=True, exist_ok=True, mode=0o700)
+        from kubesim.apiserver.statedir import check_existing, private_dir, write_private
+
+        private_dir(Path(self.options.data_dir))
+        pki = private_dir(Path(self.options.data_dir) / "pki")
         crt, key, tok = pki / "ca.crt", pki / "ca.key", pki / "token"
+        for path in (crt, key, tok):
+            check_existing(path)  # another user's CA or token is never trusted
         if crt.exists() and key.exists():
             ca = (crt.read_bytes(), key.read_bytes())
         else:
             ca = certs.make_ca("jobset-sim-ca")
             for path, data in ((key, ca[1]), (crt, ca[0])):
-                path.touch(mode=0o600)
-                path.write_bytes(data)
+                write_private(path, data)
         if self.options.token is None:
             if tok.exists() and tok.read_text().strip():
                 self.token = self.http.token = tok.read_text().strip()
             else:
-                tok.touch(mode=0o600)
-                tok.write_text(self.token)
+                write_private(tok, self.token.encode())
         return ca
 
     def _start_components(self) -> None:
+        from kubesim.controllers.apiservices import APIServiceAvailability
         from kubesim.controllers.disruption import DisruptionController
         from kubesim.controllers.endpoints import EndpointsController
+        from kubesim.controllers.serviceaccounts import ServiceAccountsController
 
         if self.events is not None:
             self.events.start()
 
         # API machinery of kube-controller-manager that runs at every level, as the GC does.
-        self.components += [EndpointsController(self.core), DisruptionController(self.core)]
+        self.components += [
+            EndpointsController(self.core),
+            DisruptionController(self.core),
+            ServiceAccountsController(self.core),
+            APIServiceAvailability(self.core),
+        ]
         level = self.options.sim_level
         if level == "none":
             for component in self.components:
@@ -307,7 +319,10 @@ class SimCluster:
         self.components.append(jobs)
         if level == "pods":
             from kubesim.controllers.deployment import DeploymentController
-            from kubesim.controllers.replicaset import ReplicaSetController
+            from kubesim.controllers.replicaset import (
+                REPLICATION_CONTROLLERS,
+                ReplicaSetController,
+            )
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
@@ -316,7 +331,11 @@ class SimCluster:
             )
             self.components.append(scheduler)
             self.http.debug_views["scheduler"] = scheduler.debug_report
-            self.components += [DeploymentController(self.core), ReplicaSetController(self.core)]
+            self.components += [
+                DeploymentController(self.core),
+                ReplicaSetController(self.core),
+                ReplicaSetController(self.core, REPLICATION_CONTROLLERS),
+            ]
             kubelet = Kubelet(
                 self.core,
                 time_scale=self.options.time_scale,

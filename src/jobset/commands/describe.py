@@ -9,6 +9,7 @@ from jobset.api import constants as c
 from jobset.commands.common import EXIT_OK, Out, add_connection_flags, add_output_flag, connect
 from jobset.commands.inspect import Snapshot, collect
 from jobset.commands.summary import age, exclusive_topology_key, phase, progress
+from jobset.commands.terminal import escape_terminal
 from jobset.sdk.models import JobSet
 
 __all__ = ["register", "render", "run"]
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _kv(out: Out, key: str, value: object, indent: int = 0) -> None:
-    out.line(f"{' ' * indent}{key + ':':<20}{value}")
+    out.line(escape_terminal(f"{' ' * indent}{key + ':':<20}{value}"))
 
 
 def _map(values: dict[str, str] | None) -> str:
@@ -102,7 +103,7 @@ def render(out: Out, snap: Snapshot) -> None:
     if snap.blockers:
         out.line("Waiting on:")
         for b in snap.blockers:
-            out.line(f"  {b.text()}")
+            out.line(escape_terminal(f"  {b.text()}"))
     _section(out, "Events", _EVENT_COLUMNS, _event_rows(snap))
 
 
@@ -128,7 +129,8 @@ def _section(
     """A titled table, indented; `<none>` when empty unless the table is `always` shown."""
     out.line(f"{title}:")
     if rows or always:
-        out.table(columns, rows, 2)
+        # Cells hold what others wrote (event and condition messages): no terminal controls.
+        out.table(columns, [[escape_terminal(cell) for cell in row] for row in rows], 2)
     else:
         out.line("  <none>")
 

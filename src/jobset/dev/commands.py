@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEV_BIND_ADDRESS",
     "DEV_DEFAULT_NODES",
+    "SIM_DEFAULT_NODES",
     "SIM_EXTRA",
     "SIM_EXTRA_MODULES",
     "add_sim_flags",
@@ -38,6 +39,8 @@ __all__ = [
 DEV_BIND_ADDRESS: Final = "127.0.0.1"
 # A new user's cluster needs somewhere to run pods: 4 node pools of 4 nodes by default.
 DEV_DEFAULT_NODES: Final = "pools=4x4,label=cloud.google.com/gke-nodepool"
+# `jobset sim` starts as kind does, with one node, so a pod has somewhere to run ('0': none).
+SIM_DEFAULT_NODES: Final = "1"
 
 
 def add_sim_flags(p: argparse.ArgumentParser) -> None:

@@ -129,6 +129,7 @@ _GENERATION_TYPES = frozenset(
         ("batch", "cronjobs"),
         ("apps", "deployments"),
         ("apps", "replicasets"),
+        ("", "replicationcontrollers"),
         ("apps", "statefulsets"),
         ("apps", "daemonsets"),
         ("policy", "poddisruptionbudgets"),
@@ -331,7 +332,9 @@ class ApiCore:
         label_only = rt.plural in ("namespaces", "services") and rt.group == ""
         check = names.is_dns1123_label if label_only else names.is_dns1123_subdomain
         # RBAC objects and CRDs have path-segment names (e.g. "system:foo"), not DNS ones.
-        if rt.group != "rbac.authorization.k8s.io" and rt.plural != "customresourcedefinitions":
+        # APIServices are `version.group` path segments, checked by their strategy.
+        path_segment = rt.plural in ("customresourcedefinitions", "apiservices")
+        if rt.group != "rbac.authorization.k8s.io" and not path_segment:
             causes += [fe.invalid("metadata.name", name, msg) for msg in check(name)]
         annotations = obj["metadata"].get("annotations") or {}
         total = sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str))

@@ -170,7 +170,9 @@ def mark_deleted(
     finalizers = list(meta.get("finalizers") or [])
     if policy == "Orphan" and has_dependents and "orphan" not in finalizers:
         finalizers.append("orphan")
-    if policy == "Foreground" and has_dependents and "foregroundDeletion" not in finalizers:
+    # As kube-apiserver: the finalizer whether or not there are dependents (the garbage
+    # collector lifts it), so a client waiting for it sees it on a leaf object too.
+    if policy == "Foreground" and "foregroundDeletion" not in finalizers:
         finalizers.append("foregroundDeletion")
     if policy != "Orphan" and "orphan" in finalizers and not meta.get("deletionTimestamp"):
         finalizers.remove("orphan")

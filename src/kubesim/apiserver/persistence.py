@@ -22,6 +22,7 @@ import orjson
 
 from kubesim.apiserver.apicore import ApiCore
 from kubesim.apiserver.crds import CRD_KEY
+from kubesim.apiserver.statedir import check_existing, private_dir, write_private
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent, object_key
 
 FLUSH_SECONDS = 0.1
@@ -29,9 +30,8 @@ FLUSH_SECONDS = 0.1
 
 class Persistence:
     def __init__(self, data_dir: Path, core: ApiCore) -> None:
-        self.dir = data_dir
+        self.dir = private_dir(data_dir)  # every Secret is in there: 0700, this user's
         self.core = core
-        self.dir.mkdir(parents=True, exist_ok=True)
         self._journal: IO[bytes] | None = None
         self._buffer: list[bytes] = []
         self._lock = threading.Lock()
@@ -49,6 +49,8 @@ class Persistence:
         """Restore state into the (empty) store; return how many objects were loaded."""
         state: dict[tuple[str, str, str, str], tuple[ResourceKey, dict[str, Any]]] = {}
         rv = 1
+        for path in (self.snapshot_path, self.journal_path):
+            check_existing(path)
         if self.snapshot_path.exists():
             snap = orjson.loads(self.snapshot_path.read_bytes())
             rv = max(rv, int(snap.get("rv", 1)))
@@ -90,7 +92,10 @@ class Persistence:
             rs.history.clear()
             rs.compacted_rv = rv
         self._write_snapshot()
-        self._journal = self.journal_path.open("wb")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self.journal_path, flags, 0o600)
+        os.fchmod(fd, 0o600)
+        self._journal = os.fdopen(fd, "wb")
         store.journal = self._record
         return len(state)
 
@@ -102,7 +107,7 @@ class Persistence:
             for obj in rs.objects.values()
         ]
         tmp = self.snapshot_path.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps({"rv": store.rv, "objects": objects}))
+        write_private(tmp, orjson.dumps({"rv": store.rv, "objects": objects}))
         os.replace(tmp, self.snapshot_path)
 
     def _record(self, rkey: ResourceKey, ev: WatchEvent) -> None:

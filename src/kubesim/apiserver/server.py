@@ -43,7 +43,7 @@ from kubesim.apiserver.apicore import ADMIN_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.watchstream import WatchOptions, WatchStream
 from kubesim.clock import now_rfc3339
-from kubesim.machinery.errors import ApiError, bad_request, not_found
+from kubesim.machinery.errors import ApiError, bad_request, not_found, unknown_path
 from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_selectors_for
 
 JSON = "application/json"
@@ -66,10 +66,32 @@ class Target:
     watch_path: bool  # the legacy /watch/ prefix
 
 
+# What Go's encoding/json escapes in strings and orjson does not (its HTML-safe default and
+# the two JavaScript line terminators); outside strings these bytes never occur in JSON.
+_GO_ESCAPES = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+
+
+def go_json(encoded: bytes) -> bytes:
+    """A JSON body as kube-apiserver writes it (Go's `json.Encoder.Encode`): the HTML-safe
+    escapes, and a newline at the end."""
+    for raw, escaped in _GO_ESCAPES:
+        if raw in encoded:
+            encoded = encoded.replace(raw, escaped)
+    return encoded + b"\n"
+
+
 def json_response(
     data: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
-    return web.Response(body=orjson.dumps(data), status=status, content_type=JSON, headers=headers)
+    return web.Response(
+        body=go_json(orjson.dumps(data)), status=status, content_type=JSON, headers=headers
+    )
 
 
 def status_response(err: ApiError) -> web.Response:
@@ -276,9 +298,7 @@ class ApiHttpServer:
                 return json_response(discovery.api_versions())
             if len(parts) == 2:
                 if parts[1] != "v1":
-                    raise ApiError(
-                        404, "NotFound", "the server could not find the requested resource"
-                    )
+                    raise unknown_path()
                 return json_response(discovery.resource_list(self.core.registry, "", "v1"))
             return await self._resource(request, "", parts[1], parts[2:])
         if parts[0] == "apis":
@@ -287,20 +307,16 @@ class ApiHttpServer:
             if len(parts) == 2:
                 group = discovery.group(self.core.registry, parts[1])
                 if group is None:
-                    raise ApiError(
-                        404, "NotFound", "the server could not find the requested resource"
-                    )
+                    raise unknown_path()
                 return json_response(group)
             if len(parts) == 3:
                 if not self.core.registry.in_group_version(parts[1], parts[2]):
-                    raise ApiError(
-                        404, "NotFound", "the server could not find the requested resource"
-                    )
+                    raise unknown_path()
                 return json_response(
                     discovery.resource_list(self.core.registry, parts[1], parts[2])
                 )
             return await self._resource(request, parts[1], parts[2], parts[3:])
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise unknown_path()
 
     def _request_counts(self) -> dict[str, Any]:
         """Resource requests served so far, by verb and resource, and also by client."""
@@ -331,9 +347,9 @@ class ApiHttpServer:
         if len(parts) >= 3 and parts[1] == "v3":
             doc = openapi.v3_document(self.core.registry, "/".join(parts[2:]))
             if doc is None:
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise unknown_path()
             return json_response(doc)
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise unknown_path()
 
     def _parse_target(self, group: str, version: str, rest: list[str]) -> Target:
         watch_path = False
@@ -351,16 +367,16 @@ class ApiHttpServer:
             namespace = rest[1]
             rest = rest[2:]
         if not rest:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise unknown_path()
         rt = registry.get(group, version, rest[0])
         if rt is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise unknown_path()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if len(rest) > 3 or (sub and sub not in rt.subresources):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise unknown_path()
         if rt.namespaced and namespace is None and name:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise unknown_path()
         if not rt.namespaced:
             namespace = None
         return Target(rt, namespace, name, sub, watch_path)
@@ -514,7 +530,14 @@ class ApiHttpServer:
                 raise not_found(rt.group, f"{rt.plural}/eviction", t.name)
             await self.evict(self.core, rt, ns, t.name, body, req)
             return json_response(
-                {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "code": 201,
+                },
+                201,
             )
         if t.subresource == "token":
             return json_response(self._issue_token(t, body), 201)
@@ -674,7 +697,7 @@ class ApiHttpServer:
             + orjson.dumps(items)
             + b"}"
         )
-        return web.Response(body=body, content_type=JSON)
+        return web.Response(body=go_json(body), content_type=JSON)
 
     async def _log(self, request: web.Request, t: Target) -> web.StreamResponse:
         pod = self.core.get(t.rt, t.namespace or "", t.name)
@@ -838,7 +861,9 @@ def _user_agent_manager(request: web.Request) -> str:
 
 def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj["metadata"]
-    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    selector = (obj.get("spec") or {}).get("selector") or {}
+    if "matchLabels" in selector or "matchExpressions" in selector:
+        selector = selector.get("matchLabels") or {}  # a ReplicationController's is a map
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

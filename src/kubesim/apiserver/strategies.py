@@ -12,10 +12,14 @@ import ipaddress
 import itertools
 from typing import Any
 
+from kubesim.apiserver.apiservices import validate_apiservice
 from kubesim.apiserver.poddns import validate_pod_dns
+from kubesim.apiserver.podvalidation import validate_pod_spec, validate_replica_template
 from kubesim.apiserver.resources import ResourceType
 from kubesim.machinery import field as fe
-from kubesim.machinery.errors import Cause
+from kubesim.machinery import gobase64
+from kubesim.machinery.errors import Cause, bad_request
+from kubesim.machinery.volumepaths import is_config_map_key
 
 
 class Strategy:
@@ -127,14 +131,7 @@ class PodStrategy(Strategy):
         self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> list[Cause]:
         spec = obj.get("spec") or {}
-        causes: list[Cause] = []
-        if not spec.get("containers"):
-            causes.append(fe.required("spec.containers"))
-        for i, c in enumerate(spec.get("containers") or []):
-            if not c.get("name"):
-                causes.append(fe.required(f"spec.containers[{i}].name"))
-            if not c.get("image"):
-                causes.append(fe.required(f"spec.containers[{i}].image"))
+        causes = validate_pod_spec(spec, "spec")
         causes.extend(validate_pod_dns(spec))
         if old is None:
             return causes
@@ -276,6 +273,7 @@ class JobStrategy(Strategy):
         spec = obj.get("spec") or {}
         causes: list[Cause] = []
         pod = (spec.get("template") or {}).get("spec") or {}
+        causes += validate_pod_spec(pod, "spec.template.spec")
         policy = pod.get("restartPolicy")
         if policy not in ("OnFailure", "Never"):
             causes.append(
@@ -283,8 +281,6 @@ class JobStrategy(Strategy):
                     "spec.template.spec.restartPolicy", policy or "", ("OnFailure", "Never")
                 )
             )
-        if not pod.get("containers"):
-            causes.append(fe.required("spec.template.spec.containers"))
         causes.extend(validate_pod_dns(pod, "spec.template.spec"))
         if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
             causes.append(fe.required("spec.completions", "when completion mode is Indexed"))
@@ -408,8 +404,33 @@ class ServiceStrategy(Strategy):
         )
 
 
+MAX_SECRET_SIZE = 1024 * 1024  # kube-apiserver's core.MaxSecretSize, also a ConfigMap's
+
+
+def _check_base64(kind: str, values: Any) -> int:
+    """The decoded size of a Secret's `data` / a ConfigMap's `binaryData`; a value Go cannot
+    decode fails the request as kube-apiserver's body decoding does (400, the byte offset)."""
+    size = 0
+    for value in (values or {}).values() if isinstance(values, dict) else ():
+        try:
+            size += len(gobase64.decode(str(value)))
+        except gobase64.CorruptInputError as exc:
+            raise bad_request(
+                f'{kind} in version "v1" cannot be handled as a {kind}: {exc}'
+            ) from None
+    return size
+
+
+def _key_causes(path: str, values: Any) -> list[Cause]:
+    causes: list[Cause] = []
+    for key in values if isinstance(values, dict) else ():
+        causes += [fe.invalid(f"{path}[{key}]", key, m) for m in is_config_map_key(key)]
+    return causes
+
+
 class SecretStrategy(Strategy):
     def _fold(self, obj: dict[str, Any]) -> dict[str, Any]:
+        _check_base64("Secret", obj.get("data"))
         string_data = obj.pop("stringData", None)
         if string_data:
             data = dict(obj.get("data") or {})
@@ -426,6 +447,41 @@ class SecretStrategy(Strategy):
         self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any], subresource: str
     ) -> dict[str, Any]:
         return self._fold(obj)
+
+    def validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> list[Cause]:
+        """`ValidateSecret`: keys are file names (`IsConfigMapKey`), 1 MiB in all."""
+        causes = _key_causes("data", obj.get("data"))
+        if _check_base64("Secret", obj.get("data")) > MAX_SECRET_SIZE:
+            causes.append(fe.too_long("data", MAX_SECRET_SIZE))
+        return causes
+
+
+class ConfigMapStrategy(Strategy):
+    def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        _check_base64("ConfigMap", obj.get("binaryData"))
+        return obj
+
+    def prepare_for_update(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any], subresource: str
+    ) -> dict[str, Any]:
+        _check_base64("ConfigMap", obj.get("binaryData"))
+        return obj
+
+    def validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> list[Cause]:
+        """`ValidateConfigMap`: keys are file names, none in both `data` and `binaryData`."""
+        data, binary = obj.get("data"), obj.get("binaryData")
+        causes = _key_causes("data", data)
+        if isinstance(data, dict) and isinstance(binary, dict):
+            causes += [
+                fe.invalid(f"data[{k}]", k, "duplicate of key present in binaryData")
+                for k in data
+                if k in binary
+            ]
+        return causes + _key_causes("binaryData", binary)
 
 
 class DeploymentStrategy(Strategy):
@@ -452,11 +508,23 @@ class DeploymentStrategy(Strategy):
         causes: list[Cause] = []
         if not spec.get("selector"):
             causes.append(fe.required("spec.selector"))
+        causes += validate_replica_template(spec)
         if old is not None:
             causes += _immutable(
                 "spec.selector", spec.get("selector"), (old.get("spec") or {}).get("selector")
             )
         return causes
+
+
+class ReplicaSetStrategy(DeploymentStrategy):
+    """apps/v1 ReplicaSet: the same selector and template rules as a Deployment's."""
+
+    def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        spec = dict(obj.get("spec") or {})
+        spec.setdefault("replicas", 1)
+        obj["spec"] = spec
+        obj["status"] = {"replicas": 0}
+        return obj
 
 
 class NodeStrategy(Strategy):
@@ -503,14 +571,77 @@ class NodeStrategy(Strategy):
         return obj
 
 
+class ReplicationControllerStrategy(Strategy):
+    """core/v1 ReplicationController: the selector and the object's labels default to the
+    template's labels, replicas to 1; the template follows the ReplicaSet rules."""
+
+    def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        spec = dict(obj.get("spec") or {})
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if not spec.get("selector") and labels:
+            spec["selector"] = dict(labels)
+        if not obj["metadata"].get("labels") and labels:
+            obj["metadata"]["labels"] = dict(labels)
+        spec.setdefault("replicas", 1)
+        obj["spec"] = spec
+        obj["status"] = {"replicas": 0}
+        return obj
+
+    def validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> list[Cause]:
+        spec = obj.get("spec") or {}
+        causes: list[Cause] = []
+        if not spec.get("selector"):
+            causes.append(fe.required("spec.selector"))
+        replicas = spec.get("replicas")
+        if replicas is not None and (not isinstance(replicas, int) or replicas < 0):
+            causes.append(
+                fe.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
+            )
+        return causes + validate_replica_template(spec)
+
+
+class APIServiceStrategy(Strategy):
+    """apiregistration.k8s.io/v1 APIService: the Service port defaults to 443; status is
+    written only through its subresource."""
+
+    def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        spec = dict(obj.get("spec") or {})
+        if isinstance(spec.get("service"), dict):
+            spec["service"] = {"port": 443, **spec["service"]}
+        obj["spec"] = spec
+        obj["status"] = {}
+        return obj
+
+    def prepare_for_update(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any], subresource: str
+    ) -> dict[str, Any]:
+        if subresource == "status":
+            return {**obj, "spec": old.get("spec") or {}}
+        spec = dict(obj.get("spec") or {})
+        if isinstance(spec.get("service"), dict):
+            spec["service"] = {"port": 443, **spec["service"]}
+        return {**obj, "spec": spec, "status": old.get("status") or {}}
+
+    def validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> list[Cause]:
+        return validate_apiservice(obj)
+
+
 _STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("", "namespaces"): NamespaceStrategy(),
     ("", "pods"): PodStrategy(),
     ("", "services"): ServiceStrategy(),
     ("", "secrets"): SecretStrategy(),
+    ("", "configmaps"): ConfigMapStrategy(),
     ("", "nodes"): NodeStrategy(),
     ("batch", "jobs"): JobStrategy(),
     ("apps", "deployments"): DeploymentStrategy(),
+    ("apps", "replicasets"): ReplicaSetStrategy(),
+    ("", "replicationcontrollers"): ReplicationControllerStrategy(),
+    ("apiregistration.k8s.io", "apiservices"): APIServiceStrategy(),
 }
 _PLAIN = Strategy()
 

@@ -276,6 +276,20 @@ def _selector_text(o: Obj) -> str:
     return ",".join(parts) or "<none>"
 
 
+def _apiservice_service(o: dict[str, Any]) -> str:
+    ref = (o.get("spec") or {}).get("service")
+    return f"{ref.get('namespace')}/{ref.get('name')}" if isinstance(ref, dict) else "Local"
+
+
+def _apiservice_available(o: dict[str, Any]) -> str:
+    """kubectl's AVAILABLE column: the condition's status, with the reason when not True."""
+    for c in (o.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Available":
+            status = str(c.get("status"))
+            return status if status == "True" else f"{status} ({c.get('reason')})"
+    return "Unknown"
+
+
 def _workload_wide() -> list[Column]:
     return [
         ("Containers", "string", 1, lambda o: _template_containers(o, "name")),
@@ -526,6 +540,20 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
         ),
         ("Up-to-date", "integer", 0, lambda o: (o.get("status") or {}).get("updatedReplicas", 0)),
         ("Available", "integer", 0, lambda o: (o.get("status") or {}).get("availableReplicas", 0)),
+        ("Age", "date", 0, _age),
+        *_workload_wide(),
+    ],
+    ("apiregistration.k8s.io", "apiservices"): [
+        ("Name", "string", 0, _name),
+        ("Service", "string", 0, _apiservice_service),
+        ("Available", "string", 0, _apiservice_available),
+        ("Age", "date", 0, _age),
+    ],
+    ("", "replicationcontrollers"): [
+        ("Name", "string", 0, _name),
+        ("Desired", "integer", 0, lambda o: (o.get("spec") or {}).get("replicas", 1)),
+        ("Current", "integer", 0, lambda o: (o.get("status") or {}).get("replicas", 0)),
+        ("Ready", "integer", 0, lambda o: (o.get("status") or {}).get("readyReplicas", 0)),
         ("Age", "date", 0, _age),
         *_workload_wide(),
     ],

@@ -1,4 +1,7 @@
-"""The simulated ReplicaSet controller (apps/v1, as kube-controller-manager's).
+"""The simulated ReplicaSet controller (apps/v1, as kube-controller-manager's), and behind
+the same code its replication manager (core/v1 ReplicationControllers): upstream runs the
+ReplicaSet controller for those too, through an adapter; here `Replicated` is that adapter
+(which store, which kind in owner references, how the selector is spelled).
 
 - Pods come from `spec.template` (generateName `<rs>-`), with a controller owner reference
   (`controller: true`, `blockOwnerDeletion: true`) to the ReplicaSet.
@@ -21,6 +24,7 @@ import asyncio
 import copy
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kubesim.apiserver.apicore import ApiCore
@@ -32,9 +36,38 @@ from kubesim.machinery.errors import ApiError
 from kubesim.machinery.selectors import LabelSelector
 
 RSS: Final[ResourceKey] = ("apps", "replicasets")
+RCS: Final[ResourceKey] = ("", "replicationcontrollers")
 BURST: Final = 500
 
 Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Replicated:
+    """A type managed by this controller: its store and kind, and whether `spec.selector` is
+    a plain label map (ReplicationController) rather than a LabelSelector."""
+
+    group: str
+    plural: str
+    kind: str
+    controller_name: str
+    map_selector: bool = False
+
+    @property
+    def rkey(self) -> ResourceKey:
+        return (self.group, self.plural)
+
+    def selector(self, obj: dict[str, Any]) -> LabelSelector | None:
+        raw = (obj.get("spec") or {}).get("selector")
+        if self.map_selector and isinstance(raw, dict) and raw:
+            raw = {"matchLabels": raw}
+        return selector_of({"spec": {"selector": raw}})
+
+
+REPLICA_SETS: Final = Replicated("apps", "replicasets", "ReplicaSet", "replicaset-controller")
+REPLICATION_CONTROLLERS: Final = Replicated(
+    "", "replicationcontrollers", "ReplicationController", "replication-controller", True
+)
 
 
 def selector_of(obj: dict[str, Any]) -> LabelSelector | None:
@@ -121,17 +154,19 @@ class ReplicaSetController(Controller[Key]):
     name = "replicaset-controller"
     workers = 4
 
-    def __init__(self, core: ApiCore) -> None:
+    def __init__(self, core: ApiCore, managed: Replicated = REPLICA_SETS) -> None:
         super().__init__(core)
-        self.rs_rt = self.rt("apps", "replicasets")
+        self.managed = managed
+        self.name = managed.controller_name
+        self.rs_rt = self.rt(managed.group, managed.plural)
         self.pods_rt = self.rt("", "pods")
         self.pods = Claimer(self, PODS, "", "pods")
 
     def initial_keys(self) -> Iterable[Key]:
-        return [meta_key(rs) for rs in self.core.store.resource(RSS).objects.values()]
+        return [meta_key(rs) for rs in self.core.store.resource(self.managed.rkey).objects.values()]
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[Key]:
-        if rkey == RSS:
+        if rkey == self.managed.rkey:
             return [] if ev.type == DELETED else [meta_key(ev.obj)]
         if rkey != PODS:
             return []
@@ -142,22 +177,22 @@ class ReplicaSetController(Controller[Key]):
                 continue
             ref = controller_ref(pod)
             if ref is not None:
-                if ref.get("kind") == "ReplicaSet":
+                if ref.get("kind") == self.managed.kind:
                     keys.append((ns, str(ref.get("name"))))
             elif ev.type != DELETED and pod is ev.obj:
                 labels = pod["metadata"].get("labels")
-                for rs in self.core.store.resource(RSS).range(ns):
-                    sel = selector_of(rs)
+                for rs in self.core.store.resource(self.managed.rkey).range(ns):
+                    sel = self.managed.selector(rs)
                     if sel is not None and sel.matches(labels):
                         keys.append(meta_key(rs))
         return keys
 
     async def sync(self, key: Key) -> float | None:
         ns, name = key
-        rs = self.core.store.get(RSS, key)
+        rs = self.core.store.get(self.managed.rkey, key)
         if rs is None:
             return None
-        selector = selector_of(rs)
+        selector = self.managed.selector(rs)
         pods = await self.pods.claim(rs, selector) if selector is not None else []
         error: ApiError | None = None
         if not rs["metadata"].get("deletionTimestamp") and selector is not None:
@@ -169,7 +204,7 @@ class ReplicaSetController(Controller[Key]):
                 await asyncio.gather(
                     *(self._delete(p) for p in rollout.pods_to_delete(active, diff))
                 )
-        current = self.core.store.get(RSS, key)
+        current = self.core.store.get(self.managed.rkey, key)
         if current is None or current["metadata"].get("uid") != rs["metadata"].get("uid"):
             return None
         now = time.time()

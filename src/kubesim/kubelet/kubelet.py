@@ -112,6 +112,12 @@ def _not_yet(exc: Exception) -> tuple[str, str]:
     return "ContainerCreating", str(exc)
 
 
+def _named(pod: Mapping[str, Any], name: str) -> list[Mapping[str, Any]]:
+    spec = pod.get("spec") or {}
+    every = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    return [c for c in every if c.get("name") == name]
+
+
 def _default_duration(pod: Mapping[str, Any], c: Container) -> float:
     """How long a container whose command says nothing runs: a while (DEFAULT_DURATION) for
     the run-to-completion pods of Jobs, for ever for a main container of a pod that restarts
@@ -208,6 +214,9 @@ class Kubelet:
             real = self.runtime.logs(pod, container)
             if real is not None:
                 return real
+            if any(self.runtime.claims(c) for c in _named(pod, container)):
+                # a real container that has not run: never a simulated program's output
+                return None if previous else ""
         meta = pod.get("metadata") or {}
         if previous:
             return self._previous_logs.get(str(meta.get("uid") or ""), {}).get(container)

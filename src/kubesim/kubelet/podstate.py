@@ -177,9 +177,15 @@ def pod_phase(run: PodRun) -> str:
         if not run.initialized or any(c.state != "terminated" or c.exit_code != 0 for c in mains):
             return "Failed"
         return "Succeeded"
-    if run.started and run.initialized:
+    # As the kubelet's getPhase: a main container that never started (waiting, with no
+    # earlier run) keeps the pod Pending.
+    if run.started and run.initialized and not any(_never_ran(c) for c in run.mains):
         return "Running"
     return "Pending"
+
+
+def _never_ran(c: Container) -> bool:
+    return c.state == "waiting" and not c.last_state
 
 
 def pod_status(run: PodRun, pod: Mapping[str, Any]) -> dict[str, Any]:

@@ -58,6 +58,7 @@ from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_
 from kubesim.kubelet.volumes import (
     SA_VOLUME,
     MountError,
+    checked_volume,
     claim_directory,
     container_mounts,
     publish,
@@ -527,7 +528,7 @@ class ProcessRuntime:
         """Write every file-backed volume of the pod (only what changed)."""
         gid = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
         for volume in self._volumes(pod):
-            name = str(volume.get("name") or "")
+            name = checked_volume(str(volume.get("name") or ""))
             target = sandbox.volumes / name
             files = volume_files(
                 pod,
@@ -884,6 +885,8 @@ class ProcessRuntime:
                         pod=f"{sandbox.key[0]}/{sandbox.key[1]}",
                         error=str(exc),
                     )
+                except Exception:  # one bad object must not end the refresh of every pod
+                    log.exception("volume refresh failed", pod=f"{sandbox.key[0]}/{sandbox.key[1]}")
 
 
 def _init_pid(inst: _Instance, started: bool = False) -> int | None:

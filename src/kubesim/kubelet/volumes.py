@@ -11,7 +11,6 @@ through its bind mount.
 
 from __future__ import annotations
 
-import base64
 import os
 import shutil
 import time
@@ -21,12 +20,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from kubesim.kubelet.envvars import ConfigError, Lookup, field_ref, resource_field_ref
+from kubesim.machinery import gobase64
+from kubesim.machinery.volumepaths import safe_relative
 
 __all__ = [
     "SA_MOUNT_PATH",
     "SA_VOLUME",
     "Mount",
     "MountError",
+    "checked_name",
+    "checked_volume",
     "claim_directory",
     "container_mounts",
     "publish",
@@ -58,14 +61,39 @@ class Mount:
     read_only: bool = False
 
 
-def _decode(kind: str, obj: Mapping[str, Any]) -> dict[str, bytes]:
+def checked_name(what: str, volume: str, value: str) -> str:
+    """`value`, a name or path the kubelet joins to a directory of its own, when it cannot
+    lead out of it; else MountError. The API refuses such values, so only an object that
+    reached the store another way gets here: its pod fails to start, nothing is written."""
+    if not safe_relative(value):
+        raise MountError(
+            f'MountVolume.SetUp failed for volume "{volume}" : invalid {what} {value!r}: '
+            "must be a relative path that does not contain '..'"
+        )
+    return value
+
+
+def checked_volume(name: str) -> str:
+    """A volume's name, which names its directory: one path element."""
+    if "/" in name:
+        raise MountError(f'volume "{name}": invalid name: must not contain "/"')
+    return checked_name("name", name, name)
+
+
+def _b64(volume: str, kind: str, key: str, value: Any) -> bytes:
+    try:
+        return gobase64.decode(str(value))
+    except gobase64.CorruptInputError as exc:
+        raise MountError(
+            f'MountVolume.SetUp failed for volume "{volume}" : {kind.lower()} key {key!r}: {exc}'
+        ) from None
+
+
+def _decode(kind: str, obj: Mapping[str, Any], volume: str) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
-    if kind == "Secret":
-        out.update({k: base64.b64decode(str(v)) for k, v in (obj.get("data") or {}).items()})
-        out.update({k: str(v).encode() for k, v in (obj.get("stringData") or {}).items()})
-    else:
-        out.update({k: base64.b64decode(str(v)) for k, v in (obj.get("binaryData") or {}).items()})
-        out.update({k: str(v).encode() for k, v in (obj.get("data") or {}).items()})
+    encoded, plain = ("data", "stringData") if kind == "Secret" else ("binaryData", "data")
+    out.update({k: _b64(volume, kind, k, v) for k, v in (obj.get(encoded) or {}).items()})
+    out.update({k: str(v).encode() for k, v in (obj.get(plain) or {}).items()})
     return out
 
 
@@ -85,10 +113,10 @@ def _keyed(
         raise MountError(
             f'MountVolume.SetUp failed for volume "{volume}" : {kind.lower()} "{name}" not found'
         )
-    data = _decode(kind, obj)
+    data = _decode(kind, obj, volume)
     items = source.get("items")
     if not items:
-        return {k: (v, default_mode) for k, v in data.items()}
+        return {checked_name("key", volume, k): (v, default_mode) for k, v in data.items()}
     out: Files = {}
     for item in items:
         key = str(item.get("key") or "")
@@ -103,7 +131,8 @@ def _keyed(
                 f"non-existent secret key: {key}"
             )
         mode = item.get("mode")
-        out[str(item.get("path") or key)] = (data[key], default_mode if mode is None else mode)
+        path = checked_name("path", volume, str(item.get("path") or key))
+        out[path] = (data[key], default_mode if mode is None else mode)
     return out
 
 
@@ -238,11 +267,14 @@ def container_mounts(pod: Mapping[str, Any], container: Mapping[str, Any]) -> li
         name = str(m.get("name") or "")
         if name not in volumes:
             raise MountError(f'volume "{name}" of volumeMount not found in the pod')
+        sub = str(m.get("subPath") or "")
+        if sub:
+            checked_name("subPath", name, sub)
         out.append(
             Mount(
                 name,
                 os.path.normpath(str(m.get("mountPath") or "/")),
-                str(m.get("subPath") or ""),
+                sub,
                 bool(m.get("readOnly")),
             )
         )
@@ -254,6 +286,8 @@ def container_mounts(pod: Mapping[str, Any], container: Mapping[str, Any]) -> li
 def publish(directory: Path, files: Files, owner_gid: int | None = None) -> bool:
     """Write `files` into `directory` atomically (AtomicWriter layout); False if they are
     already what it holds."""
+    for rel in files:
+        checked_name("path", directory.name, rel)
     data_link = directory / "..data"
     if data_link.is_symlink() and _current(directory) == files:
         return False

@@ -34,11 +34,14 @@ class ApiError(Exception):
     causes: list[Cause] = field(default_factory=list)
     retry_after: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    empty_details: bool = False
 
     def __str__(self) -> str:
         return self.message
 
     def to_status(self) -> dict[str, Any]:
+        """The `Status`, its fields in the order kube-apiserver encodes them (`details`
+        before `code`; present when any detail is, or when `empty_details` says so)."""
         status: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -46,7 +49,6 @@ class ApiError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
         details: dict[str, Any] = {}
         if self.name:
@@ -59,9 +61,18 @@ class ApiError(Exception):
             details["causes"] = [c.to_dict() for c in self.causes]
         if self.retry_after is not None:
             details["retryAfterSeconds"] = self.retry_after
-        if details:
+        if details or self.empty_details:
             status["details"] = details
+        status["code"] = self.code
         return status
+
+
+def unknown_path() -> ApiError:
+    """The 404 of a path nothing serves: kube-apiserver's NotFound handler builds it from an
+    empty resource and name, so its `details` is there and empty."""
+    return ApiError(
+        404, "NotFound", "the server could not find the requested resource", empty_details=True
+    )
 
 
 def not_found(group: str, plural: str, name: str) -> ApiError:

@@ -33,6 +33,7 @@ __all__ = [
     "go_sharp",
     "go_value",
     "invalid",
+    "not_found",
     "not_supported",
     "required",
     "too_long",
@@ -161,6 +162,11 @@ def forbidden(path: str, detail: str) -> Cause:
 def duplicate(path: str, value: Any) -> Cause:
     """`field.Duplicate`: `Duplicate value: <value>`."""
     return Cause("FieldValueDuplicate", f"Duplicate value: {go_value(value)}", path)
+
+
+def not_found(path: str, value: Any) -> Cause:
+    """`field.NotFound`: `Not found: <value>`."""
+    return Cause("FieldValueNotFound", f"Not found: {go_value(value)}", path)
 
 
 def not_supported(path: str, value: Any, supported: Iterable[str] | None = None) -> Cause:

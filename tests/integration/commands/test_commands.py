@@ -223,3 +223,16 @@ def test_delete(cli: Cli) -> None:
     ]
     assert res.stderr == 'Error: jobsets.jobset.x-k8s.io "nope" not found\n'
     assert cli.run("get", "-o", "json").stdout.count('"name": "lw"') == 0
+
+
+async def test_describe_escapes_terminal_controls(cli: Cli, sdk: JobSetClient) -> None:
+    assert cli.run("submit", "-", input=LW).returncode == 0
+    hostile = "boom\x1b]0;owned\x07\x1b[2J\x1b]52;c;cGF5\x1b\\\x9b31m\rend"
+    await set_status(
+        sdk,
+        "lw",
+        {"conditions": [condition("Failed", "BackoffLimitExceeded", hostile)]},
+    )
+    out = cli.run("describe", "lw").stdout
+    assert "boom^[]0;owned^G^[[2J^[]52;c;cGF5^[\\\\x9b31m\\rend" in out
+    assert not any(ch in out for ch in "\x1b\x07\x9b\r")

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
 
-from jobset.runtime.client import ApiError
+from jobset.runtime.client import EVENTS, ApiError
 from tests.eventually import eventually
 
 from .helpers import Env, has_condition, jobset, rjob
@@ -228,3 +229,23 @@ async def test_restarts_is_serialised_before_any_restart(env: Env) -> None:
     out = env.sim.kubectl("get", "jobsets", "zero", "-n", env.ns, "--no-headers").stdout
     columns = out.split()
     assert columns[0] == "zero" and "0" in columns[1:], out
+
+
+async def test_job_the_api_refuses_is_a_job_creation_failed_event(env: Env) -> None:
+    """upstream's "job creation fails" case: kube-apiserver refuses a child Job whose
+    container has no image, and the controller says so on the JobSet."""
+    await env.create(jobset("noimage", rjob("a", 1, image="")))
+
+    async def failures() -> list[dict[str, Any]]:
+        listed = await env.client.list(EVENTS, env.ns)
+        return [
+            e
+            for e in listed["items"]
+            if e.get("reason") == "JobCreationFailed"
+            and (e.get("involvedObject") or {}).get("name") == "noimage"
+        ]
+
+    events = await eventually(failures, what="a JobCreationFailed event")
+    assert events[0]["type"] == "Warning"
+    assert "spec.template.spec.containers[0].image: Required value" in events[0]["message"]
+    assert await env.jobs("noimage") == []

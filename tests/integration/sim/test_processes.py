@@ -15,11 +15,13 @@ import contextlib
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,13 +38,35 @@ NS = "default"
 IMAGE = "example.com/web:v1"
 REALPOD = Path(__file__).with_name("realpod")
 
-# Needs root (network and mount namespaces), as CI and `make test` have; without it the
-# simulator refuses --run-image and these tests fail rather than skip.
-pytestmark = [pytest.mark.kubectl]
+
+@contextlib.contextmanager
+def readable_realpod() -> Iterator[Path]:
+    """A copy of `realpod/` that the pods' uid 65532 can read: the checkout may sit in a 0700
+    directory (a home directory, `mktemp -d`), and pytest's own temporary directories are
+    private to root too."""
+    top = Path(tempfile.mkdtemp(prefix="jobset-realpod-", dir="/var/tmp"))
+    try:
+        top.chmod(0o755)  # mkdtemp makes it 0700
+        copy = top / "realpod"
+        shutil.copytree(REALPOD, copy)
+        for path in (copy, *copy.rglob("*")):
+            path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+        yield copy
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def realpod() -> Iterator[Path]:
+    with readable_realpod() as copy:
+        yield copy
 
 
 class Env:
-    def __init__(self, cluster: SimCluster, api: client.ApiClient, kubeconfig: Path) -> None:
+    def __init__(
+        self, cluster: SimCluster, api: client.ApiClient, kubeconfig: Path, realpod: Path
+    ) -> None:
+        self.realpod = realpod
         self.cluster = cluster
         self.api = api
         self.core = client.CoreV1Api(api)
@@ -116,21 +140,27 @@ def links_of(index: int) -> list[str]:
 
 
 @pytest.fixture
-async def env(tmp_path: Path) -> AsyncIterator[Env]:
-    async with real_cluster(tmp_path) as e:
+async def env(tmp_path: Path, realpod: Path) -> AsyncIterator[Env]:
+    async with real_cluster(tmp_path, realpod) as e:
         yield e
 
 
 @contextlib.asynccontextmanager
-async def real_cluster(tmp_path: Path) -> AsyncIterator[Env]:
-    """A simulator with `example.com/web` mapped to `realpod/`, and a client for it."""
+async def real_cluster(tmp_path: Path, realpod: Path | None = None) -> AsyncIterator[Env]:
+    """A simulator with `example.com/web` mapped to a readable copy of `realpod/` (`realpod`,
+    or one made for this cluster), and a client for it."""
+    if realpod is None:
+        with readable_realpod() as copy:
+            async with real_cluster(tmp_path, copy) as env:
+                yield env
+        return
     kubeconfig = tmp_path / "kubeconfig"
     cluster = SimCluster(
         SimOptions(
             kubeconfig=str(kubeconfig),
             nodes="2",
             time_scale=0.1,
-            run_images={"example.com/web": str(REALPOD)},
+            run_images={"example.com/web": str(realpod)},
         )
     )
     await cluster.start()
@@ -139,7 +169,7 @@ async def real_cluster(tmp_path: Path) -> AsyncIterator[Env]:
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
     api = client.ApiClient(configuration=cfg)
     try:
-        yield Env(cluster, api, kubeconfig)
+        yield Env(cluster, api, kubeconfig, realpod)
     finally:
         await api.close()
         await cluster.stop()
@@ -225,7 +255,7 @@ async def test_real_pods_network_env_volumes_identity_logs(env: Env) -> None:
     assert variables["CPU_LIMIT"] == "250"
     assert variables["GREETING"] == "hello a"
     assert variables["HOSTNAME"] == "a"
-    assert variables["PATH"].split(":")[0] == str(REALPOD)
+    assert variables["PATH"].split(":")[0] == str(env.realpod)
     gateway = env.cluster.runtime.api_host
     assert variables["KUBERNETES_SERVICE_HOST"] == gateway
 
@@ -425,8 +455,10 @@ def _wait_running(sim: SimProcess) -> str:
     raise AssertionError("pod w did not run")
 
 
-def test_the_command_cleans_up_on_sigterm_and_sweeps_a_crashed_run(tmp_path: Path) -> None:
-    flags = ("--nodes", "1", "--run-image", f"example.com/web={REALPOD}")
+def test_the_command_cleans_up_on_sigterm_and_sweeps_a_crashed_run(
+    tmp_path: Path, realpod: Path
+) -> None:
+    flags = ("--nodes", "1", "--run-image", f"example.com/web={realpod}")
     crashed = start_sim(tmp_path / "one", *flags)
     crashed.kubectl("apply", "-f", "-", input=POD_YAML)
     _wait_running(crashed)
@@ -477,3 +509,48 @@ async def test_read_only_root_file_system_leaves_volumes_writable(env: Env) -> N
     logs = await env.kubectl("logs", "readonly")
     assert "etc=1" in logs and "tmp=0" in logs
     assert "Read-only file system" in logs
+
+
+async def test_a_new_namespace_has_its_default_service_account(env: Env) -> None:
+    """kube-controller-manager's serviceaccounts controller: a pod in a namespace made with
+    `kubectl create namespace` gets its token and runs."""
+    await env.kubectl("create", "namespace", "team")
+    await env.core.create_namespaced_pod("team", web_pod("t"))
+    await eventually(lambda: env.core.read_namespaced_pod("t", "team"), running)
+    logs = await eventually(
+        lambda: env.kubectl("logs", "-n", "team", "t"), lambda out: "serving on port" in out
+    )
+    assert "simulated" not in logs
+
+
+async def test_a_real_container_that_cannot_start_is_pending_and_never_simulated(
+    env: Env,
+) -> None:
+    await env.create(
+        web_pod(
+            "nocm",
+            volumeMounts=[{"name": "cfg", "mountPath": "/cfg"}],
+            pod_spec={"volumes": [{"name": "cfg", "configMap": {"name": "missing"}}]},
+        )
+    )
+
+    def waiting_on_the_configmap(p: client.V1Pod) -> bool:
+        statuses = p.status.container_statuses or []
+        waiting = statuses[0].state.waiting if statuses else None
+        return waiting is not None and 'configmap "missing" not found' in (waiting.message or "")
+
+    pod = await eventually(lambda: env.pod("nocm"), waiting_on_the_configmap)
+    assert pod.status.phase == "Pending"
+    assert pod.status.container_statuses[0].state.waiting.reason == "ContainerCreating"
+    logs = await asyncio.to_thread(  # the simulator answers on this test's loop
+        subprocess.run,
+        ["kubectl", "--kubeconfig", str(env.kubeconfig), "logs", "nocm"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (logs.returncode, logs.stdout) == (1, "")
+    assert logs.stderr == (
+        'Error from server (BadRequest): container "web" in pod "nocm" is waiting to start: '
+        "ContainerCreating\n"
+    )
