@@ -40,9 +40,44 @@ def _named_param(node: ast.expr) -> bool:
     )
 
 
+def _module_lists(tree: ast.Module) -> dict[str, ast.expr]:
+    """Module-level `NAME = [...]` tables, which a parametrize may name instead of a literal."""
+    out: dict[str, ast.expr] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            out[target.id] = value
+    return out
+
+
+def _all_named(node: ast.expr | None, tables: dict[str, ast.expr], depth: int = 0) -> bool:
+    """Whether every case of `node` is a named `pytest.param`: a literal list, a module-level
+    table by name, a slice of one, or a sum of those."""
+    if node is None or depth > 8:
+        return False
+    if isinstance(node, ast.List | ast.Tuple):
+        return all(_named_param(e) for e in node.elts)
+    if isinstance(node, ast.Name) and node.id in tables:
+        return _all_named(tables[node.id], tables, depth + 1)
+    if isinstance(node, ast.Subscript):
+        return _all_named(node.value, tables, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _all_named(node.left, tables, depth + 1) and _all_named(
+            node.right, tables, depth + 1
+        )
+    return False
+
+
 def unnamed_tables(source: str) -> Iterator[tuple[int, list[str]]]:
     """`(line, argnames)` of every multi-argument table in `source` without case names."""
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    tables = _module_lists(tree)
+    for node in ast.walk(tree):
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -53,7 +88,7 @@ def unnamed_tables(source: str) -> Iterator[tuple[int, list[str]]]:
         if len(names) < 2 or any(kw.arg == "ids" for kw in node.keywords):
             continue
         values = node.args[1] if len(node.args) > 1 else None
-        if isinstance(values, ast.List | ast.Tuple) and all(_named_param(e) for e in values.elts):
+        if _all_named(values, tables):
             continue
         yield node.lineno, names
 
