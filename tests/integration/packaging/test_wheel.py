@@ -99,11 +99,18 @@ def test_installed_package_data_is_the_source_files(outside: Path, sim_venv: Pat
         (examples_dir, REPO / "examples"),
     ):
         assert installed.is_relative_to(sim_venv) and not installed.is_symlink()
-        assert sorted(p.name for p in installed.iterdir()) == sorted(
-            p.name for p in source.iterdir()
-        )
-        for path in source.iterdir():
-            assert (installed / path.name).read_bytes() == path.read_bytes(), path
+        files = _files(source)  # directory examples (examples/jax-train) included
+        assert _files(installed) == files
+        for name in files:
+            assert (installed / name).read_bytes() == (source / name).read_bytes(), name
+
+
+def _files(top: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(top))
+        for p in top.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
 
 
 def test_jobset_dev_from_the_wheel_runs_an_example_to_completion(
