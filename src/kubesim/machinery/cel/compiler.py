@@ -18,7 +18,7 @@ from celpy.evaluation import CELEvalError
 
 from kubesim.machinery.cel.evaluator import K8sEvaluator
 from kubesim.machinery.cel.functions import KNOWN_FUNCTIONS, MACROS, TYPE_NAMES
-from kubesim.machinery.cel.values import _NAMESPACES, CelError
+from kubesim.machinery.cel.values import NAMESPACES, CelError
 
 
 def _translate(ex: CELEvalError) -> CelError:
@@ -38,7 +38,7 @@ class CelProgram:
         self.source = source
         self._ast = ast
         self.uses_old_self = uses_old_self
-        self._namespaces = {name: _NAMESPACES[name] for name in namespaces}
+        self._namespaces = {name: NAMESPACES[name] for name in namespaces}
         # Per variable (`self`, `oldSelf`): the fields the expression selects from it, or
         # None when it uses the variable otherwise (see `fields_selected`).
         self.fields_read: dict[str, frozenset[str] | None] = {
@@ -136,7 +136,7 @@ def _static_check(ast: lark.Tree[Any], variables: frozenset[str]) -> tuple[bool,
             name = str(node.children[0])
             if name == "oldSelf":
                 uses_old_self = True
-            if name in _NAMESPACES:
+            if name in NAMESPACES:
                 namespaces.add(name)
             elif name not in variables and name not in macro_vars and name not in TYPE_NAMES:
                 raise ValueError(f"undeclared reference to '{name}'")

@@ -9,8 +9,8 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError, Evaluator
 
 from kubesim.machinery.cel.functions import ACTIVATION, ALL_FUNCTIONS, MACROS
-from kubesim.machinery.cel.standard import Optional, _logical_and, _logical_or
-from kubesim.machinery.cel.values import _MISSING, _err, _is_bool
+from kubesim.machinery.cel.standard import Optional, logical_and, logical_or
+from kubesim.machinery.cel.values import MISSING, error_value, is_bool
 from kubesim.machinery.cel.variables import LazyVariables
 
 # --------------------------------------------------------------------------------------------
@@ -19,7 +19,7 @@ from kubesim.machinery.cel.variables import LazyVariables
 
 def _cel_type_name(v: Any) -> str:
     """The CEL name of a value's type, for error messages."""
-    if _is_bool(v):
+    if is_bool(v):
         return "bool"
     if isinstance(v, celtypes.UintType):
         return "uint"
@@ -91,17 +91,17 @@ class K8sEvaluator(Evaluator):
                 return a
         func = self.functions.get(name)
         if func is None:
-            return _err(f"undeclared reference to '{name}'")
+            return error_value(f"undeclared reference to '{name}'")
         try:
             return func(*args)
         except TypeError:
-            return _err("no such overload")
+            return error_value("no such overload")
         except ZeroDivisionError:
-            return _err("modulus by zero" if name == "_%_" else "division by zero")
+            return error_value("modulus by zero" if name == "_%_" else "division by zero")
         except ValueError as ex:
             if "overflow" in str(ex):
-                return _err("integer overflow")
-            return _err(f"type conversion error: {ex}")
+                return error_value("integer overflow")
+            return error_value(f"type conversion error: {ex}")
 
     def expr(self, tree: lark.Tree[Any]) -> Any:
         children = tree.children
@@ -110,8 +110,8 @@ class K8sEvaluator(Evaluator):
         cond = self.visit(children[0])
         if isinstance(cond, CELEvalError):
             return cond
-        if not _is_bool(cond):
-            return _err("no such overload")
+        if not is_bool(cond):
+            return error_value("no such overload")
         return self.visit(children[1] if cond else children[2])
 
     def conditionalor(self, tree: lark.Tree[Any]) -> Any:
@@ -119,18 +119,18 @@ class K8sEvaluator(Evaluator):
         if len(children) == 1:
             return self.visit(children[0])
         left = self.visit(children[0])
-        if _is_bool(left) and left:
+        if is_bool(left) and left:
             return left
-        return _logical_or(left, self.visit(children[1]))
+        return logical_or(left, self.visit(children[1]))
 
     def conditionaland(self, tree: lark.Tree[Any]) -> Any:
         children = tree.children
         if len(children) == 1:
             return self.visit(children[0])
         left = self.visit(children[0])
-        if _is_bool(left) and not left:
+        if is_bool(left) and not left:
             return left
-        return _logical_and(left, self.visit(children[1]))
+        return logical_and(left, self.visit(children[1]))
 
     def relation(self, tree: lark.Tree[Any]) -> Any:
         children = tree.children
@@ -161,7 +161,9 @@ class K8sEvaluator(Evaluator):
         if isinstance(value, CELEvalError):
             return value
         if op_tree.data == "unary_not":
-            return celtypes.BoolType(not value) if _is_bool(value) else _err("no such overload")
+            return (
+                celtypes.BoolType(not value) if is_bool(value) else error_value("no such overload")
+            )
         return self._call("-_", [value])
 
     def member(self, tree: lark.Tree[Any]) -> Any:
@@ -172,22 +174,22 @@ class K8sEvaluator(Evaluator):
         member_tree, name_token = children
         if isinstance(self.scope, LazyVariables):
             value = self._pending_path(tree, self.scope)
-            if value is not _MISSING:
+            if value is not MISSING:
                 return value
         target = self.visit(member_tree)
         if isinstance(target, CELEvalError):
             return target
         if isinstance(target, dict):
-            value = target.get(name_token.value, _MISSING)
-            if value is _MISSING:
-                return _err(f"no such key: {name_token.value}")
+            value = target.get(name_token.value, MISSING)
+            if value is MISSING:
+                return error_value(f"no such key: {name_token.value}")
             return value
-        return _err(f"type '{_cel_type_name(target)}' does not support field selection")
+        return error_value(f"type '{_cel_type_name(target)}' does not support field selection")
 
     @staticmethod
     def _pending_path(tree: lark.Tree[Any], scope: LazyVariables) -> Any:
         """`a.b.c` on a still unconverted variable `a`: only the value at the path is
-        converted (`_MISSING` when the path is not all present maps: the normal
+        converted (`MISSING` when the path is not all present maps: the normal
         evaluation then reports what is missing, as it would have)."""
         names: list[str] = []
         node: Any = tree
@@ -196,15 +198,15 @@ class K8sEvaluator(Evaluator):
             names.append(field.value)
             node = node.children[0]
         if not (isinstance(node, lark.Tree) and node.data == "primary"):
-            return _MISSING
+            return MISSING
         ident: Any = node.children[0]
         if not (isinstance(ident, lark.Tree) and ident.data == "ident"):
-            return _MISSING
+            return MISSING
         token: Any = ident.children[0]
-        raw = scope.pending(token.value, _MISSING)
+        raw = scope.pending(token.value, MISSING)
         for name in reversed(names):
             if not isinstance(raw, dict) or name not in raw:
-                return _MISSING
+                return MISSING
             raw = raw[name]
         return scope.convert(raw)
 
@@ -230,7 +232,7 @@ class K8sEvaluator(Evaluator):
         if isinstance(target, CELEvalError):
             return target
         if not isinstance(target, list | dict):
-            return _err("no such overload")
+            return error_value("no such overload")
         args: Any = tree.children[2]
         var_tree, body = args.children
         ident: Any = next(var_tree.find_data("ident"))
@@ -244,11 +246,11 @@ class K8sEvaluator(Evaluator):
 
         if method in ("all", "exists"):
             is_all = method == "all"
-            fold = _logical_and if is_all else _logical_or
+            fold = logical_and if is_all else logical_or
             result: Any = celtypes.BoolType(is_all)
             for item in target:
                 result = fold(result, run(item))
-                if _is_bool(result) and bool(result) != is_all:
+                if is_bool(result) and bool(result) != is_all:
                     return result  # a false decides all(), a true decides exists()
             return result
         if method == "exists_one":
@@ -257,8 +259,8 @@ class K8sEvaluator(Evaluator):
                 value = run(item)
                 if isinstance(value, CELEvalError):
                     return value
-                if not _is_bool(value):
-                    return _err("no such overload")
+                if not is_bool(value):
+                    return error_value("no such overload")
                 count += bool(value)
             return celtypes.BoolType(count == 1)
         out: list[Any] = []
@@ -268,8 +270,8 @@ class K8sEvaluator(Evaluator):
                 return value
             if method == "map":
                 out.append(value)
-            elif not _is_bool(value):
-                return _err("no such overload")
+            elif not is_bool(value):
+                return error_value("no such overload")
             elif value:
                 out.append(item)
         return celtypes.ListType(out)
@@ -279,11 +281,11 @@ class K8sEvaluator(Evaluator):
         kind = child.data
         if kind == "ident":
             name = child.children[0].value
-            value = self.scope.get(name, _MISSING)
-            if value is not _MISSING:
+            value = self.scope.get(name, MISSING)
+            if value is not MISSING:
                 return value
             func = self.functions.get(name)  # type names: `int`, `string`, `map`, ...
-            return func if func is not None else _err(f"undeclared reference to '{name}'")
+            return func if func is not None else error_value(f"undeclared reference to '{name}'")
         if kind == "literal":
             return self.literal(child)
         if kind == "paren_expr":
@@ -302,8 +304,8 @@ class K8sEvaluator(Evaluator):
     def literal(self, tree: lark.Tree[Any]) -> Any:
         token: Any = tree.children[0]
         key = (token.type, token.value)
-        value = _literal_cache.get(key, _MISSING)
-        if value is _MISSING:
+        value = _literal_cache.get(key, MISSING)
+        if value is MISSING:
             value = super().literal(tree)
             if not isinstance(value, CELEvalError) and len(_literal_cache) < 10_000:
                 _literal_cache[key] = value
@@ -312,11 +314,11 @@ class K8sEvaluator(Evaluator):
     def macro_has_eval(self, exprlist: lark.Tree[Any] | None) -> Any:
         node: Any = exprlist.children[0] if exprlist is not None and exprlist.children else None
         if not isinstance(node, lark.Tree) or node.data != "member_dot":
-            return _err("invalid argument to has() macro")
+            return error_value("invalid argument to has() macro")
         member_tree, field_token = cast(list[Any], node.children)
         target = self.visit(member_tree)
         if isinstance(target, CELEvalError):
             return target
         if isinstance(target, dict):
             return celtypes.BoolType(field_token.value in target)
-        return _err(f"invalid type for field selection: {field_token}")
+        return error_value(f"invalid type for field selection: {field_token}")

@@ -11,9 +11,9 @@ from typing import Any
 
 from celpy import celtypes
 
-from kubesim.machinery.cel.network import _parse_url
+from kubesim.machinery.cel.network import parse_url
 from kubesim.machinery.cel.standard import Optional
-from kubesim.machinery.cel.values import _check_str, _err, _Namespace
+from kubesim.machinery.cel.values import Namespace, check_str, error_value
 from kubeutil import names
 
 # Named formats (Kubernetes' `format` library) ---------------------------------------------------
@@ -44,7 +44,7 @@ def _format_errors(name: str, s: str) -> list[str]:
     if name in checks:
         return checks[name](s)
     if name == "uri":
-        parsed = _parse_url(s)
+        parsed = parse_url(s)
         return [] if parsed is not None and parsed.parts.scheme else ["invalid URI"]
     if name == "uuid":
         return [] if _UUID_RE.match(s) else ["does not match the UUID format"]
@@ -94,7 +94,7 @@ class _Format:
 
 def _format_ctor(name: str) -> Callable[[Any], Any]:
     def make(ns: Any) -> Any:
-        if not (isinstance(ns, _Namespace) and ns.name == "format"):
+        if not (isinstance(ns, Namespace) and ns.name == "format"):
             raise TypeError("no such overload")
         return _Format(name)
 
@@ -102,16 +102,16 @@ def _format_ctor(name: str) -> Callable[[Any], Any]:
 
 
 def _format_named(ns: Any, name: Any) -> Any:
-    if not (isinstance(ns, _Namespace) and ns.name == "format"):
+    if not (isinstance(ns, Namespace) and ns.name == "format"):
         raise TypeError("no such overload")
-    _check_str(name)
+    check_str(name)
     return Optional.of(_Format(name)) if name in _FORMAT_NAMES else Optional.none()
 
 
 def _format_validate(fmt: Any, s: Any) -> Any:
     if not isinstance(fmt, _Format):
         raise TypeError("no such overload")
-    _check_str(s)
+    check_str(s)
     errors = _format_errors(fmt.name, str(s))
     if not errors:
         return Optional.none()
@@ -122,20 +122,20 @@ def _format_validate(fmt: Any, s: Any) -> Any:
 
 
 def _b64_encode(ns: Any, data: Any) -> Any:
-    if not (isinstance(ns, _Namespace) and ns.name == "base64") or not isinstance(data, bytes):
+    if not (isinstance(ns, Namespace) and ns.name == "base64") or not isinstance(data, bytes):
         raise TypeError("no such overload")
     return celtypes.StringType(base64.b64encode(data).decode())
 
 
 def _b64_decode(ns: Any, text: Any) -> Any:
-    if not (isinstance(ns, _Namespace) and ns.name == "base64"):
+    if not (isinstance(ns, Namespace) and ns.name == "base64"):
         raise TypeError("no such overload")
-    _check_str(text)
+    check_str(text)
     try:
         padded = text + "=" * (-len(text) % 4)
         return celtypes.BytesType(base64.b64decode(padded, validate=True))
     except ValueError:
-        return _err("illegal base64 data")
+        return error_value("illegal base64 data")
 
 
 FUNCTIONS: dict[str, Any] = {

@@ -10,16 +10,16 @@ from typing import Any
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from kubesim.machinery.cel.mathlib import _math_extreme
-from kubesim.machinery.cel.standard import _eq, _greater, _less, _less_equal
-from kubesim.machinery.cel.values import _check_int, _check_str, _err, _Namespace
+from kubesim.machinery.cel.mathlib import math_extreme
+from kubesim.machinery.cel.standard import eq, greater, less, less_equal
+from kubesim.machinery.cel.values import Namespace, check_int, check_str, error_value
 
 
 def _is_sorted(items: Any) -> Any:
     if not isinstance(items, list):
         raise TypeError("no such overload")
     for x, y in itertools.pairwise(items):
-        res = _less_equal(x, y)
+        res = less_equal(x, y)
         if isinstance(res, CELEvalError):
             return res
         if not res:
@@ -42,9 +42,9 @@ def _extreme(items: Any, pick_max: bool) -> Any:
     if not isinstance(items, list):
         raise TypeError("no such overload")
     if not items:
-        return _err(f"{'max' if pick_max else 'min'} called on empty list")
+        return error_value(f"{'max' if pick_max else 'min'} called on empty list")
     best = items[0]
-    better = _greater if pick_max else _less
+    better = greater if pick_max else less
     for v in items[1:]:
         if better(v, best):
             best = v
@@ -52,32 +52,32 @@ def _extreme(items: Any, pick_max: bool) -> Any:
 
 
 def _max(target: Any, *rest: Any) -> Any:
-    if isinstance(target, _Namespace):
-        return _math_extreme(target, True, rest)
+    if isinstance(target, Namespace):
+        return math_extreme(target, True, rest)
     return _extreme(target, True)
 
 
 def _min(target: Any, *rest: Any) -> Any:
-    if isinstance(target, _Namespace):
-        return _math_extreme(target, False, rest)
+    if isinstance(target, Namespace):
+        return math_extreme(target, False, rest)
     return _extreme(target, False)
 
 
 def _slice(items: Any, start: Any, end: Any) -> Any:
     if not isinstance(items, list):
         raise TypeError("no such overload")
-    _check_int(start, end)
+    check_int(start, end)
     if start < 0 or end < 0 or start > end or end > len(items):
-        return _err(f"cannot slice({start}, {end}) a list of size {len(items)}")
+        return error_value(f"cannot slice({start}, {end}) a list of size {len(items)}")
     return celtypes.ListType(items[start:end])
 
 
 def _flatten(items: Any, depth: Any = 1) -> Any:
     if not isinstance(items, list):
         raise TypeError("no such overload")
-    _check_int(depth)
+    check_int(depth)
     if depth < 0:
-        return _err("level must be non-negative")
+        return error_value("level must be non-negative")
     out: list[Any] = []
 
     def walk(xs: list[Any], level: int) -> None:
@@ -96,7 +96,7 @@ def _distinct(items: Any) -> Any:
         raise TypeError("no such overload")
     out: list[Any] = []
     for x in items:
-        if not any(_eq(x, y) for y in out):
+        if not any(eq(x, y) for y in out):
             out.append(x)
     return celtypes.ListType(out)
 
@@ -108,37 +108,37 @@ def _sort(items: Any) -> Any:
 
 
 def _contains(target: Any, *args: Any) -> Any:
-    if isinstance(target, _Namespace):
+    if isinstance(target, Namespace):
         if target.name != "sets" or len(args) != 2:
             raise TypeError("no such overload")
         a, b = args
-        return celtypes.BoolType(all(any(_eq(x, y) for y in a) for x in b))
+        return celtypes.BoolType(all(any(eq(x, y) for y in a) for x in b))
     (item,) = args
     if isinstance(target, str):
-        _check_str(item)
+        check_str(item)
         return celtypes.BoolType(item in target)
     if isinstance(target, list):
-        return celtypes.BoolType(any(_eq(x, item) for x in target))
+        return celtypes.BoolType(any(eq(x, item) for x in target))
     if isinstance(target, dict):
         return celtypes.BoolType(item in target)
     raise TypeError("no such overload")
 
 
 def _sets_only(ns: Any) -> None:
-    if not (isinstance(ns, _Namespace) and ns.name == "sets"):
+    if not (isinstance(ns, Namespace) and ns.name == "sets"):
         raise TypeError("no such overload")
 
 
 def _sets_equivalent(ns: Any, a: Any, b: Any) -> Any:
     _sets_only(ns)
     return celtypes.BoolType(
-        all(any(_eq(x, y) for y in b) for x in a) and all(any(_eq(x, y) for y in a) for x in b)
+        all(any(eq(x, y) for y in b) for x in a) and all(any(eq(x, y) for y in a) for x in b)
     )
 
 
 def _sets_intersects(ns: Any, a: Any, b: Any) -> Any:
     _sets_only(ns)
-    return celtypes.BoolType(any(any(_eq(x, y) for y in b) for x in a))
+    return celtypes.BoolType(any(any(eq(x, y) for y in b) for x in a))
 
 
 FUNCTIONS: dict[str, Any] = {

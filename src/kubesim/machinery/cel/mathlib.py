@@ -8,32 +8,34 @@ from typing import Any
 
 from celpy import celtypes
 
-from kubesim.machinery.cel.values import _err, _is_number, _Namespace
+from kubesim.machinery.cel.values import Namespace, error_value, is_number
 
 
-def _math_extreme(ns: Any, pick_max: bool, args: tuple[Any, ...]) -> Any:
+def math_extreme(ns: Any, pick_max: bool, args: tuple[Any, ...]) -> Any:
     if ns.name != "math" or not args:
         raise TypeError("no such overload")
     values = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
     if not values:
-        return _err(f"math.{'greatest' if pick_max else 'least'}() requires at least one argument")
+        return error_value(
+            f"math.{'greatest' if pick_max else 'least'}() requires at least one argument"
+        )
     for v in values:
-        if not _is_number(v):
+        if not is_number(v):
             raise TypeError("no such overload")
     return max(values, key=float) if pick_max else min(values, key=float)
 
 
 def _greatest(ns: Any, *args: Any) -> Any:
-    return _math_extreme(ns, True, args)
+    return math_extreme(ns, True, args)
 
 
 def _least(ns: Any, *args: Any) -> Any:
-    return _math_extreme(ns, False, args)
+    return math_extreme(ns, False, args)
 
 
-def _math_unary(name: str) -> Callable[..., Any]:
+def math_unary(name: str) -> Callable[..., Any]:
     def apply(ns: Any, x: Any) -> Any:
-        if not (isinstance(ns, _Namespace) and ns.name == "math") or not _is_number(x):
+        if not (isinstance(ns, Namespace) and ns.name == "math") or not is_number(x):
             raise TypeError("no such overload")
         if name in ("isNaN", "isInf", "isFinite"):
             f = float(x)
@@ -43,7 +45,7 @@ def _math_unary(name: str) -> Callable[..., Any]:
             return celtypes.BoolType(result)
         if name == "abs":
             if isinstance(x, celtypes.IntType) and x == -(2**63):
-                return _err("integer overflow")
+                return error_value("integer overflow")
             return type(x)(abs(x))
         if name == "sign":
             return type(x)((x > 0) - (x < 0))
@@ -68,7 +70,7 @@ FUNCTIONS: dict[str, Any] = {
     "greatest": _greatest,
     "least": _least,
     **{
-        name: _math_unary(name)
+        name: math_unary(name)
         for name in ("abs", "ceil", "floor", "round", "trunc", "isNaN", "isInf", "isFinite")
     },
 }

@@ -11,12 +11,12 @@ from typing import Any
 
 from celpy import celtypes
 
-from kubesim.machinery.cel.values import _check_str, _err
+from kubesim.machinery.cel.values import check_str, error_value
 
 # URLs ------------------------------------------------------------------------------------------
 
 
-class _URL:
+class URL:
     __slots__ = ("parts", "text")
 
     def __init__(self, text: str, parts: urllib.parse.SplitResult) -> None:
@@ -24,12 +24,12 @@ class _URL:
         self.parts = parts
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, _URL) and self.text == other.text
+        return isinstance(other, URL) and self.text == other.text
 
     __hash__ = None  # type: ignore[assignment]
 
 
-def _parse_url(s: str) -> _URL | None:
+def parse_url(s: str) -> URL | None:
     try:
         parts = urllib.parse.urlsplit(s)
         _ = parts.port
@@ -37,23 +37,25 @@ def _parse_url(s: str) -> _URL | None:
         return None
     if not (parts.scheme or s.startswith("/")) or any(c.isspace() for c in s):
         return None
-    return _URL(s, parts)
+    return URL(s, parts)
 
 
 def _url(s: Any) -> Any:
-    _check_str(s)
-    u = _parse_url(s)
-    return u if u is not None else _err(f"URL parse error during conversion from string: {s}")
+    check_str(s)
+    u = parse_url(s)
+    return (
+        u if u is not None else error_value(f"URL parse error during conversion from string: {s}")
+    )
 
 
 def _is_url(s: Any) -> Any:
-    _check_str(s)
-    return celtypes.BoolType(_parse_url(s) is not None)
+    check_str(s)
+    return celtypes.BoolType(parse_url(s) is not None)
 
 
 def _url_part(name: str) -> Callable[[Any], Any]:
     def get(u: Any) -> Any:
-        if not isinstance(u, _URL):
+        if not isinstance(u, URL):
             raise TypeError("no such overload")
         p = u.parts
         if name == "scheme":
@@ -82,14 +84,14 @@ _IPAddr = ipaddress.IPv4Address | ipaddress.IPv6Address
 _IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-class _IP:
+class IP:
     __slots__ = ("addr",)
 
     def __init__(self, addr: _IPAddr) -> None:
         self.addr = addr
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, _IP) and self.addr == other.addr
+        return isinstance(other, IP) and self.addr == other.addr
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -97,7 +99,7 @@ class _IP:
         return str(self.addr)
 
 
-class _CIDR:
+class CIDR:
     __slots__ = ("addr", "net")
 
     def __init__(self, addr: _IPAddr, net: _IPNet) -> None:
@@ -105,7 +107,7 @@ class _CIDR:
         self.net = net
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, _CIDR) and (self.addr, self.net) == (other.addr, other.net)
+        return isinstance(other, CIDR) and (self.addr, self.net) == (other.addr, other.net)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -113,7 +115,7 @@ class _CIDR:
         return f"{self.addr}/{self.net.prefixlen}"
 
 
-def _parse_ip(s: str) -> _IP | None:
+def _parse_ip(s: str) -> IP | None:
     if "%" in s:  # zones are rejected by Kubernetes' ip library
         return None
     try:
@@ -122,10 +124,10 @@ def _parse_ip(s: str) -> _IP | None:
         return None
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         return None
-    return _IP(addr)
+    return IP(addr)
 
 
-def _parse_cidr(s: str) -> _CIDR | None:
+def _parse_cidr(s: str) -> CIDR | None:
     if "/" not in s:
         return None
     ip_text, _, _ = s.partition("/")
@@ -136,36 +138,38 @@ def _parse_cidr(s: str) -> _CIDR | None:
         net = ipaddress.ip_network(s, strict=False)
     except ValueError:
         return None
-    return _CIDR(ip.addr, net)
+    return CIDR(ip.addr, net)
 
 
 def _ip(v: Any) -> Any:
-    if isinstance(v, _CIDR):
-        return _IP(v.addr)
-    _check_str(v)
+    if isinstance(v, CIDR):
+        return IP(v.addr)
+    check_str(v)
     ip = _parse_ip(v)
-    return ip if ip is not None else _err(f"IP Address {v!r} parse error during conversion")
+    return ip if ip is not None else error_value(f"IP Address {v!r} parse error during conversion")
 
 
 def _is_ip(s: Any) -> Any:
-    _check_str(s)
+    check_str(s)
     return celtypes.BoolType(_parse_ip(s) is not None)
 
 
 def _cidr(s: Any) -> Any:
-    _check_str(s)
+    check_str(s)
     c = _parse_cidr(s)
-    return c if c is not None else _err(f"network address parse error during conversion: {s}")
+    return (
+        c if c is not None else error_value(f"network address parse error during conversion: {s}")
+    )
 
 
 def _is_cidr(s: Any) -> Any:
-    _check_str(s)
+    check_str(s)
     return celtypes.BoolType(_parse_cidr(s) is not None)
 
 
 def _ip_prop(name: str) -> Callable[[Any], Any]:
     def get(ip: Any) -> Any:
-        if not isinstance(ip, _IP):
+        if not isinstance(ip, IP):
             raise TypeError("no such overload")
         a = ip.addr
         if name == "family":
@@ -189,35 +193,35 @@ def _ip_prop(name: str) -> Callable[[Any], Any]:
 
 
 def _contains_ip(c: Any, other: Any) -> Any:
-    if not isinstance(c, _CIDR):
+    if not isinstance(c, CIDR):
         raise TypeError("no such overload")
     ip = _parse_ip(other) if isinstance(other, str) else other
-    if not isinstance(ip, _IP):
-        return _err(f"IP Address {other!r} parse error")
+    if not isinstance(ip, IP):
+        return error_value(f"IP Address {other!r} parse error")
     return celtypes.BoolType(ip.addr.version == c.net.version and ip.addr in c.net)
 
 
 def _contains_cidr(c: Any, other: Any) -> Any:
-    if not isinstance(c, _CIDR):
+    if not isinstance(c, CIDR):
         raise TypeError("no such overload")
     sub = _parse_cidr(other) if isinstance(other, str) else other
-    if not isinstance(sub, _CIDR):
-        return _err(f"network address {other!r} parse error")
+    if not isinstance(sub, CIDR):
+        return error_value(f"network address {other!r} parse error")
     if sub.net.version != c.net.version:
         return celtypes.BoolType(False)
     return celtypes.BoolType(sub.net.subnet_of(c.net))  # type: ignore[arg-type]
 
 
 def _prefix_length(c: Any) -> Any:
-    if not isinstance(c, _CIDR):
+    if not isinstance(c, CIDR):
         raise TypeError("no such overload")
     return celtypes.IntType(c.net.prefixlen)
 
 
 def _masked(c: Any) -> Any:
-    if not isinstance(c, _CIDR):
+    if not isinstance(c, CIDR):
         raise TypeError("no such overload")
-    return _CIDR(c.net.network_address, c.net)
+    return CIDR(c.net.network_address, c.net)
 
 
 FUNCTIONS: dict[str, Any] = {

@@ -9,13 +9,13 @@ from typing import Any
 from celpy import celtypes
 
 from kubesim.machinery.cel.standard import Optional
-from kubesim.machinery.cel.values import _err, _Namespace
+from kubesim.machinery.cel.values import Namespace, error_value
 
 # Optionals ------------------------------------------------------------------------------------
 
 
 def _optional_ns(ns: Any) -> None:
-    if not (isinstance(ns, _Namespace) and ns.name == "optional"):
+    if not (isinstance(ns, Namespace) and ns.name == "optional"):
         raise TypeError("no such overload")
 
 
@@ -45,7 +45,7 @@ def _value(opt: Any) -> Any:
     if not isinstance(opt, Optional):
         raise TypeError("no such overload")
     if not opt.has_value:
-        return _err("optional.none() dereference")
+        return error_value("optional.none() dereference")
     return opt.value
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from celpy import celtypes
 
-from kubesim.machinery.cel.mathlib import _math_unary
-from kubesim.machinery.cel.values import _BOOL, _check_str, _err, _Namespace
+from kubesim.machinery.cel.mathlib import math_unary
+from kubesim.machinery.cel.values import BOOL, Namespace, check_str, error_value
 
 # Quantities (k8s.io/apimachinery resource.Quantity) --------------------------------------------
 
@@ -40,7 +40,7 @@ _SUFFIX = {
 }
 
 
-class _Quantity:
+class Quantity:
     """A Kubernetes resource quantity such as `500m` or `1Gi`, compared by value."""
 
     __slots__ = ("text", "value")
@@ -50,7 +50,7 @@ class _Quantity:
         self.value = value
 
     @classmethod
-    def parse(cls, text: str) -> _Quantity | None:
+    def parse(cls, text: str) -> Quantity | None:
         m = _QUANTITY_RE.match(text)
         if not m:
             return None
@@ -65,7 +65,7 @@ class _Quantity:
         return cls(text, value)
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, _Quantity) and self.value == other.value
+        return isinstance(other, Quantity) and self.value == other.value
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -74,21 +74,21 @@ class _Quantity:
 
 
 def _quantity(s: Any) -> Any:
-    _check_str(s)
-    q = _Quantity.parse(s)
-    return q if q is not None else _err(f"quantities must match the regular expression: {s}")
+    check_str(s)
+    q = Quantity.parse(s)
+    return q if q is not None else error_value(f"quantities must match the regular expression: {s}")
 
 
 def _is_quantity(s: Any) -> Any:
-    _check_str(s)
-    return celtypes.BoolType(_Quantity.parse(s) is not None)
+    check_str(s)
+    return celtypes.BoolType(Quantity.parse(s) is not None)
 
 
-def _as_quantity(v: Any) -> _Quantity:
-    if isinstance(v, _Quantity):
+def _as_quantity(v: Any) -> Quantity:
+    if isinstance(v, Quantity):
         return v
-    if isinstance(v, int) and not isinstance(v, _BOOL):
-        return _Quantity(str(v), Decimal(int(v)))
+    if isinstance(v, int) and not isinstance(v, BOOL):
+        return Quantity(str(v), Decimal(int(v)))
     raise TypeError("no such overload")
 
 
@@ -100,7 +100,7 @@ def _q_is_integer(q: Any) -> Any:
 def _q_as_integer(q: Any) -> Any:
     q = _as_quantity(q)
     if q.value != q.value.to_integral_value() or not -(2**63) <= q.value < 2**63:
-        return _err("cannot convert value to integer")
+        return error_value("cannot convert value to integer")
     return celtypes.IntType(int(q.value))
 
 
@@ -114,19 +114,19 @@ def _sign(q: Any) -> Any:
 
 
 def _sign_dispatch(target: Any, *args: Any) -> Any:
-    if isinstance(target, _Namespace):
-        return _math_unary("sign")(target, *args)
+    if isinstance(target, Namespace):
+        return math_unary("sign")(target, *args)
     return _sign(target)
 
 
 def _q_add(q: Any, other: Any) -> Any:
     a, b = _as_quantity(q), _as_quantity(other)
-    return _Quantity(str(a.value + b.value), a.value + b.value)
+    return Quantity(str(a.value + b.value), a.value + b.value)
 
 
 def _q_sub(q: Any, other: Any) -> Any:
     a, b = _as_quantity(q), _as_quantity(other)
-    return _Quantity(str(a.value - b.value), a.value - b.value)
+    return Quantity(str(a.value - b.value), a.value - b.value)
 
 
 def _compare_to(q: Any, other: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 
 from celpy import celtypes
 
-from kubesim.machinery.cel.values import _check_int, _check_str, _err
+from kubesim.machinery.cel.values import check_int, check_str, error_value
 
 # google-re2 is what celpy itself uses for `matches`; RE2 is the regex dialect of cel-go.
 _re2: Any = importlib.import_module("re2")
@@ -31,23 +31,23 @@ def re2_compile(pattern: str) -> Any:
 
 
 def _find(s: Any, pattern: Any) -> Any:
-    _check_str(s, pattern)
+    check_str(s, pattern)
     try:
         m = _re2.search(pattern, s)
     except _re2.error as ex:
-        return _err(f"error parsing regexp: {ex}")
+        return error_value(f"error parsing regexp: {ex}")
     return celtypes.StringType(m.group(0) if m else "")
 
 
 def _find_all(s: Any, pattern: Any, limit: Any = -1) -> Any:
-    _check_str(s, pattern)
-    _check_int(limit)
+    check_str(s, pattern)
+    check_int(limit)
     if limit == 0:
         return celtypes.ListType()
     try:
         compiled = _re2.compile(pattern)
     except _re2.error as ex:
-        return _err(f"error parsing regexp: {ex}")
+        return error_value(f"error parsing regexp: {ex}")
     out: list[Any] = []
     for m in compiled.finditer(s):
         out.append(celtypes.StringType(m.group(0)))

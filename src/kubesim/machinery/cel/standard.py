@@ -20,17 +20,17 @@ from typing import Any, cast
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from kubesim.machinery.cel.network import _CIDR, _IP, _URL
-from kubesim.machinery.cel.quantity import _Quantity
+from kubesim.machinery.cel.network import CIDR, IP, URL
+from kubesim.machinery.cel.quantity import Quantity
 from kubesim.machinery.cel.values import (
-    _BOOL,
-    _MISSING,
-    _check_int,
-    _check_str,
-    _err,
-    _is_bool,
-    _is_number,
-    _to_display,
+    BOOL,
+    MISSING,
+    check_int,
+    check_str,
+    error_value,
+    is_bool,
+    is_number,
+    to_display,
 )
 from kubesim.machinery.field import go_float
 
@@ -140,15 +140,15 @@ def equals(a: Any, b: Any) -> Any:
         return a
     if isinstance(b, CELEvalError):
         return b
-    return celtypes.BoolType(_eq(a, b))
+    return celtypes.BoolType(eq(a, b))
 
 
-def _eq(a: Any, b: Any) -> bool:
+def eq(a: Any, b: Any) -> bool:
     if callable(a) or callable(b):  # type values: `type(x) == string`
         return _TYPE_ALIASES.get(a, a) is _TYPE_ALIASES.get(b, b)
-    if isinstance(a, _BOOL) or isinstance(b, _BOOL):
-        return isinstance(a, _BOOL) and isinstance(b, _BOOL) and bool(a) == bool(b)
-    if _is_number(a) and _is_number(b):
+    if isinstance(a, BOOL) or isinstance(b, BOOL):
+        return isinstance(a, BOOL) and isinstance(b, BOOL) and bool(a) == bool(b)
+    if is_number(a) and is_number(b):
         return float(a) == float(b) if isinstance(a, float) or isinstance(b, float) else a == b
     if isinstance(a, str) and isinstance(b, str):
         return str.__eq__(a, b)
@@ -159,22 +159,22 @@ def _eq(a: Any, b: Any) -> bool:
             ml = a if isinstance(a, MapList) else cast(MapList, b)
             other = {ml.key_of(x): x for x in b}
             if len(other) != len(b):
-                return all(_eq(x, y) for x, y in zip(a, b, strict=True))
+                return all(eq(x, y) for x, y in zip(a, b, strict=True))
             for x in a:
-                y = other.get(ml.key_of(x), _MISSING)
-                if y is _MISSING or not _eq(x, y):
+                y = other.get(ml.key_of(x), MISSING)
+                if y is MISSING or not eq(x, y):
                     return False
             return True
         if isinstance(a, SetList) or isinstance(b, SetList):
-            return all(any(_eq(x, y) for y in b) for x in a) and all(
-                any(_eq(y, x) for x in a) for y in b
+            return all(any(eq(x, y) for y in b) for x in a) and all(
+                any(eq(y, x) for x in a) for y in b
             )
-        return all(_eq(x, y) for x, y in zip(a, b, strict=True))
+        return all(eq(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         if len(a) != len(b):
             return False
         for k, v in a.items():
-            if k not in b or not _eq(v, b[k]):
+            if k not in b or not eq(v, b[k]):
                 return False
         return True
     a_null = a is None or isinstance(a, celtypes.NullType)
@@ -209,9 +209,9 @@ def _ordered(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
             return a
         if isinstance(b, CELEvalError):
             return b
-        if _is_number(a) and _is_number(b):
+        if is_number(a) and is_number(b):
             return celtypes.BoolType(op(_plain(a), _plain(b)))
-        if _is_bool(a) and _is_bool(b):
+        if is_bool(a) and is_bool(b):
             return celtypes.BoolType(op(bool(a), bool(b)))
         if isinstance(a, str) and isinstance(b, str):
             return celtypes.BoolType(op(str(a), str(b)))
@@ -225,13 +225,13 @@ def _ordered(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
     return compare
 
 
-_less = _ordered(operator.lt)
+less = _ordered(operator.lt)
 
 
-_less_equal = _ordered(operator.le)
+less_equal = _ordered(operator.le)
 
 
-_greater = _ordered(operator.gt)
+greater = _ordered(operator.gt)
 
 
 _greater_equal = _ordered(operator.ge)
@@ -264,7 +264,7 @@ def _in(item: Any, container: Any) -> Any:
     if isinstance(container, CELEvalError):
         return container
     if isinstance(container, list):
-        return celtypes.BoolType(any(_eq(x, item) for x in container))
+        return celtypes.BoolType(any(eq(x, item) for x in container))
     if isinstance(container, dict):
         try:
             return celtypes.BoolType(item in container)
@@ -277,47 +277,47 @@ def _in(item: Any, container: Any) -> Any:
 
 
 def _string(v: Any) -> Any:
-    if isinstance(v, _BOOL):
+    if isinstance(v, BOOL):
         return celtypes.StringType("true" if v else "false")
     if isinstance(v, bytes):
         try:
             return celtypes.StringType(v.decode("utf-8"))
         except UnicodeDecodeError:
-            return _err("invalid UTF-8 in bytes, cannot convert to string")
+            return error_value("invalid UTF-8 in bytes, cannot convert to string")
     if isinstance(v, float):
         return celtypes.StringType(go_float(float(v)))
-    if isinstance(v, _Quantity | _URL | _IP | _CIDR):
-        return celtypes.StringType(v.text if isinstance(v, _Quantity | _URL) else str(v))
+    if isinstance(v, Quantity | URL | IP | CIDR):
+        return celtypes.StringType(v.text if isinstance(v, Quantity | URL) else str(v))
     if isinstance(v, celtypes.TimestampType):
-        return celtypes.StringType(_to_display(v))
+        return celtypes.StringType(to_display(v))
     if isinstance(v, list | dict):
         raise TypeError("no such overload")
     return celtypes.StringType(v)
 
 
 def _bool(v: Any) -> Any:
-    if isinstance(v, _BOOL):
+    if isinstance(v, BOOL):
         return celtypes.BoolType(v)
     if isinstance(v, str):
         if v in ("1", "t", "T", "true", "TRUE", "True"):
             return celtypes.BoolType(True)
         if v in ("0", "f", "F", "false", "FALSE", "False"):
             return celtypes.BoolType(False)
-        return _err(f"type conversion error from 'string' to 'bool': {v!r}")
+        return error_value(f"type conversion error from 'string' to 'bool': {v!r}")
     raise TypeError("no such overload")
 
 
 def _int(v: Any) -> Any:
-    if isinstance(v, _BOOL):
+    if isinstance(v, BOOL):
         raise TypeError("no such overload")
     if isinstance(v, str):
         try:
             value = int(v, 10)
         except ValueError:
-            return _err(f"type conversion error from 'string' to 'int': {v!r}")
+            return error_value(f"type conversion error from 'string' to 'int': {v!r}")
     elif isinstance(v, float):
         if v != v or v in (float("inf"), float("-inf")):
-            return _err("integer overflow")
+            return error_value("integer overflow")
         value = int(v)
     elif isinstance(v, celtypes.TimestampType):
         value = int(v.timestamp())
@@ -326,32 +326,32 @@ def _int(v: Any) -> Any:
     else:
         raise TypeError("no such overload")
     if not -(2**63) <= value < 2**63:
-        return _err("integer overflow")
+        return error_value("integer overflow")
     return celtypes.IntType(value)
 
 
 def _duration(v: Any) -> Any:
     if isinstance(v, celtypes.DurationType):
         return v
-    _check_str(v)
+    check_str(v)
     try:
         return celtypes.DurationType(str(v))
     except (ValueError, TypeError, OverflowError):
-        return _err("type conversion error from 'string' to 'google.protobuf.Duration'")
+        return error_value("type conversion error from 'string' to 'google.protobuf.Duration'")
 
 
 def _timestamp(v: Any) -> Any:
     if isinstance(v, celtypes.TimestampType):
         return v
-    if isinstance(v, int) and not isinstance(v, _BOOL):
+    if isinstance(v, int) and not isinstance(v, BOOL):
         return celtypes.TimestampType(datetime.datetime.fromtimestamp(int(v), datetime.UTC))
-    _check_str(v)
+    check_str(v)
     if not _RFC3339.match(v):
-        return _err("type conversion error from 'string' to 'google.protobuf.Timestamp'")
+        return error_value("type conversion error from 'string' to 'google.protobuf.Timestamp'")
     try:
         return celtypes.TimestampType(str(v))
     except (ValueError, TypeError, OverflowError):
-        return _err("type conversion error from 'string' to 'google.protobuf.Timestamp'")
+        return error_value("type conversion error from 'string' to 'google.protobuf.Timestamp'")
 
 
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
@@ -360,38 +360,38 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-
 def _bytes(v: Any) -> Any:
     if isinstance(v, bytes):
         return celtypes.BytesType(v)
-    _check_str(v)
+    check_str(v)
     return celtypes.BytesType(str(v).encode())
 
 
-def _logical_or(x: Any, y: Any) -> Any:
+def logical_or(x: Any, y: Any) -> Any:
     """`||` with cel-go's error absorption: `true || error` is true, `error || error` the first."""
-    if _is_bool(x) and x:
+    if is_bool(x) and x:
         return x
-    if _is_bool(y) and y:
+    if is_bool(y) and y:
         return y
     if isinstance(x, CELEvalError):
         return x
     if isinstance(y, CELEvalError):
         return y
-    if _is_bool(x) and _is_bool(y):
+    if is_bool(x) and is_bool(y):
         return celtypes.BoolType(False)
-    return _err("no such overload")
+    return error_value("no such overload")
 
 
-def _logical_and(x: Any, y: Any) -> Any:
+def logical_and(x: Any, y: Any) -> Any:
     """`&&` with error absorption: `false && error` is false, `error && error` the first."""
-    if _is_bool(x) and not x:
+    if is_bool(x) and not x:
         return x
-    if _is_bool(y) and not y:
+    if is_bool(y) and not y:
         return y
     if isinstance(x, CELEvalError):
         return x
     if isinstance(y, CELEvalError):
         return y
-    if _is_bool(x) and _is_bool(y):
+    if is_bool(x) and is_bool(y):
         return celtypes.BoolType(True)
-    return _err("no such overload")
+    return error_value("no such overload")
 
 
 def _index(container: Any, index: Any) -> Any:
@@ -403,15 +403,15 @@ def _index(container: Any, index: Any) -> Any:
     if isinstance(container, list):
         if isinstance(index, float) and index.is_integer():
             index = int(index)
-        _check_int(index)
+        check_int(index)
         if not 0 <= index < len(container):
-            return _err(f"index out of bounds: {index}")
+            return error_value(f"index out of bounds: {index}")
         return container[index]
     if isinstance(container, dict):
         try:
             return container[index]
         except KeyError:
-            return _err(f"no such key: {index}")
+            return error_value(f"no such key: {index}")
     raise TypeError("no such overload")
 
 
@@ -426,13 +426,13 @@ _TYPE_ALIASES: dict[Any, Any] = {
 
 FUNCTIONS: dict[str, Any] = {
     "_==_": equals,
-    "_||_": _logical_or,
-    "_&&_": _logical_and,
+    "_||_": logical_or,
+    "_&&_": logical_and,
     "_[_]": _index,
     "_!=_": _not_equals,
-    "_<_": _less,
-    "_<=_": _less_equal,
-    "_>_": _greater,
+    "_<_": less,
+    "_<=_": less_equal,
+    "_>_": greater,
     "_>=_": _greater_equal,
     "_in_": _in,
     "_+_": _add,

@@ -10,23 +10,23 @@ from typing import Any
 
 from celpy import celtypes
 
-from kubesim.machinery.cel.standard import _eq
+from kubesim.machinery.cel.standard import eq
 from kubesim.machinery.cel.values import (
-    _BOOL,
-    _check_int,
-    _check_str,
-    _err,
-    _is_number,
-    _Namespace,
-    _to_display,
+    BOOL,
+    Namespace,
+    check_int,
+    check_str,
+    error_value,
+    is_number,
+    to_display,
 )
 
 
 def _char_at(s: Any, i: Any) -> Any:
-    _check_str(s)
-    _check_int(i)
+    check_str(s)
+    check_int(i)
     if i < 0 or i > len(s):
-        return _err(f"index out of range: {i}")
+        return error_value(f"index out of range: {i}")
     return celtypes.StringType(s[i] if i < len(s) else "")
 
 
@@ -35,16 +35,16 @@ def _index_of(target: Any, item: Any, offset: Any = None) -> Any:
         if offset is not None:
             raise TypeError("no such overload")
         for i, v in enumerate(target):
-            if _eq(v, item):
+            if eq(v, item):
                 return celtypes.IntType(i)
         return celtypes.IntType(-1)
-    _check_str(target, item)
+    check_str(target, item)
     start = 0
     if offset is not None:
-        _check_int(offset)
+        check_int(offset)
         start = int(offset)
         if start < 0 or start > len(target):
-            return _err(f"index out of range: {start}")
+            return error_value(f"index out of range: {start}")
     return celtypes.IntType(target.find(item, start))
 
 
@@ -53,15 +53,15 @@ def _last_index_of(target: Any, item: Any, offset: Any = None) -> Any:
         if offset is not None:
             raise TypeError("no such overload")
         for i in range(len(target) - 1, -1, -1):
-            if _eq(target[i], item):
+            if eq(target[i], item):
                 return celtypes.IntType(i)
         return celtypes.IntType(-1)
-    _check_str(target, item)
+    check_str(target, item)
     if offset is None:
         return celtypes.IntType(target.rfind(item))
-    _check_int(offset)
+    check_int(offset)
     if offset < 0 or offset >= max(len(target), 1):
-        return _err(f"index out of range: {offset}")
+        return error_value(f"index out of range: {offset}")
     return celtypes.IntType(target.rfind(item, 0, int(offset) + len(item)))
 
 
@@ -72,30 +72,30 @@ _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRST
 
 
 def _lower_ascii(s: Any) -> Any:
-    _check_str(s)
+    check_str(s)
     return celtypes.StringType(s.translate(_ASCII_LOWER))
 
 
 def _upper_ascii(s: Any) -> Any:
-    _check_str(s)
+    check_str(s)
     return celtypes.StringType(s.translate(_ASCII_UPPER))
 
 
 def _replace(s: Any, old: Any, new: Any, n: Any = None) -> Any:
-    _check_str(s, old, new)
+    check_str(s, old, new)
     count = -1
     if n is not None:
-        _check_int(n)
+        check_int(n)
         count = int(n)
     return celtypes.StringType(s.replace(old, new, count if count >= 0 else -1))
 
 
 def _split(s: Any, sep: Any, n: Any = None) -> Any:
     """Go's strings.SplitN: n == 0 gives no pieces, n < 0 all of them, "" splits runes."""
-    _check_str(s, sep)
+    check_str(s, sep)
     limit = -1
     if n is not None:
-        _check_int(n)
+        check_int(n)
         limit = int(n)
     if limit == 0:
         return celtypes.ListType()
@@ -109,28 +109,28 @@ def _split(s: Any, sep: Any, n: Any = None) -> Any:
 
 
 def _substring(s: Any, start: Any, end: Any = None) -> Any:
-    _check_str(s)
-    _check_int(start)
+    check_str(s)
+    check_int(start)
     stop = len(s) if end is None else end
-    _check_int(stop)
+    check_int(stop)
     if start < 0 or start > len(s):
-        return _err(f"index out of range: {start}")
+        return error_value(f"index out of range: {start}")
     if stop < 0 or stop > len(s):
-        return _err(f"index out of range: {stop}")
+        return error_value(f"index out of range: {stop}")
     if start > stop:
-        return _err(f"invalid substring range. start: {start}, end: {stop}")
+        return error_value(f"invalid substring range. start: {start}, end: {stop}")
     return celtypes.StringType(s[start:stop])
 
 
 def _trim(s: Any) -> Any:
-    _check_str(s)
+    check_str(s)
     return celtypes.StringType(s.strip())
 
 
 def _join(items: Any, sep: Any = "") -> Any:
     if not isinstance(items, list):
         raise TypeError("no such overload")
-    _check_str(sep, *items)
+    check_str(sep, *items)
     return celtypes.StringType(sep.join(items))
 
 
@@ -143,9 +143,9 @@ def _reverse(target: Any) -> Any:
 
 
 def _quote(ns: Any, s: Any) -> Any:
-    if not (isinstance(ns, _Namespace) and ns.name == "strings"):
+    if not (isinstance(ns, Namespace) and ns.name == "strings"):
         raise TypeError("no such overload")
-    _check_str(s)
+    check_str(s)
     return celtypes.StringType(json.dumps(str(s), ensure_ascii=False))
 
 
@@ -154,7 +154,7 @@ _FORMAT_RE = re.compile(r"%(?:\.(\d+))?([sdfeExXobc%])")
 
 def _format(template: Any, args: Any) -> Any:
     """cel-go's `string.format(list)`: %s %d %f %e %x %X %o %b and %%, with `.N` precision."""
-    _check_str(template)
+    check_str(template)
     if not isinstance(args, list):
         raise TypeError("no such overload")
     out: list[str] = []
@@ -168,17 +168,17 @@ def _format(template: Any, args: Any) -> Any:
             out.append("%")
             continue
         if arg_i >= len(args):
-            return _err(f"index {arg_i} out of range")
+            return error_value(f"index {arg_i} out of range")
         arg = args[arg_i]
         arg_i += 1
         try:
             if verb == "s":
-                out.append(_to_display(arg))
+                out.append(to_display(arg))
             elif verb == "d":
-                _check_int(arg)
+                check_int(arg)
                 out.append(str(int(arg)))
             elif verb in "fe":
-                if not _is_number(arg):
+                if not is_number(arg):
                     raise TypeError("no such overload")
                 p = 6 if precision is None else int(precision)
                 out.append(format(float(arg), f".{p}{verb}"))
@@ -188,22 +188,22 @@ def _format(template: Any, args: Any) -> Any:
                 elif isinstance(arg, bytes):
                     text = arg.hex()
                 else:
-                    _check_int(arg)
+                    check_int(arg)
                     text = format(int(arg), "x")
                 out.append(text.upper() if verb == "X" else text)
             elif verb == "o":
-                _check_int(arg)
+                check_int(arg)
                 out.append(format(int(arg), "o"))
             elif verb == "b":
-                if isinstance(arg, _BOOL):
+                if isinstance(arg, BOOL):
                     out.append("1" if arg else "0")
                 else:
-                    _check_int(arg)
+                    check_int(arg)
                     out.append(format(int(arg), "b"))
             else:
-                return _err(f"unrecognized formatting clause: %{verb}")
+                return error_value(f"unrecognized formatting clause: %{verb}")
         except TypeError:
-            return _err(f"error during formatting: invalid argument for %{verb}: {arg!r}")
+            return error_value(f"error during formatting: invalid argument for %{verb}: {arg!r}")
     out.append(template[pos:])
     return celtypes.StringType("".join(out))
 

@@ -1,7 +1,7 @@
 """The pieces every CEL library shares: `CelError`, error values, type tests and namespace markers.
 
 An extension function takes celpy values and returns a value, or a `CELEvalError` *value*
-(`_err`) that celpy propagates like a cel-go error; raising `TypeError` means "no such overload".
+(`error_value`) that celpy propagates like a cel-go error; raising `TypeError` means "no such overload".
 """
 
 from __future__ import annotations
@@ -31,23 +31,23 @@ class CelError(Exception):
 # Values
 
 
-def _err(message: str) -> CELEvalError:
+def error_value(message: str) -> CELEvalError:
     """An error *value*: celpy propagates returned CELEvalError objects like cel-go errors."""
     return CELEvalError(message)
 
 
-_BOOL = (bool, celtypes.BoolType)
+BOOL = (bool, celtypes.BoolType)
 
 
-def _is_bool(v: Any) -> bool:
-    return isinstance(v, _BOOL)
+def is_bool(v: Any) -> bool:
+    return isinstance(v, BOOL)
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, _BOOL)
+def is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, BOOL)
 
 
-class _Namespace:
+class Namespace:
     """The receiver of namespaced calls such as `sets.contains(a, b)` or `optional.none()`.
 
     celpy parses `sets.contains(a, b)` as a method call on a variable `sets`, so each namespace
@@ -63,33 +63,33 @@ class _Namespace:
         return self.name
 
 
-_NAMESPACES = {
-    name: _Namespace(name) for name in ("optional", "sets", "strings", "math", "format", "base64")
+NAMESPACES = {
+    name: Namespace(name) for name in ("optional", "sets", "strings", "math", "format", "base64")
 }
 
 
-_MISSING: Any = object()
+MISSING: Any = object()
 
 
 # --------------------------------------------------------------------------------------------
 # Extension functions. Each takes celpy values; an error is returned as a CELEvalError value.
 
 
-def _check_str(*values: Any) -> None:
+def check_str(*values: Any) -> None:
     for v in values:
         if not isinstance(v, str):
             raise TypeError("no such overload")
 
 
-def _check_int(*values: Any) -> None:
+def check_int(*values: Any) -> None:
     for v in values:
-        if not isinstance(v, int) or isinstance(v, _BOOL):
+        if not isinstance(v, int) or isinstance(v, BOOL):
             raise TypeError("no such overload")
 
 
-def _to_display(v: Any) -> str:
+def to_display(v: Any) -> str:
     """How `%s` prints a value in cel-go's `format`."""
-    if isinstance(v, _BOOL):
+    if isinstance(v, BOOL):
         return "true" if v else "false"
     if v is None or isinstance(v, celtypes.NullType):
         return "null"
@@ -98,9 +98,9 @@ def _to_display(v: Any) -> str:
     if isinstance(v, float):
         return go_float(float(v))
     if isinstance(v, list):
-        return "[" + ", ".join(_to_display(x) for x in v) + "]"
+        return "[" + ", ".join(to_display(x) for x in v) + "]"
     if isinstance(v, dict):
-        items = sorted((_to_display(k), _to_display(x)) for k, x in v.items())
+        items = sorted((to_display(k), to_display(x)) for k, x in v.items())
         return "{" + ", ".join(f"{k}: {x}" for k, x in items) + "}"
     if isinstance(v, celtypes.DurationType):
         return go_float(v.total_seconds()) + "s"

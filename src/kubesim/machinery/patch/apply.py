@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from kubesim.machinery.patch.common import (
-    _MISSING,
+    MISSING,
     ConflictError,
     FieldConflict,
     FieldPath,
@@ -19,22 +19,22 @@ from kubesim.machinery.patch.common import (
     PatchError,
 )
 from kubesim.machinery.patch.fieldpaths import (
-    _collect_fields,
-    _config_elements,
-    _diff,
-    _element_sort_key,
-    _go_json,
-    _is_granular_list,
-    _item_element,
-    _pretty_path,
+    collect_fields,
+    config_element_keys,
+    diff_fields,
+    element_sort_key,
+    go_json,
+    is_granular_list,
+    item_element,
+    pretty_path,
 )
 from kubesim.machinery.patch.managed_fields import (
-    _LAST_APPLIED,
-    _decode_entries,
-    _Entry,
-    _ignored,
-    _with_managed_fields,
-    _without_managed_fields,
+    LAST_APPLIED,
+    Entry,
+    decode_entries,
+    with_managed_fields,
+    without_ignored,
+    without_managed_fields,
 )
 from kubesim.machinery.patch.schema import PatchSchema, SchemaNode
 
@@ -83,13 +83,13 @@ def server_side_apply(
     _check_apply_patch(applied, manager)
     config = _drop_nulls(applied)
     live_obj: Mapping[str, Any] = live if live is not None else {}
-    entries = _decode_entries((live_obj.get("metadata") or {}).get("managedFields"))
-    live_body = _without_managed_fields(live_obj)
+    entries = decode_entries((live_obj.get("metadata") or {}).get("managedFields"))
+    live_body = without_managed_fields(live_obj)
     root = schema.root
 
     config_fields: set[FieldPath] = set()
-    _collect_fields(config, root, (), config_fields)  # also validates the configuration
-    config_fields = _ignored(config_fields, ignore)
+    collect_fields(config, root, (), config_fields)  # also validates the configuration
+    config_fields = without_ignored(config_fields, ignore)
     merged = _apply_merge(live_body, config, root, "")
 
     ident = (manager, "Apply", subresource, "")
@@ -97,8 +97,8 @@ def server_side_apply(
     others = [e for e in entries if e is not previous]
     merged = _prune_stale(merged, previous, others, config_fields, root)
 
-    diff = _diff(live_body if live is not None else _MISSING, merged, root)
-    changed = _ignored(diff.changed(), ignore)
+    diff = diff_fields(live_body if live is not None else MISSING, merged, root)
+    changed = without_ignored(diff.changed(), ignore)
     conflicts = _conflicts(others, changed)
     if conflicts and not force and manager == "kubectl":
         # kube-apiserver lets kubectl take over, without --force-conflicts, the fields it
@@ -114,11 +114,11 @@ def server_side_apply(
         when = previous.time if previous is not None and not object_changed else now
         api_version = str(applied.get("apiVersion") or live_obj.get("apiVersion") or "")
         result.append(
-            _Entry(manager, "Apply", api_version, subresource, when, frozenset(config_fields))
+            Entry(manager, "Apply", api_version, subresource, when, frozenset(config_fields))
         )
     if manager == "kubectl":
         merged = _refresh_last_applied(merged, applied)
-    return _with_managed_fields(merged, result)
+    return with_managed_fields(merged, result)
 
 
 def _check_apply_patch(applied: Any, manager: str) -> None:
@@ -135,8 +135,8 @@ def _check_apply_patch(applied: Any, manager: str) -> None:
 
 def _prune_stale(
     merged: JsonDict,
-    previous: _Entry | None,
-    others: Iterable[_Entry],
+    previous: Entry | None,
+    others: Iterable[Entry],
     config_fields: Set[FieldPath],
     root: SchemaNode,
 ) -> JsonDict:
@@ -153,14 +153,14 @@ def _prune_stale(
 
 
 def _conflicts(
-    others: Iterable[_Entry], changed: Set[FieldPath]
+    others: Iterable[Entry], changed: Set[FieldPath]
 ) -> list[tuple[FieldPath, FieldConflict]]:
     """The fields in `changed` that other managers own, each with who owns it."""
     conflicts: list[tuple[FieldPath, FieldConflict]] = []
     for entry in others:
         for path in sorted(entry.fields & changed, key=_path_sort_key):
             conflict = FieldConflict(
-                _pretty_path(path),
+                pretty_path(path),
                 entry.manager,
                 entry.operation,
                 entry.api_version,
@@ -171,9 +171,9 @@ def _conflicts(
     return conflicts
 
 
-def _without_fields(entries: Iterable[_Entry], lost: Set[FieldPath]) -> list[_Entry]:
+def _without_fields(entries: Iterable[Entry], lost: Set[FieldPath]) -> list[Entry]:
     """The entries with the `lost` fields taken out; entries left with no field are dropped."""
-    result: list[_Entry] = []
+    result: list[Entry] = []
     for entry in entries:
         kept = entry.fields - lost
         if kept:
@@ -182,7 +182,7 @@ def _without_fields(entries: Iterable[_Entry], lost: Set[FieldPath]) -> list[_En
 
 
 def _path_sort_key(path: FieldPath) -> list[tuple[Any, ...]]:
-    return [_element_sort_key(e) for e in path]
+    return [element_sort_key(e) for e in path]
 
 
 def _client_side_applied(
@@ -193,17 +193,17 @@ def _client_side_applied(
     client-side-apply manager without conflict."""
     annotations = (live.get("metadata") or {}).get("annotations") or {}
     try:
-        last = json.loads(annotations.get(_LAST_APPLIED) or "")
+        last = json.loads(annotations.get(LAST_APPLIED) or "")
     except (TypeError, ValueError):
         return set()
     if not isinstance(last, dict) or last.get("apiVersion") != live.get("apiVersion"):
         return set()
     fields: set[FieldPath] = set()
     try:
-        _collect_fields(last, root, (), fields)
+        collect_fields(last, root, (), fields)
     except PatchError:
         return set()
-    differs = _diff(last, live_body, root)
+    differs = diff_fields(last, live_body, root)
     return fields - differs.added - differs.modified - differs.removed
 
 
@@ -242,22 +242,22 @@ def _apply_merge_list(
     their places, items both sides have follow the applied order, new items come where the
     applied list puts them relative to the shared ones."""
     strategy = node.list_strategy
-    config_elements = _config_elements(config, strategy, where)
+    config_elements = config_element_keys(config, strategy, where)
     config_items = dict(zip(config_elements, config, strict=True))
     live_elements: list[str] = []
     live_items: dict[str, Any] = {}
     for i, item in enumerate(live):
         # A live item without identity (written by a plain update) cannot be matched: keep it.
-        element = _item_element(item, strategy) or f"?{i}"
-        live_items[element] = _MISSING if element in live_items else item
+        element = item_element(item, strategy) or f"?{i}"
+        live_items[element] = MISSING if element in live_items else item
         live_elements.append(element)
 
     def merge(element: str) -> Any:
-        current = live_items.get(element, _MISSING)
+        current = live_items.get(element, MISSING)
         new = config_items[element]
-        if current is _MISSING:
+        if current is MISSING:
             return new
-        return _apply_merge(current, new, node.item_node, f"{where}{_pretty_path((element,))}")
+        return _apply_merge(current, new, node.item_node, f"{where}{pretty_path((element,))}")
 
     shared = iter([e for e in config_elements if e in live_items])
     next_shared = next(shared, None)
@@ -307,7 +307,7 @@ def _prefixes(paths: Iterable[FieldPath]) -> set[FieldPath]:
 def _prune(
     value: Any, stale: set[FieldPath], owned: set[FieldPath], node: SchemaNode, path: FieldPath
 ) -> Any:
-    """Remove the `stale` fields from an applied result; returns `_MISSING` when `value` itself
+    """Remove the `stale` fields from an applied result; returns `MISSING` when `value` itself
     goes. A stale field that another manager owns something inside of is descended into rather
     than removed whole; a container that pruning empties goes too unless someone owns it."""
     return _Pruner(stale, owned).prune(value, node, path)
@@ -326,23 +326,23 @@ class _Pruner:
             changed = False
             for key, sub in value.items():
                 new = self.child(sub, node.child(key), (*path, "f:" + key))
-                if new is _MISSING:
+                if new is MISSING:
                     changed = True
                     continue
                 changed = changed or new is not sub
                 out[key] = new
             return self.result(value, out, changed, path)
-        if _is_granular_list(value, node):
+        if is_granular_list(value, node):
             strategy = node.list_strategy
             items: list[Any] = []
             changed = False
             for item in value:
-                element = _item_element(item, strategy)
+                element = item_element(item, strategy)
                 if element is None:
                     items.append(item)
                     continue
                 new = self.child(item, node.item_node, (*path, element))
-                if new is _MISSING:
+                if new is MISSING:
                     changed = True
                     continue
                 changed = changed or new is not item
@@ -352,7 +352,7 @@ class _Pruner:
 
     def child(self, value: Any, node: SchemaNode, path: FieldPath) -> Any:
         if path in self.stale and path not in self.inside_owned:
-            return _MISSING
+            return MISSING
         if path in self.stale or path in self.inside_stale:
             return self.prune(value, node, path)
         return value
@@ -361,7 +361,7 @@ class _Pruner:
         if not changed:
             return before
         if not after and path and path not in self.owned and path not in self.inside_owned:
-            return _MISSING
+            return MISSING
         return after
 
 
@@ -370,12 +370,12 @@ def _refresh_last_applied(obj: JsonDict, applied: Mapping[str, Any]) -> JsonDict
     server-side, so that switching back to client-side apply sees the right baseline."""
     meta = obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    if not isinstance(annotations, dict) or _LAST_APPLIED not in annotations:
+    if not isinstance(annotations, dict) or LAST_APPLIED not in annotations:
         return obj
     config = dict(applied)
     config_meta = dict(config.get("metadata") or {})
     config_annotations = {
-        k: v for k, v in (config_meta.get("annotations") or {}).items() if k != _LAST_APPLIED
+        k: v for k, v in (config_meta.get("annotations") or {}).items() if k != LAST_APPLIED
     }
     if config_annotations:
         config_meta["annotations"] = config_annotations
@@ -386,6 +386,6 @@ def _refresh_last_applied(obj: JsonDict, applied: Mapping[str, Any]) -> JsonDict
     out["metadata"] = dict(meta or {})
     out["metadata"]["annotations"] = {
         **annotations,
-        _LAST_APPLIED: _go_json(config) + "\n",
+        LAST_APPLIED: go_json(config) + "\n",
     }
     return out

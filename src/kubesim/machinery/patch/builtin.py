@@ -286,7 +286,7 @@ _ATOMIC_NODE: Final = SchemaNode(atomic=True)
 
 
 @cache
-def _builtin_node(type_name: str) -> SchemaNode:
+def builtin_node(type_name: str) -> SchemaNode:
     if type_name in _ATOMIC_STRUCTS:
         return _ATOMIC_NODE
     return SchemaNode(fields={name: _spec_node(spec) for name, spec in _TYPES[type_name].items()})
@@ -294,10 +294,10 @@ def _builtin_node(type_name: str) -> SchemaNode:
 
 def _spec_node(spec: _Spec) -> SchemaNode:
     if isinstance(spec, str):
-        return _builtin_node(spec)
+        return builtin_node(spec)
     if isinstance(spec, _AtomicMap):
         return _ATOMIC_NODE
-    item = _builtin_node(spec.item) if spec.item else None
+    item = builtin_node(spec.item) if spec.item else None
     return SchemaNode(list=spec.strategy, item=item)
 
 
@@ -308,4 +308,4 @@ def builtin_patch_schema(group: str, kind: str) -> PatchSchema:
     so strategic merge patch of containers by name works for any workload-like kind."""
     type_name = _KINDS.get((group, kind), "Generic")
     name = f"{group}/{kind}" if group else kind
-    return PatchSchema(_builtin_node(type_name), name, typed=(group, kind) in _KINDS)
+    return PatchSchema(builtin_node(type_name), name, typed=(group, kind) in _KINDS)

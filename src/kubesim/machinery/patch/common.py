@@ -88,4 +88,4 @@ class _Missing:
     """Marks an absent value, as opposed to JSON `null`."""
 
 
-_MISSING: Final = _Missing()
+MISSING: Final = _Missing()

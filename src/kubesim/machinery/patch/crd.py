@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from kubesim.machinery.patch.builtin import _builtin_node
+from kubesim.machinery.patch.builtin import builtin_node
 from kubesim.machinery.patch.schema import (
     ATOMIC_LIST,
     UNKNOWN,
@@ -32,7 +32,7 @@ def crd_patch_schema(openapi_v3_schema: Mapping[str, Any]) -> PatchSchema:
         return cached[1]
     root = _crd_node(openapi_v3_schema)
     fields = dict(root.fields)
-    fields["metadata"] = _builtin_node("ObjectMeta")
+    fields["metadata"] = builtin_node("ObjectMeta")
     schema = PatchSchema(replace(root, fields=fields), "crd")
     if len(_CRD_CACHE) >= _CRD_CACHE_SIZE:
         _CRD_CACHE.pop(next(iter(_CRD_CACHE)))
@@ -64,7 +64,7 @@ def _crd_node(schema: Any) -> SchemaNode:
     props = schema.get("properties")
     fields = {str(k): _crd_node(v) for k, v in props.items()} if isinstance(props, Mapping) else {}
     if schema.get("x-kubernetes-embedded-resource"):
-        fields["metadata"] = _builtin_node("ObjectMeta")
+        fields["metadata"] = builtin_node("ObjectMeta")
     extra = schema.get("additionalProperties")
     elem = _crd_node(extra) if isinstance(extra, Mapping) else None
     atomic = schema.get("x-kubernetes-map-type") == "atomic"

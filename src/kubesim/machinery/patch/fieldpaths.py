@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kubesim.machinery.patch.common import _MISSING, FieldPath, JsonDict, PatchError
+from kubesim.machinery.patch.common import MISSING, FieldPath, JsonDict, PatchError
 from kubesim.machinery.patch.schema import ListStrategy, SchemaNode
 
 # ---------------------------------------------------------------------- field paths (FieldsV1)
 
 
-def _go_json(value: Any) -> str:
+def go_json(value: Any) -> str:
     """JSON as Go's encoding/json writes it in FieldsV1 keys: compact, HTML characters escaped,
     other non-ASCII characters left as they are."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
@@ -31,7 +31,7 @@ def _go_json(value: Any) -> str:
     return text
 
 
-def _item_element(item: Any, strategy: ListStrategy) -> str | None:
+def item_element(item: Any, strategy: ListStrategy) -> str | None:
     """The FieldsV1 path element of a list item: `k:{...}` for map lists (key fields, sorted by
     name, schema defaults filling omitted ones), `v:...` for sets; None if the item has no
     identity (no key field at all, or an object in a set)."""
@@ -45,10 +45,10 @@ def _item_element(item: Any, strategy: ListStrategy) -> str | None:
                 key[name] = item[name]
             elif name in defaults:
                 key[name] = defaults[name]
-        return "k:" + _go_json(key) if key else None
+        return "k:" + go_json(key) if key else None
     if isinstance(item, dict | list) or item is None:
         return None
-    return "v:" + _go_json(item)
+    return "v:" + go_json(item)
 
 
 def _list_elements(
@@ -60,7 +60,7 @@ def _list_elements(
     first: dict[str, Any] = {}
     duplicates: set[str] = set()
     for item in items:
-        element = _item_element(item, strategy)
+        element = item_element(item, strategy)
         if element is None:
             return None
         if element in first:
@@ -71,26 +71,26 @@ def _list_elements(
     return elements, first, duplicates
 
 
-def _is_granular_list(value: Any, node: SchemaNode) -> bool:
+def is_granular_list(value: Any, node: SchemaNode) -> bool:
     return isinstance(value, list) and node.list_strategy.type != "atomic"
 
 
-def _collect_fields(value: Any, node: SchemaNode, prefix: FieldPath, out: set[FieldPath]) -> None:
+def collect_fields(value: Any, node: SchemaNode, prefix: FieldPath, out: set[FieldPath]) -> None:
     """The fields an applied configuration sets, as structured-merge-diff's ToFieldSet: leaves,
     empty objects, atomic objects/lists and list items (`.` of `k:`/`v:` elements); a non-empty
     object is not a member itself, only its contents are. Raises `PatchError` for list items
     without identity or with duplicate keys, which apply rejects."""
     if isinstance(value, dict) and value and not node.atomic:
         for key, sub in value.items():
-            _collect_fields(sub, node.child(key), (*prefix, "f:" + key), out)
+            collect_fields(sub, node.child(key), (*prefix, "f:" + key), out)
         return
-    if _is_granular_list(value, node):
-        where = _pretty_path(prefix)
+    if is_granular_list(value, node):
+        where = pretty_path(prefix)
         for element, item in zip(
-            _config_elements(value, node.list_strategy, where), value, strict=True
+            config_element_keys(value, node.list_strategy, where), value, strict=True
         ):
             out.add((*prefix, element))
-            _collect_fields(item, node.item_node, (*prefix, element), out)
+            collect_fields(item, node.item_node, (*prefix, element), out)
         return
     if prefix:
         out.add(prefix)
@@ -106,7 +106,7 @@ class _Diff:
         return self.added | self.modified
 
 
-def _diff(old: Any, new: Any, node: SchemaNode) -> _Diff:
+def diff_fields(old: Any, new: Any, node: SchemaNode) -> _Diff:
     """Which fields an update added, modified and removed (structured-merge-diff's Compare):
     the basis of ownership for Update operations and of apply conflicts."""
     diff = _Diff()
@@ -115,8 +115,8 @@ def _diff(old: Any, new: Any, node: SchemaNode) -> _Diff:
 
 
 def _compare(old: Any, new: Any, node: SchemaNode, path: FieldPath, diff: _Diff) -> None:
-    old_present = old is not _MISSING
-    new_present = new is not _MISSING
+    old_present = old is not MISSING
+    new_present = new is not MISSING
     if (not old_present or isinstance(old, dict)) and (not new_present or isinstance(new, dict)):
         olds: Mapping[str, Any] = old if old_present else {}
         news: Mapping[str, Any] = new if new_present else {}
@@ -126,7 +126,7 @@ def _compare(old: Any, new: Any, node: SchemaNode, path: FieldPath, diff: _Diff)
         for key in dict.fromkeys([*olds, *news]):
             child_path = (*path, "f:" + key)
             child = node.child(key)
-            _compare(olds.get(key, _MISSING), news.get(key, _MISSING), child, child_path, diff)
+            _compare(olds.get(key, MISSING), news.get(key, MISSING), child, child_path, diff)
         _compare_container(old_present, new_present, path, diff)
         return
     old_list = old if isinstance(old, list) else None
@@ -168,18 +168,18 @@ def _compare_items(
                     item_path
                 )
             continue
-        old_item = old_first.get(element, _MISSING)
-        new_item = new_first.get(element, _MISSING)
+        old_item = old_first.get(element, MISSING)
+        new_item = new_first.get(element, MISSING)
         _compare(old_item, new_item, node.item_node, item_path, diff)
 
 
 def _compare_leaf(old: Any, new: Any, path: FieldPath, diff: _Diff) -> None:
     if not path:
         return
-    if old is _MISSING:
-        if new is not _MISSING:
+    if old is MISSING:
+        if new is not MISSING:
             diff.added.add(path)
-    elif new is _MISSING:
+    elif new is MISSING:
         diff.removed.add(path)
     elif old != new or isinstance(old, bool) != isinstance(new, bool):
         diff.modified.add(path)
@@ -192,7 +192,7 @@ def _compare_container(old_present: bool, new_present: bool, path: FieldPath, di
         diff.removed.add(path)
 
 
-def _fields_to_paths(tree: Any, prefix: FieldPath, out: set[FieldPath]) -> None:
+def fields_to_paths(tree: Any, prefix: FieldPath, out: set[FieldPath]) -> None:
     if not isinstance(tree, Mapping):
         return
     for key, sub in tree.items():
@@ -201,11 +201,11 @@ def _fields_to_paths(tree: Any, prefix: FieldPath, out: set[FieldPath]) -> None:
         path = (*prefix, str(key))
         if not isinstance(sub, Mapping) or not sub or "." in sub:
             out.add(path)
-        _fields_to_paths(sub, path, out)
+        fields_to_paths(sub, path, out)
 
 
 @lru_cache(maxsize=8192)
-def _element_sort_key(element: str) -> tuple[Any, ...]:
+def element_sort_key(element: str) -> tuple[Any, ...]:
     """structured-merge-diff's order of path elements: field names, then keys, then values,
     then indexes; within a kind by value (numbers numerically)."""
     kind, _, body = element.partition(":")
@@ -235,7 +235,7 @@ def _value_sort_key(value: Any) -> tuple[Any, ...]:
     return (4, json.dumps(value, sort_keys=True))
 
 
-def _paths_to_fields(paths: Iterable[FieldPath]) -> JsonDict:
+def paths_to_fields(paths: Iterable[FieldPath]) -> JsonDict:
     """Serialize a set of field paths as FieldsV1: nested objects keyed by path element, `{}`
     for a leaf, and `".": {}` where a path with children is itself a member."""
     trie: dict[str, Any] = {}
@@ -249,7 +249,7 @@ def _paths_to_fields(paths: Iterable[FieldPath]) -> JsonDict:
         out: JsonDict = {}
         if prefix in members and node:
             out["."] = {}
-        for element in sorted(node, key=_element_sort_key):
+        for element in sorted(node, key=element_sort_key):
             out[element] = emit(node[element], (*prefix, element))
         return out
 
@@ -257,8 +257,8 @@ def _paths_to_fields(paths: Iterable[FieldPath]) -> JsonDict:
 
 
 def _new_fields(value: Any, node: SchemaNode) -> JsonDict:
-    """FieldsV1 of a value that did not exist before: what `_paths_to_fields` makes of the
-    paths `_diff(_MISSING, value)` adds, built in one walk (the fast path of creates)."""
+    """FieldsV1 of a value that did not exist before: what `paths_to_fields` makes of the
+    paths `diff_fields(MISSING, value)` adds, built in one walk (the fast path of creates)."""
     if isinstance(value, dict):
         if not value or node.atomic:
             return {}
@@ -273,7 +273,7 @@ def _new_fields(value: Any, node: SchemaNode) -> JsonDict:
         _, first, duplicates = index
         out = {".": {}}
         item = node.item_node
-        for element in sorted(first, key=_element_sort_key):
+        for element in sorted(first, key=element_sort_key):
             # Duplicated keys are one member, compared (and owned) whole.
             out[element] = {} if element in duplicates else _new_fields(first[element], item)
         return out
@@ -282,7 +282,7 @@ def _new_fields(value: Any, node: SchemaNode) -> JsonDict:
 
 def created_fields(body: Mapping[str, Any], root: SchemaNode, *, typed: bool) -> JsonDict:
     """FieldsV1 of every field a create of `body` sets, before the unowned metadata is
-    stripped: equal to `_paths_to_fields(_diff(baseline, body, root).changed())` for
+    stripped: equal to `paths_to_fields(diff_fields(baseline, body, root).changed())` for
     `update_managed_fields`'s baseline of a create (typed kinds start from empty `spec` and
     `status`, which are then not members themselves), in one walk without field paths."""
     out: JsonDict = {}
@@ -303,7 +303,7 @@ def created_fields(body: Mapping[str, Any], root: SchemaNode, *, typed: bool) ->
     return out
 
 
-def _pretty_path(path: FieldPath) -> str:
+def pretty_path(path: FieldPath) -> str:
     """A field path in structured-merge-diff's human notation, e.g.
     `.spec.containers[name="app"].image`."""
     parts: list[str] = []
@@ -326,11 +326,11 @@ def _pretty_path(path: FieldPath) -> str:
     return "".join(parts)
 
 
-def _config_elements(items: Sequence[Any], strategy: ListStrategy, where: str) -> list[str]:
+def config_element_keys(items: Sequence[Any], strategy: ListStrategy, where: str) -> list[str]:
     elements: list[str] = []
     seen: set[str] = set()
     for i, item in enumerate(items):
-        element = _item_element(item, strategy)
+        element = item_element(item, strategy)
         if element is None:
             if strategy.type == "map":
                 raise PatchError(
@@ -339,7 +339,7 @@ def _config_elements(items: Sequence[Any], strategy: ListStrategy, where: str) -
                 )
             raise PatchError(f"{where}: element {i}: a set may only hold scalar values")
         if element in seen:
-            raise PatchError(f"{where}: duplicate entries for key {_pretty_path((element,))}")
+            raise PatchError(f"{where}: duplicate entries for key {pretty_path((element,))}")
         seen.add(element)
         elements.append(element)
     return elements

@@ -9,12 +9,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from kubesim.machinery.patch.builtin import builtin_patch_schema
-from kubesim.machinery.patch.common import _MISSING, FieldPath, JsonDict
+from kubesim.machinery.patch.common import MISSING, FieldPath, JsonDict
 from kubesim.machinery.patch.fieldpaths import (
-    _diff,
-    _fields_to_paths,
-    _paths_to_fields,
     created_fields,
+    diff_fields,
+    fields_to_paths,
+    paths_to_fields,
 )
 from kubesim.machinery.patch.schema import PatchSchema
 
@@ -39,11 +39,11 @@ _STRIPPED: Final[frozenset[FieldPath]] = frozenset(
 )
 _STRIPPED_META: Final = frozenset(p[1] for p in _STRIPPED if len(p) == 2)
 
-_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @dataclass(frozen=True)
-class _Entry:
+class Entry:
     """One `metadata.managedFields` entry, its FieldsV1 decoded to a set of paths."""
 
     manager: str
@@ -68,24 +68,24 @@ class _Entry:
         if self.time:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = _paths_to_fields(self.fields) if fields_v1 is None else fields_v1
+        out["fieldsV1"] = paths_to_fields(self.fields) if fields_v1 is None else fields_v1
         if self.subresource:
             out["subresource"] = self.subresource
         return out
 
 
-def _decode_entries(raw: Any) -> list[_Entry]:
+def decode_entries(raw: Any) -> list[Entry]:
     """Parse managedFields; entries that are not FieldsV1 (or not entries at all) are dropped,
     and entries for the same manager identity are united, as the real decoder tolerates."""
     if not isinstance(raw, list):
         return []
-    merged: dict[tuple[str, str, str, str], _Entry] = {}
+    merged: dict[tuple[str, str, str, str], Entry] = {}
     for item in raw:
         if not isinstance(item, dict) or item.get("fieldsType", "FieldsV1") != "FieldsV1":
             continue
         paths: set[FieldPath] = set()
-        _fields_to_paths(item.get("fieldsV1") or {}, (), paths)
-        entry = _Entry(
+        fields_to_paths(item.get("fieldsV1") or {}, (), paths)
+        entry = Entry(
             manager=str(item.get("manager") or ""),
             operation=str(item.get("operation") or "Update"),
             api_version=str(item.get("apiVersion") or ""),
@@ -100,7 +100,7 @@ def _decode_entries(raw: Any) -> list[_Entry]:
     return list(merged.values())
 
 
-def _encode_entries(entries: Iterable[_Entry]) -> list[JsonDict]:
+def _encode_entries(entries: Iterable[Entry]) -> list[JsonDict]:
     # kube-apiserver's order: by operation (Apply first), time, manager, apiVersion, subresource.
     ordered = sorted(
         entries, key=lambda e: (e.operation, e.time, e.manager, e.api_version, e.subresource)
@@ -108,7 +108,7 @@ def _encode_entries(entries: Iterable[_Entry]) -> list[JsonDict]:
     return [e.encode() for e in ordered]
 
 
-def _without_managed_fields(obj: Mapping[str, Any]) -> JsonDict:
+def without_managed_fields(obj: Mapping[str, Any]) -> JsonDict:
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         body = dict(obj)
@@ -117,7 +117,7 @@ def _without_managed_fields(obj: Mapping[str, Any]) -> JsonDict:
     return dict(obj)
 
 
-def _with_managed_fields(obj: Mapping[str, Any], entries: Sequence[_Entry]) -> JsonDict:
+def with_managed_fields(obj: Mapping[str, Any], entries: Sequence[Entry]) -> JsonDict:
     return _with_encoded_entries(obj, _encode_entries(entries))
 
 
@@ -149,7 +149,7 @@ def _stripped_created(fields: JsonDict, body: Mapping[str, Any]) -> JsonDict | N
     return out
 
 
-def _ignored(paths: Iterable[FieldPath], ignore: Collection[str]) -> set[FieldPath]:
+def without_ignored(paths: Iterable[FieldPath], ignore: Collection[str]) -> set[FieldPath]:
     """Drop the stripped metadata fields and the sub-trees of top-level fields in `ignore`."""
     ignored = {"f:" + name for name in ignore}
     return {p for p in paths if p not in _STRIPPED and not (p and p[0] in ignored)}
@@ -187,14 +187,14 @@ def update_managed_fields(
         schema = _schema_for(new)
     supplied = new["metadata"].get("managedFields")
     if supplied == [{}]:
-        entries: list[_Entry] = []
+        entries: list[Entry] = []
     elif supplied:
-        entries = _decode_entries(supplied)
+        entries = decode_entries(supplied)
     else:
-        entries = _decode_entries(((old or {}).get("metadata") or {}).get("managedFields"))
+        entries = decode_entries(((old or {}).get("metadata") or {}).get("managedFields"))
     if old is not None and not entries:
         # Objects that predate field tracking stay untracked until someone applies.
-        return _without_managed_fields(new)
+        return without_managed_fields(new)
     if old is None and any(
         e.manager == manager and e.operation == "Apply" and e.subresource == subresource
         for e in entries
@@ -202,7 +202,7 @@ def update_managed_fields(
         # A create that `server_side_apply` already recorded: it owns what it applied, and an
         # Update entry on top would make every later apply by the same manager conflict.
         return new
-    new_body = _without_managed_fields(new)
+    new_body = without_managed_fields(new)
     if old is None and not entries:
         # A plain create (nearly every write of a controller): its entry holds every field
         # it sets, built in one walk instead of field paths, a diff and a trie - a third
@@ -212,8 +212,8 @@ def update_managed_fields(
         )
         if created is not None:
             if not created:
-                return _with_managed_fields(new_body, [])
-            entry = _Entry(
+                return with_managed_fields(new_body, [])
+            entry = Entry(
                 manager, operation, str(new.get("apiVersion") or ""), subresource, now, frozenset()
             )
             return _with_encoded_entries(new_body, [entry.encode(created)])
@@ -224,7 +224,7 @@ def _record_diff(
     old: JsonDict | None,
     new: JsonDict,
     new_body: JsonDict,
-    entries: list[_Entry],
+    entries: list[Entry],
     manager: str,
     operation: str,
     now: str,
@@ -234,19 +234,19 @@ def _record_diff(
     """`update_managed_fields` in general: the request's diff against `old` taken from every
     other entry and given to the manager's own."""
     if old is not None:
-        baseline: Any = _without_managed_fields(old)
+        baseline: Any = without_managed_fields(old)
     elif schema.typed:
         baseline = {k: {} for k in ("spec", "status") if isinstance(new_body.get(k), dict)}
     else:
-        baseline = _MISSING
-    diff = _diff(baseline, new_body, schema.root)
+        baseline = MISSING
+    diff = diff_fields(baseline, new_body, schema.root)
     changed = diff.changed()
     touched = changed | diff.removed
-    mine = _ignored(changed, ())
+    mine = without_ignored(changed, ())
     api_version = str(new.get("apiVersion") or "")
     ident = (manager, operation, subresource, "" if operation == "Apply" else api_version)
-    result: list[_Entry] = []
-    own: _Entry | None = None
+    result: list[Entry] = []
+    own: Entry | None = None
     for entry in entries:
         kept = entry.fields - touched
         if entry.ident == ident:
@@ -255,10 +255,10 @@ def _record_diff(
             result.append(replace(entry, fields=frozenset(kept)))
     if mine:
         fields = (own.fields if own else frozenset()) | mine
-        own = _Entry(manager, operation, api_version, subresource, now, frozenset(fields))
+        own = Entry(manager, operation, api_version, subresource, now, frozenset(fields))
     if own is not None and own.fields:
         result.append(own)
-    return _with_managed_fields(new_body, result)
+    return with_managed_fields(new_body, result)
 
 
 def _schema_for(obj: Mapping[str, Any]) -> PatchSchema:

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kubesim.machinery.patch.common import _MISSING, JsonDict, PatchError
+from kubesim.machinery.patch.common import MISSING, JsonDict, PatchError
 from kubesim.machinery.patch.schema import PatchSchema, SchemaNode
 
 # ------------------------------------------------------------------------ strategic merge patch
@@ -94,7 +94,7 @@ def _smp_map(
         if value is None:
             result.pop(key, None)
             continue
-        current = result.get(key, _MISSING)
+        current = result.get(key, MISSING)
         if isinstance(current, dict) and isinstance(value, dict):
             result[key] = _smp_map(current, value, child, path)
         elif isinstance(current, list) and isinstance(value, list):
@@ -106,7 +106,7 @@ def _smp_map(
                 result[key] = _smp_new_list(value, child, path)
         elif not delete_list:
             new = _smp_new(value, child, path)
-            if new is _MISSING:
+            if new is MISSING:
                 result.pop(key, None)
             else:
                 result[key] = new
@@ -122,10 +122,10 @@ def _directive_field(key: str, prefix: str, what: str) -> str:
 
 def _smp_new(value: Any, node: SchemaNode, where: str) -> Any:
     """A patch value for a field the object lacks (or holds with another type): the patch value
-    itself, cleaned of directives and nulls. `_MISSING` means "leave the field out"."""
+    itself, cleaned of directives and nulls. `MISSING` means "leave the field out"."""
     if isinstance(value, dict):
         if value.get(_DIRECTIVE) == "delete":
-            return _MISSING
+            return MISSING
         return _smp_map(None, value, node, where)
     if isinstance(value, list):
         return _smp_new_list(value, node, where)
@@ -238,8 +238,8 @@ def _smp_special_elements(
     items: list[Any] = []
     replace_all = False
     for item in patch:
-        directive = item.get(_DIRECTIVE, _MISSING)
-        if directive is _MISSING:
+        directive = item.get(_DIRECTIVE, MISSING)
+        if directive is MISSING:
             items.append(item)
         elif directive == "delete":
             doomed = _merge_key_of(item, key, where)
@@ -327,11 +327,11 @@ def _smp_set_element_order(
         raise PatchError(f"invalid patch format of setElementOrder list at {path}")
     child = node.child(field_name)
     strategy = child.list_strategy
-    current = result.get(field_name, _MISSING)
-    incoming = patch.get(field_name, _MISSING)
-    if current is not _MISSING and not isinstance(current, list):
+    current = result.get(field_name, MISSING)
+    incoming = patch.get(field_name, MISSING)
+    if current is not MISSING and not isinstance(current, list):
         raise PatchError(f"{path} is not a list")
-    if incoming is not _MISSING and not isinstance(incoming, list):
+    if incoming is not MISSING and not isinstance(incoming, list):
         raise PatchError(f"the patch for {path} is not a list")
     key = strategy.smp_key if strategy.smp_merge else None
     if isinstance(incoming, list):

@@ -15,20 +15,20 @@ from kubesim.machinery.cel import (
     re2_compile,
 )
 from kubesim.machinery.errors import Cause
-from kubesim.machinery.schema.defaults import _default
-from kubesim.machinery.schema.formats import _FORMATS
+from kubesim.machinery.schema.defaults import default_value
+from kubesim.machinery.schema.formats import FORMATS
 from kubesim.machinery.schema.nodes import (
-    _CEL_RESERVED,
-    _MISSING,
-    _TYPES,
+    CEL_RESERVED,
+    MISSING,
+    TYPES,
     CompiledSchema,
+    Node,
+    Rule,
     SchemaError,
-    _Node,
-    _Rule,
     rule_fields,
 )
-from kubesim.machinery.schema.prune import _prune
-from kubesim.machinery.schema.validate import _Run
+from kubesim.machinery.schema.prune import prune_value
+from kubesim.machinery.schema.validate import Run
 
 _RULE_REASONS = (
     "FieldValueDuplicate",
@@ -65,7 +65,7 @@ class _Compiler:
     def __init__(self, allow_unique_items: bool) -> None:
         self.errors: list[Cause] = []
         self.allow_unique_items = allow_unique_items
-        self.defaulted: list[tuple[_Node, str]] = []
+        self.defaulted: list[tuple[Node, str]] = []
 
     def fail(self, cause: Cause) -> None:
         self.errors.append(cause)
@@ -83,9 +83,9 @@ class _Compiler:
         uncorrelatable: str | None = None,
         root: bool = False,
         what: str = "",
-    ) -> _Node:
+    ) -> Node:
         """Compile one schema object; its keywords in the order kube-apiserver reports errors."""
-        n = _Node()
+        n = Node()
         if not isinstance(raw, dict):
             self.invalid(path, raw, "must be an object")
             return n
@@ -114,7 +114,7 @@ class _Compiler:
         return n
 
     def _structural(
-        self, n: _Node, raw: dict[str, Any], path: str, junctor: bool, root: bool
+        self, n: Node, raw: dict[str, Any], path: str, junctor: bool, root: bool
     ) -> None:
         """`$ref`, what junctors may not say, and the `x-kubernetes-*` / `nullable` flags."""
         if "$ref" in raw:
@@ -139,7 +139,7 @@ class _Compiler:
 
     def _type(
         self,
-        n: _Node,
+        n: Node,
         raw: dict[str, Any],
         path: str,
         junctor: bool,
@@ -149,8 +149,8 @@ class _Compiler:
     ) -> None:
         t = raw.get("type")
         if t is not None:
-            if t not in _TYPES:
-                self.fail(fe.not_supported(f"{path}.type", t, _TYPES))
+            if t not in TYPES:
+                self.fail(fe.not_supported(f"{path}.type", t, TYPES))
             elif junctor and parent_int_or_string:
                 pass  # the `anyOf: [{type: integer}, {type: string}]` idiom of int-or-string
             elif junctor:
@@ -183,7 +183,7 @@ class _Compiler:
             )
 
     def _properties(
-        self, n: _Node, raw: dict[str, Any], path: str, junctor: bool, uncorrelatable: str | None
+        self, n: Node, raw: dict[str, Any], path: str, junctor: bool, uncorrelatable: str | None
     ) -> None:
         props = raw.get("properties")
         if props is None:
@@ -205,7 +205,7 @@ class _Compiler:
             n.cel_keys[name] = _cel_escape(name)
 
     def _additional_properties(
-        self, n: _Node, raw: dict[str, Any], path: str, uncorrelatable: str | None
+        self, n: Node, raw: dict[str, Any], path: str, uncorrelatable: str | None
     ) -> None:
         addl = raw.get("additionalProperties")
         if addl is None:
@@ -237,7 +237,7 @@ class _Compiler:
             self.invalid(f"{path}.additionalProperties", addl, "must be a schema or a boolean")
 
     def _items(
-        self, n: _Node, raw: dict[str, Any], path: str, junctor: bool, uncorrelatable: str | None
+        self, n: Node, raw: dict[str, Any], path: str, junctor: bool, uncorrelatable: str | None
     ) -> None:
         items = raw.get("items")
         if items is not None:
@@ -256,7 +256,7 @@ class _Compiler:
         elif n.type == "array" and not junctor:
             self.fail(fe.required(f"{path}.items", "must be specified"))
 
-    def _value_validations(self, n: _Node, raw: dict[str, Any], path: str) -> None:
+    def _value_validations(self, n: Node, raw: dict[str, Any], path: str) -> None:
         def number(key: str) -> int | float | None:
             v = raw.get(key)
             if v is None:
@@ -333,9 +333,9 @@ class _Compiler:
         if isinstance(fmt, str) and fmt:
             n.format_name = fmt
             if raw.get("type") == "string":
-                n.format_check = _FORMATS.get(fmt)
+                n.format_check = FORMATS.get(fmt)
 
-    def _list_type(self, n: _Node, raw: dict[str, Any], path: str) -> None:
+    def _list_type(self, n: Node, raw: dict[str, Any], path: str) -> None:
         list_type = raw.get("x-kubernetes-list-type")
         keys = raw.get("x-kubernetes-list-map-keys")
         if list_type is not None:
@@ -393,7 +393,7 @@ class _Compiler:
 
     def _junctors(
         self,
-        n: _Node,
+        n: Node,
         raw: dict[str, Any],
         path: str,
         uncorrelatable: str | None,
@@ -401,7 +401,7 @@ class _Compiler:
     ) -> None:
         """Compile allOf/anyOf/oneOf/not; `int_or_string` allows their `type: integer|string`."""
 
-        def subs(key: str) -> tuple[_Node, ...]:
+        def subs(key: str) -> tuple[Node, ...]:
             v = raw.get(key)
             if v is None:
                 return ()
@@ -432,19 +432,19 @@ class _Compiler:
             n.any_of = ()
 
     def _rules(
-        self, rules: Any, path: str, n: _Node, uncorrelatable: str | None
-    ) -> tuple[_Rule, ...]:
+        self, rules: Any, path: str, n: Node, uncorrelatable: str | None
+    ) -> tuple[Rule, ...]:
         if not isinstance(rules, list):
             self.invalid(path, rules, "must be an array")
             return ()
-        out: list[_Rule] = []
+        out: list[Rule] = []
         for i, raw in enumerate(rules):
             rule = self._rule(raw, f"{path}[{i}]", n, uncorrelatable)
             if rule is not None:
                 out.append(rule)
         return tuple(out)
 
-    def _rule(self, raw: Any, rpath: str, n: _Node, uncorrelatable: str | None) -> _Rule | None:
+    def _rule(self, raw: Any, rpath: str, n: Node, uncorrelatable: str | None) -> Rule | None:
         """One `x-kubernetes-validations` entry; None when its rule cannot be used at all."""
         if not isinstance(raw, dict):
             self.invalid(rpath, raw, "must be an object")
@@ -487,7 +487,7 @@ class _Compiler:
                 "may not be set if oldSelf is not used in rule",
             )
         text = message.strip() if message else ""
-        return _Rule(
+        return Rule(
             program=program,
             message=text or f"failed rule: {source.strip()}",
             error_string=text or source.strip(),
@@ -525,7 +525,7 @@ class _Compiler:
             return None
 
 
-def _transition_below(n: _Node) -> bool:
+def _transition_below(n: Node) -> bool:
     """Whether a transition rule (one using `oldSelf`) is on `n` or anywhere below it."""
     return any(r.transition for r in n.rules) or any(
         c.transition_below
@@ -537,7 +537,7 @@ def _transition_below(n: _Node) -> bool:
     )
 
 
-def _has_value_checks(n: _Node) -> bool:
+def _has_value_checks(n: Node) -> bool:
     """Whether `n` has any OpenAPI value validation, so that validation must visit it."""
     return bool(
         n.enum is not None
@@ -561,7 +561,7 @@ def _has_value_checks(n: _Node) -> bool:
     )
 
 
-def _trivial(n: _Node) -> bool:
+def _trivial(n: Node) -> bool:
     """A subschema that accepts every value (no checks of its own or below)."""
     return not n.value_checks and n.properties is None and n.items is None and n.additional is None
 
@@ -570,9 +570,9 @@ def _cel_escape(name: str) -> str | None:
     """A property name as CEL sees it (kube-apiserver's escaping), or None if inaccessible.
 
     CEL keywords are escaped as `__{keyword}__`; since Kubernetes 1.32 they may also be
-    selected directly (`self.metadata.namespace`), so `_Run.to_cel` binds both names.
+    selected directly (`self.metadata.namespace`), so `Run.to_cel` binds both names.
     """
-    if name in _CEL_RESERVED:
+    if name in CEL_RESERVED:
         return f"__{name}__"
     if not _CEL_PROPERTY_NAME.match(name):
         return None
@@ -587,11 +587,11 @@ def _cel_escape(name: str) -> str | None:
 _FIELD_PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\['((?:[^'\\]|\\.)*)'\]|\[(\d+)\]")
 
 
-def _field_path_suffix(field_path: str, node: _Node) -> str:
+def _field_path_suffix(field_path: str, node: Node) -> str:
     """Check a rule's `fieldPath` against the schema and render it as a field-path suffix."""
     pos = 0
     out: list[str] = []
-    current: _Node | None = node
+    current: Node | None = node
     while pos < len(field_path):
         m = _FIELD_PATH_TOKEN.match(field_path, pos)
         if m is None:
@@ -634,18 +634,18 @@ def compile_schema(
     return CompiledSchema(openapi_v3_schema, root)
 
 
-def _check_default(node: _Node, path: str, compiler: _Compiler) -> None:
+def _check_default(node: Node, path: str, compiler: _Compiler) -> None:
     """Defaults must survive pruning and validate, as kube-apiserver requires of CRDs."""
     value = node.default
     if value is None and node.nullable:
         return
-    pruned = _prune(value, node)
+    pruned = prune_value(value, node)
     if pruned != value:
         compiler.invalid(path, value, "must not have unknown fields")
         return
-    defaulted = _default(pruned, node)
-    run = _Run()
-    run.walk(defaulted, node, "", "", _MISSING, False)
+    defaulted = default_value(pruned, node)
+    run = Run()
+    run.walk(defaulted, node, "", "", MISSING, False)
     for cause in run.finish():
         where = f"{path}.{cause.field}" if cause.field and cause.field != "<nil>" else path
         compiler.errors.append(Cause(cause.reason, cause.message, where))

@@ -85,7 +85,7 @@ def _is_uuid_version(version: int) -> Callable[[str], bool]:
 
 # The formats kube-apiserver validates for strings; every other format is stripped from the
 # schema before validation and so accepted.
-_FORMATS: dict[str, Callable[[str], bool]] = {
+FORMATS: dict[str, Callable[[str], bool]] = {
     "date-time": lambda s: _DATE_TIME.match(s) is not None and "T" in s.upper(),
     "datetime": lambda s: _DATE_TIME.match(s) is not None and "T" in s.upper(),
     "date": lambda s: _DATE.match(s) is not None,

@@ -1,5 +1,5 @@
-"""The compiled form of a structural schema (`CompiledSchema`, a tree of `_Node`s with their CEL
-`_Rule`s), `SchemaError`, and the JSON helpers the other modules share.
+"""The compiled form of a structural schema (`CompiledSchema`, a tree of `Node`s with their CEL
+`Rule`s), `SchemaError`, and the JSON helpers the other modules share.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from kubesim.machinery.cel import (
 )
 from kubesim.machinery.errors import Cause
 
-_MISSING: Final[Any] = object()
+MISSING: Final[Any] = object()
 
-_TYPES = ("array", "boolean", "integer", "number", "object", "string")
+TYPES = ("array", "boolean", "integer", "number", "object", "string")
 
 
 # CEL keywords that kube-apiserver escapes as `__{keyword}__` when they are property names.
-_CEL_RESERVED = frozenset(
+CEL_RESERVED = frozenset(
     {
         "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
         "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
@@ -40,7 +40,7 @@ class SchemaError(ValueError):
 # Go-style rendering of values in messages
 
 
-def _json_type(v: Any) -> str:
+def json_type(v: Any) -> str:
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -59,20 +59,20 @@ def _json_type(v: Any) -> str:
     return type(v).__name__
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_json(a: Any, b: Any) -> bool:
     """JSON equality that does not confuse `true` with `1` at the top level."""
     return type(a) is type(b) and a == b
 
 
-def _copy(v: Any) -> Any:
+def copy_json(v: Any) -> Any:
     if isinstance(v, dict):
-        return {k: _copy(x) for k, x in v.items()}
+        return {k: copy_json(x) for k, x in v.items()}
     if isinstance(v, list):
-        return [_copy(x) for x in v]
+        return [copy_json(x) for x in v]
     return v
 
 
-def _join(path: str, name: str) -> str:
+def join_path(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
@@ -80,7 +80,7 @@ def _join(path: str, name: str) -> str:
 # Compiled form
 
 
-class _Rule:
+class Rule:
     """One `x-kubernetes-validations` entry, compiled."""
 
     __slots__ = (
@@ -136,12 +136,12 @@ def _union(sets: Iterable[frozenset[str] | None]) -> frozenset[str] | None:
     return frozenset(out)
 
 
-def rule_fields(rules: Iterable[_Rule]) -> frozenset[str] | None:
-    """What a node's rules read of its value (`_Node.rule_fields`)."""
+def rule_fields(rules: Iterable[Rule]) -> frozenset[str] | None:
+    """What a node's rules read of its value (`Node.rule_fields`)."""
     return _union(r.fields for r in rules)
 
 
-class _Node:
+class Node:
     """One schema node, with everything the walks need precomputed."""
 
     __slots__ = (
@@ -194,14 +194,14 @@ class _Node:
         self.preserve_unknown = False
         self.embedded = False
         self.root_like = False
-        self.properties: dict[str, _Node] | None = None
+        self.properties: dict[str, Node] | None = None
         self.cel_keys: dict[str, str | None] = {}
-        self.additional: _Node | None = None
+        self.additional: Node | None = None
         self.additional_any = False
-        self.items: _Node | None = None
+        self.items: Node | None = None
         self.required: tuple[str, ...] = ()
         self.enum: tuple[Any, ...] | None = None
-        self.default: Any = _MISSING
+        self.default: Any = MISSING
         self.maximum: int | float | None = None
         self.minimum: int | float | None = None
         self.exclusive_max = False
@@ -220,11 +220,11 @@ class _Node:
         self.min_props: int | None = None
         self.list_type: str | None = None
         self.map_keys: tuple[str, ...] = ()
-        self.all_of: tuple[_Node, ...] = ()
-        self.any_of: tuple[_Node, ...] = ()
-        self.one_of: tuple[_Node, ...] = ()
-        self.not_: _Node | None = None
-        self.rules: tuple[_Rule, ...] = ()
+        self.all_of: tuple[Node, ...] = ()
+        self.any_of: tuple[Node, ...] = ()
+        self.one_of: tuple[Node, ...] = ()
+        self.not_: Node | None = None
+        self.rules: tuple[Rule, ...] = ()
         # The fields of this node's value its rules select, or None when one reads the value
         # whole: validation converts only those to CEL (`_Run.rules`).
         self.rule_fields: frozenset[str] | None = frozenset()
@@ -242,6 +242,6 @@ class CompiledSchema:
 
     __slots__ = ("raw", "root")
 
-    def __init__(self, raw: dict[str, Any], root: _Node) -> None:
+    def __init__(self, raw: dict[str, Any], root: Node) -> None:
         self.raw = raw
         self.root = root

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.machinery.schema.nodes import CompiledSchema, _copy, _Node
+from kubesim.machinery.schema.nodes import CompiledSchema, Node, copy_json
 
 # ------------------------------------------------------------------------------------------------
 # Pruning
@@ -15,13 +15,13 @@ from kubesim.machinery.schema.nodes import CompiledSchema, _copy, _Node
 
 def prune(obj: dict[str, Any], schema: CompiledSchema) -> dict[str, Any]:
     """A copy of `obj` without the fields its schema does not declare (structural pruning)."""
-    out = _prune(obj, schema.root)
+    out = prune_value(obj, schema.root)
     return out if isinstance(out, dict) else {}
 
 
-def _prune(value: Any, node: _Node | None) -> Any:
+def prune_value(value: Any, node: Node | None) -> Any:
     if node is None:
-        return _copy(value)
+        return copy_json(value)
     if isinstance(value, dict):
         props = node.properties
         if (
@@ -29,22 +29,22 @@ def _prune(value: Any, node: _Node | None) -> Any:
             and node.additional is None
             and (node.preserve_unknown or node.type is None)
         ):
-            return _copy(value)
+            return copy_json(value)
         out: dict[str, Any] = {}
         keep_unknown = node.preserve_unknown or node.additional_any
         for k, v in value.items():
             if node.root_like and k in ("apiVersion", "kind", "metadata"):
-                out[k] = _copy(v)
+                out[k] = copy_json(v)
                 continue
             child = props.get(k) if props is not None else None
             if child is not None:
-                out[k] = _prune(v, child)
+                out[k] = prune_value(v, child)
             elif node.additional is not None:
-                out[k] = _prune(v, node.additional)
+                out[k] = prune_value(v, node.additional)
             elif keep_unknown:
-                out[k] = _copy(v)
+                out[k] = copy_json(v)
         return out
     if isinstance(value, list):
         items = node.items
-        return [_prune(v, items) for v in value]
+        return [prune_value(v, items) for v in value]
     return value

@@ -23,14 +23,14 @@ from kubesim.machinery.cel import (
 from kubesim.machinery.errors import Cause
 from kubesim.machinery.field import go_float
 from kubesim.machinery.schema.nodes import (
-    _CEL_RESERVED,
-    _MISSING,
+    CEL_RESERVED,
+    MISSING,
     CompiledSchema,
-    _join,
-    _json_type,
-    _Node,
-    _Rule,
-    _same,
+    Node,
+    Rule,
+    join_path,
+    json_type,
+    same_json,
 )
 
 _BLOCKING_REASONS = frozenset(
@@ -64,8 +64,8 @@ def validate(
     Returns the causes kube-apiserver would put in its 422 response, in its order: schema
     errors, then list-type errors, then CEL rule errors.
     """
-    run = _Run()
-    run.walk(obj, schema.root, "", "", old if old is not None else _MISSING, False)
+    run = Run()
+    run.walk(obj, schema.root, "", "", old if old is not None else MISSING, False)
     return run.finish()
 
 
@@ -95,7 +95,7 @@ def _double(value: int) -> Any:
         return celtypes.DoubleType(math.inf if value > 0 else -math.inf)
 
 
-def _type_ok(value: Any, node: _Node) -> bool:
+def _type_ok(value: Any, node: Node) -> bool:
     t = node.type
     if t is None:
         if node.int_or_string:
@@ -128,7 +128,7 @@ def _unique_key(v: Any) -> str:
     return json.dumps(v, sort_keys=True, separators=(",", ":"))
 
 
-class _Run:
+class Run:
     """The state of one validation: the causes found so far and converted CEL values."""
 
     __slots__ = ("blocking", "cel_errors", "list_errors", "memo", "schema_errors")
@@ -170,7 +170,7 @@ class _Run:
             self.schema_error(cause)
 
     def value_checks(
-        self, value: Any, node: _Node, path: str, out: list[Cause] | None = None
+        self, value: Any, node: Node, path: str, out: list[Cause] | None = None
     ) -> None:
         """OpenAPI value validations of one node (not its children), in kube-openapi's words."""
         if isinstance(value, str):
@@ -187,7 +187,7 @@ class _Run:
         if node.all_of or node.any_of or node.one_of or node.not_ is not None:
             self.junctors(value, node, path, out)
 
-    def string_checks(self, value: str, node: _Node, path: str, out: list[Cause] | None) -> None:
+    def string_checks(self, value: str, node: Node, path: str, out: list[Cause] | None) -> None:
         name = path
         if node.max_length is not None and len(value) > node.max_length:
             unit = "byte" if node.max_length == 1 else "bytes"
@@ -211,7 +211,7 @@ class _Run:
                 out,
             )
 
-    def number_checks(self, value: float, node: _Node, path: str, out: list[Cause] | None) -> None:
+    def number_checks(self, value: float, node: Node, path: str, out: list[Cause] | None) -> None:
         name = path
         if node.maximum is not None:
             limit = node.maximum
@@ -244,7 +244,7 @@ class _Run:
                 )
 
     def array_checks(
-        self, value: list[Any], node: _Node, path: str, out: list[Cause] | None
+        self, value: list[Any], node: Node, path: str, out: list[Cause] | None
     ) -> None:
         name = path
         if node.max_items is not None and len(value) > node.max_items:
@@ -261,7 +261,7 @@ class _Run:
             self.invalid(path, "", f"{name} in body shouldn't contain duplicates", out)
 
     def object_checks(
-        self, value: dict[str, Any], node: _Node, path: str, out: list[Cause] | None
+        self, value: dict[str, Any], node: Node, path: str, out: list[Cause] | None
     ) -> None:
         name = path
         if node.max_props is not None and len(value) > node.max_props:
@@ -276,13 +276,13 @@ class _Run:
             )
         for req in node.required:
             if req not in value:
-                self.add(fe.required(_join(path, req)), out)
+                self.add(fe.required(join_path(path, req)), out)
 
-    def junctors(self, value: Any, node: _Node, path: str, out: list[Cause] | None) -> None:
+    def junctors(self, value: Any, node: Node, path: str, out: list[Cause] | None) -> None:
         """allOf / anyOf / oneOf / not, with their sub-errors and kube-openapi's summary line."""
         target = out if out is not None else self.schema_errors
 
-        def sub(s: _Node) -> list[Cause]:
+        def sub(s: Node) -> list[Cause]:
             errs: list[Cause] = []
             self.subschema(value, s, path, errs)
             return errs
@@ -321,14 +321,14 @@ class _Run:
         if target is self.schema_errors:
             self.blocking = self.blocking or any(c.reason in _BLOCKING_REASONS for c in target)
 
-    def subschema(self, value: Any, s: _Node, path: str, out: list[Cause]) -> None:
+    def subschema(self, value: Any, s: Node, path: str, out: list[Cause]) -> None:
         """Validate against a value-only subschema (a junctor branch) and its children."""
         self.value_checks(value, s, path, out)
         if isinstance(value, dict):
             if s.properties:
                 for k, child in s.properties.items():
                     if k in value:
-                        self.subschema(value[k], child, _join(path, k), out)
+                        self.subschema(value[k], child, join_path(path, k), out)
         elif isinstance(value, list) and s.items is not None:
             for i, v in enumerate(value):
                 self.subschema(v, s.items, f"{path}[{i}]", out)
@@ -336,15 +336,15 @@ class _Run:
     # -- the walk ------------------------------------------------------------------------------
 
     def walk(
-        self, value: Any, node: _Node, path: str, cpath: str, old: Any, unchanged: bool
+        self, value: Any, node: Node, path: str, cpath: str, old: Any, unchanged: bool
     ) -> None:
         """Validate `value` against `node`.
 
         `path` is the field path in kube-openapi's style (map keys as `.key`), `cpath` the one
-        CEL errors use (`[key]`); `old` is the correlated old value or _MISSING; `unchanged`
+        CEL errors use (`[key]`); `old` is the correlated old value or MISSING; `unchanged`
         says an ancestor is already known to be equal to its old value (ratcheting).
         """
-        if not unchanged and old is not _MISSING and _same(value, old):
+        if not unchanged and old is not MISSING and same_json(value, old):
             unchanged = True
         if unchanged and not node.transition_below:
             return
@@ -358,7 +358,7 @@ class _Run:
             return
         if not unchanged:
             if not _type_ok(value, node):
-                self.type_error(path, _json_type(value), node)
+                self.type_error(path, json_type(value), node)
                 return
             if node.value_checks:
                 self.value_checks(value, node, path)
@@ -376,15 +376,15 @@ class _Run:
             for k, v in value.items():
                 child = props.get(k) if props is not None else None
                 if child is not None:
-                    child_path = _join(path, k)
-                    child_cpath = child_path if cpath is path else _join(cpath, k)
+                    child_path = join_path(path, k)
+                    child_cpath = child_path if cpath is path else join_path(cpath, k)
                 elif addl is not None:
                     child = addl
-                    child_path = _join(path, k)
+                    child_path = join_path(path, k)
                     child_cpath = f"{cpath}[{k}]"
                 else:
                     continue
-                child_old = old_dict.get(k, _MISSING) if old_dict is not None else _MISSING
+                child_old = old_dict.get(k, MISSING) if old_dict is not None else MISSING
                 self.walk(v, child, child_path, child_cpath, child_old, unchanged)
         elif isinstance(value, list):
             items = node.items
@@ -397,14 +397,14 @@ class _Run:
                     if isinstance(o, dict):
                         old_items.setdefault(self.map_key(o, node), o)
             for i, v in enumerate(value):
-                child_old = _MISSING
+                child_old = MISSING
                 if old_items is not None and isinstance(v, dict):
-                    child_old = old_items.get(self.map_key(v, node), _MISSING)
+                    child_old = old_items.get(self.map_key(v, node), MISSING)
                 child_path = f"{path}[{i}]"
                 child_cpath = child_path if cpath is path else f"{cpath}[{i}]"
                 self.walk(v, items, child_path, child_cpath, child_old, unchanged)
 
-    def type_error(self, path: str, actual: str, node: _Node) -> None:
+    def type_error(self, path: str, actual: str, node: Node) -> None:
         expected = "integer,string" if node.int_or_string else (node.type or "")
         where = path if path else ""
         prefix = f"{where} in body" if where else "in body"
@@ -418,9 +418,9 @@ class _Run:
 
     def embedded_checks(self, value: dict[str, Any], path: str) -> None:
         for key in ("apiVersion", "kind"):
-            v = value.get(key, _MISSING)
-            field = _join(path, key)
-            if v is _MISSING:
+            v = value.get(key, MISSING)
+            field = join_path(path, key)
+            if v is MISSING:
                 self.schema_error(fe.required(field, "must not be empty"))
             elif not isinstance(v, str):
                 self.invalid(field, v, "must be a string")
@@ -428,18 +428,18 @@ class _Run:
                 self.invalid(field, v, "must not be empty")
 
     @staticmethod
-    def map_key(item: dict[str, Any], node: _Node) -> tuple[Any, ...]:
+    def map_key(item: dict[str, Any], node: Node) -> tuple[Any, ...]:
         items = node.items
         key: list[Any] = []
         for k in node.map_keys:
-            v = item.get(k, _MISSING)
-            if v is _MISSING and items is not None and items.properties is not None:
+            v = item.get(k, MISSING)
+            if v is MISSING and items is not None and items.properties is not None:
                 prop = items.properties.get(k)
-                v = prop.default if prop is not None and prop.default is not _MISSING else None
+                v = prop.default if prop is not None and prop.default is not MISSING else None
             key.append(_unique_key(v))
         return tuple(key)
 
-    def list_checks(self, value: list[Any], node: _Node, path: str) -> None:
+    def list_checks(self, value: list[Any], node: Node, path: str) -> None:
         """`x-kubernetes-list-type: set|map` uniqueness, reported like kube-apiserver does."""
         errors = self.list_errors
         if node.list_type == "set":
@@ -472,39 +472,39 @@ class _Run:
                         shown[k] = v[k]
                     elif items is not None and items.properties and k in items.properties:
                         d = items.properties[k].default
-                        if d is not _MISSING:
+                        if d is not MISSING:
                             shown[k] = d
                 errors.append(fe.duplicate(f"{path}[{i}]", fe.Shown(fe.go_sharp(shown))))
             seen_keys.add(key)
 
     # -- CEL -----------------------------------------------------------------------------------
 
-    def rules(self, value: Any, node: _Node, cpath: str, old: Any, unchanged: bool) -> None:
-        self_value: Any = _MISSING
-        old_value: Any = _MISSING
+    def rules(self, value: Any, node: Node, cpath: str, old: Any, unchanged: bool) -> None:
+        self_value: Any = MISSING
+        old_value: Any = MISSING
         for rule in node.rules:
             if rule.transition:
-                if old is _MISSING and not rule.optional_old_self:
+                if old is MISSING and not rule.optional_old_self:
                     continue
             elif unchanged:
                 continue  # ratcheting: errors on unchanged values are not reported
-            if rule.self_eq_old and (unchanged or _same(value, old)):
+            if rule.self_eq_old and (unchanged or same_json(value, old)):
                 continue
-            if self_value is _MISSING:
+            if self_value is MISSING:
                 self_value = self.to_cel_fields(value, node)
             variables: dict[str, Any] = {"self": self_value}
             if rule.transition:
-                if old_value is _MISSING and old is not _MISSING:
+                if old_value is MISSING and old is not MISSING:
                     old_value = self.to_cel_fields(old, node)
                 if rule.optional_old_self:
                     variables["oldSelf"] = (
-                        Optional.none() if old is _MISSING else Optional.of(old_value)
+                        Optional.none() if old is MISSING else Optional.of(old_value)
                     )
                 else:
                     variables["oldSelf"] = old_value
             self.evaluate(rule, variables, node, cpath)
 
-    def evaluate(self, rule: _Rule, variables: dict[str, Any], node: _Node, cpath: str) -> None:
+    def evaluate(self, rule: Rule, variables: dict[str, Any], node: Node, cpath: str) -> None:
         field = cpath or "<nil>"
         type_name = node.type_name
         try:
@@ -562,7 +562,7 @@ class _Run:
             cause = fe.invalid(field, type_name, message)
         self.cel_errors.append(Cause(reason, cause.message, field))
 
-    def to_cel(self, value: Any, node: _Node | None) -> Any:
+    def to_cel(self, value: Any, node: Node | None) -> Any:
         """Convert JSON to CEL values the way kube-apiserver types them from the schema."""
         if node is None or (node.type is None and not node.int_or_string):
             return json_to_cel(value)
@@ -600,7 +600,7 @@ class _Run:
             return celtypes.StringType(value)
         return json_to_cel(value)
 
-    def to_cel_fields(self, value: Any, node: _Node) -> Any:
+    def to_cel_fields(self, value: Any, node: Node) -> Any:
         """`value` as its node's rules see it: an object whose rules only select some of its
         fields (`node.rule_fields`) has only those converted - a rule on a large JobSet
         `spec` that reads two fields converts those two, not the whole spec. The rules never
@@ -614,7 +614,7 @@ class _Run:
     def _convert_container(
         self,
         value: dict[str, Any] | list[Any],
-        node: _Node,
+        node: Node,
         only: frozenset[str] | None = None,
     ) -> Any:
         if isinstance(value, list):
@@ -636,7 +636,7 @@ class _Run:
                     if name is not None and (only is None or name in only or k in only):
                         converted = self.to_cel(v, child)
                         out[celtypes.StringType(name)] = converted
-                        if k in _CEL_RESERVED:
+                        if k in CEL_RESERVED:
                             out[celtypes.StringType(k)] = converted
         elif node.additional is not None:
             for k, v in value.items():

@@ -15,7 +15,7 @@ import pytest
 
 from kubesim.machinery.cel import compile_expression
 from kubesim.machinery.schema import validate
-from kubesim.machinery.schema.validate import _Run
+from kubesim.machinery.schema.validate import Run
 from tests.unit.kubesim.machinery.test_schema import rule_schema
 
 
@@ -78,7 +78,7 @@ SPEC = {"a": 1, "b": ["x"] * 1000, "namespace": "n"}
 def test_only_selected_fields_are_converted() -> None:
     _, node = _spec_node([{"rule": "self.a > 0"}])
     assert node.rule_fields == frozenset({"a"})
-    converted = _Run().to_cel_fields(SPEC, node)
+    converted = Run().to_cel_fields(SPEC, node)
     assert set(map(str, converted)) == {"a"}
 
 
@@ -87,7 +87,7 @@ def test_message_expression_and_reserved_names_count() -> None:
         [{"rule": "self.a > 0", "messageExpression": "'ns ' + self.__namespace__"}]
     )
     assert node.rule_fields == frozenset({"a", "__namespace__"})
-    converted = _Run().to_cel_fields(SPEC, node)
+    converted = Run().to_cel_fields(SPEC, node)
     assert {"a", "__namespace__"} <= set(map(str, converted))
     assert "b" not in set(map(str, converted))
 
@@ -95,7 +95,7 @@ def test_message_expression_and_reserved_names_count() -> None:
 def test_a_rule_reading_the_whole_value_converts_all_of_it() -> None:
     _, node = _spec_node([{"rule": "self.a > 0"}, {"rule": "size(self) == 3"}])
     assert node.rule_fields is None
-    converted = _Run().to_cel_fields(SPEC, node)
+    converted = Run().to_cel_fields(SPEC, node)
     assert set(map(str, converted)) >= {"a", "b"}
 
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from kubesim.machinery.patch import update_managed_fields
 from kubesim.machinery.patch.builtin import builtin_patch_schema
-from kubesim.machinery.patch.common import _MISSING
-from kubesim.machinery.patch.fieldpaths import _diff, _paths_to_fields
-from kubesim.machinery.patch.managed_fields import _ignored
+from kubesim.machinery.patch.common import MISSING
+from kubesim.machinery.patch.fieldpaths import diff_fields, paths_to_fields
+from kubesim.machinery.patch.managed_fields import without_ignored
 from kubesim.machinery.patch.schema import PatchSchema
 
 NOW = "2026-01-01T00:00:00Z"
@@ -128,12 +128,12 @@ def _untyped() -> st.SearchStrategy[dict[str, Any]]:
 
 
 def _general(body: dict[str, Any], schema: PatchSchema) -> dict[str, Any]:
-    """What the general path makes of a create: the fields `_diff` adds, stripped, encoded."""
+    """What the general path makes of a create: the fields `diff_fields` adds, stripped, encoded."""
     if schema.typed:
         baseline: Any = {k: {} for k in ("spec", "status") if isinstance(body.get(k), dict)}
     else:
-        baseline = _MISSING
-    return _paths_to_fields(_ignored(_diff(baseline, body, schema.root).changed(), ()))
+        baseline = MISSING
+    return paths_to_fields(without_ignored(diff_fields(baseline, body, schema.root).changed(), ()))
 
 
 def _fast(body: dict[str, Any], schema: PatchSchema) -> dict[str, Any]:
