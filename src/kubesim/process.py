@@ -99,7 +99,7 @@ _GIVEN: set[int] = set()
 
 
 @functools.cache  # the kernel's setting, read once per process
-def _ephemeral_range() -> tuple[int, int]:
+def ephemeral_range() -> tuple[int, int]:
     try:
         low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
         return int(low), int(high)
@@ -117,7 +117,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     can take it. Servers that can report their port (`jobset sim --port 0`) are still
     better started with 0.
     """
-    low, high = _ephemeral_range()
+    low, high = ephemeral_range()
     # 12k ports below the range; when the range starts too low, the ones above it.
     start, stop = (max(1024, low - 12288), low) if low - 1024 >= 4096 else (high + 1, 65536)
     for _ in range(1000 if start < stop else 0):

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kubesim.programs.programs import _field_ref, _k8s_expand
+from kubesim.programs.programs import k8s_expand, lookup_field_ref
 from kubeutil.quantity import parse_quantity
 
 __all__ = [
@@ -41,7 +41,7 @@ class ConfigError(Exception):
 
 def expand(text: str, variables: Mapping[str, str]) -> str:
     """Kubernetes' `$(VAR)` expansion (undefined references stay, `$$` is `$`)."""
-    return _k8s_expand(text, variables)
+    return k8s_expand(text, variables)
 
 
 def field_ref(pod: Mapping[str, Any], path: str) -> str:
@@ -53,7 +53,7 @@ def field_ref(pod: Mapping[str, Any], path: str) -> str:
         return "\n".join(f'{k}="{v}"' for k, v in items)
     if path == "status.podIPs":
         return ",".join(str(i.get("ip")) for i in (pod.get("status") or {}).get("podIPs") or [])
-    value = _field_ref(pod, path)
+    value = lookup_field_ref(pod, path)
     if value is None:
         supported = path.startswith("metadata.") or path in (
             "spec.nodeName",

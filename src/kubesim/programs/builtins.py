@@ -1,5 +1,5 @@
 """The shell's builtins and the few commands it simulates (`echo`, `printf`, `sleep`, `seq`,
-`timeout`, `env`, ...), by name in `_BUILTINS`.
+`timeout`, `env`, ...), by name in `BUILTINS`.
 """
 
 from __future__ import annotations
@@ -10,26 +10,26 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from kubesim.programs.common import (
-    _MAX_DEPTH,
-    _MAX_STEPS,
-    _Exit,
-    _Forever,
-    _LoopControl,
-    _parse_sleep,
-    _Unsupported,
+    MAX_DEPTH,
+    MAX_STEPS,
+    Exit,
+    Forever,
+    LoopControl,
+    Unsupported,
+    parse_sleep,
 )
-from kubesim.programs.expressions import _TestError, _TestEval
-from kubesim.programs.parser import _parse_script
+from kubesim.programs.expressions import TestError, TestEval
+from kubesim.programs.parser import parse_script
 
 if TYPE_CHECKING:
-    from kubesim.programs.interpreter import _Shell
+    from kubesim.programs.interpreter import Shell
 
 
 # ---------------------------------------------------------------------------------------------
 # Builtins
 
 
-def _b_echo(sh: _Shell, args: list[str]) -> int:
+def _b_echo(sh: Shell, args: list[str]) -> int:
     newline, escapes = True, False
     while args and re.fullmatch(r"-[neE]+", args[0]):
         flags = args[0][1:]
@@ -65,7 +65,7 @@ def _printf_convert(spec: str, arg: str) -> str:
         return arg
 
 
-def _b_printf(sh: _Shell, args: list[str]) -> int:
+def _b_printf(sh: Shell, args: list[str]) -> int:
     """printf FORMAT [ARGS]: the format is reused while arguments remain, as in bash."""
     if not args:
         sh.err("printf: usage: printf format [arguments]\n")
@@ -90,13 +90,13 @@ def _b_printf(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_sleep(sh: _Shell, args: list[str]) -> int:
+def _b_sleep(sh: Shell, args: list[str]) -> int:
     if not args:
         sh.err("sleep: missing operand\n")
         return 1
     total = 0.0
     for a in args:
-        seconds = _parse_sleep(a)
+        seconds = parse_sleep(a)
         if seconds is None:
             sh.err(f"sleep: invalid time interval '{a}'\n")
             return 1
@@ -105,23 +105,23 @@ def _b_sleep(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_exit(sh: _Shell, args: list[str]) -> int:
+def _b_exit(sh: Shell, args: list[str]) -> int:
     if not args:
-        raise _Exit(sh.status)
+        raise Exit(sh.status)
     try:
         code = int(args[0])
     except ValueError:
         sh.err(f"sh: exit: {args[0]}: numeric argument required\n")
-        raise _Exit(2) from None
-    raise _Exit(code % 256)
+        raise Exit(2) from None
+    raise Exit(code % 256)
 
 
-def _b_return(sh: _Shell, args: list[str]) -> int:
+def _b_return(sh: Shell, args: list[str]) -> int:
     sh.err("sh: return: can only `return' from a function or sourced script\n")
     return 1
 
 
-def _b_seq(sh: _Shell, args: list[str]) -> int:
+def _b_seq(sh: Shell, args: list[str]) -> int:
     nums: list[float] = []
     fmt_width = ""
     while args and args[0].startswith("-") and not re.fullmatch(r"-[\d.]+", args[0]):
@@ -150,7 +150,7 @@ def _b_seq(sh: _Shell, args: list[str]) -> int:
     x = first
     while (step > 0 and x <= last) or (step < 0 and x >= last):
         values.append(str(int(x)) if integral else f"{x:g}")
-        if len(values) > _MAX_STEPS:
+        if len(values) > MAX_STEPS:
             break
         x += step
     if fmt_width and values:
@@ -160,30 +160,30 @@ def _b_seq(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_test(sh: _Shell, args: list[str]) -> int:
+def _b_test(sh: Shell, args: list[str]) -> int:
     try:
-        return 0 if _TestEval([(a, False) for a in args], double=False, shell=sh).evaluate() else 1
-    except _TestError as e:
+        return 0 if TestEval([(a, False) for a in args], double=False, shell=sh).evaluate() else 1
+    except TestError as e:
         sh.err(f"sh: test: {e}\n")
         return 2
 
 
-def _b_bracket(sh: _Shell, args: list[str]) -> int:
+def _b_bracket(sh: Shell, args: list[str]) -> int:
     if not args or args[-1] != "]":
         sh.err("sh: [: missing `]'\n")
         return 2
     return _b_test(sh, args[:-1])
 
 
-def _b_loop_control(kind: str) -> Callable[[_Shell, list[str]], int]:
-    def run(sh: _Shell, args: list[str]) -> int:
+def _b_loop_control(kind: str) -> Callable[[Shell, list[str]], int]:
+    def run(sh: Shell, args: list[str]) -> int:
         levels = int(args[0]) if args and args[0].isdigit() else 1
-        raise _LoopControl(kind, max(levels, 1))
+        raise LoopControl(kind, max(levels, 1))
 
     return run
 
 
-def _b_export(sh: _Shell, args: list[str]) -> int:
+def _b_export(sh: Shell, args: list[str]) -> int:
     for a in args:
         if a.startswith("-"):
             continue
@@ -193,14 +193,14 @@ def _b_export(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_unset(sh: _Shell, args: list[str]) -> int:
+def _b_unset(sh: Shell, args: list[str]) -> int:
     for a in args:
         if not a.startswith("-"):
             sh.vars.pop(a, None)
     return 0
 
 
-def _b_set(sh: _Shell, args: list[str]) -> int:
+def _b_set(sh: Shell, args: list[str]) -> int:
     i = 0
     while i < len(args):
         a = args[i]
@@ -234,7 +234,7 @@ def _b_set(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_shift(sh: _Shell, args: list[str]) -> int:
+def _b_shift(sh: Shell, args: list[str]) -> int:
     n = int(args[0]) if args and args[0].isdigit() else 1
     if n > len(sh.positional):
         return 1
@@ -242,13 +242,13 @@ def _b_shift(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_wait(sh: _Shell, args: list[str]) -> int:
+def _b_wait(sh: Shell, args: list[str]) -> int:
     if sh.background_until > sh.elapsed:
         sh.advance(sh.background_until - sh.elapsed)
     return 0
 
 
-def _b_read(sh: _Shell, args: list[str]) -> int:
+def _b_read(sh: Shell, args: list[str]) -> int:
     """`read [-r] NAME...` from the pipeline's input; no input means end of file (status 1)."""
     names = [a for a in args if not a.startswith("-")] or ["REPLY"]
     if not sh.stdin:
@@ -263,7 +263,7 @@ def _b_read(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_cat(sh: _Shell, args: list[str]) -> int:
+def _b_cat(sh: Shell, args: list[str]) -> int:
     operands = [a for a in args if not a.startswith("-") or a == "-"]
     if not operands:
         if sh.stdin:
@@ -283,14 +283,14 @@ def _b_cat(sh: _Shell, args: list[str]) -> int:
     return status
 
 
-def _b_touch(sh: _Shell, args: list[str]) -> int:
+def _b_touch(sh: Shell, args: list[str]) -> int:
     for path in (a for a in args if not a.startswith("-")):
         if path not in sh.files:
             sh.write_file(path, "")
     return 0
 
 
-def _b_rm(sh: _Shell, args: list[str]) -> int:
+def _b_rm(sh: Shell, args: list[str]) -> int:
     recursive = any(a.startswith("-") and ("r" in a or "R" in a) for a in args)
     for path in (a for a in args if not a.startswith("-")):
         if path in sh.files:
@@ -302,13 +302,13 @@ def _b_rm(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_tee(sh: _Shell, args: list[str]) -> int:
+def _b_tee(sh: Shell, args: list[str]) -> int:
     if sh.stdin:
         sh.out(sh.stdin)
     return 0
 
 
-def _b_printenv(sh: _Shell, args: list[str]) -> int:
+def _b_printenv(sh: Shell, args: list[str]) -> int:
     if args:
         missing = 0
         for a in args:
@@ -321,7 +321,7 @@ def _b_printenv(sh: _Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_env(sh: _Shell, args: list[str]) -> int:
+def _b_env(sh: Shell, args: list[str]) -> int:
     rest = list(args)
     while rest and (rest[0].startswith("-") or "=" in rest[0]):
         rest = rest[1:]
@@ -330,10 +330,10 @@ def _b_env(sh: _Shell, args: list[str]) -> int:
     return sh.command(rest)
 
 
-def _b_prefix(skip_options: bool) -> Callable[[_Shell, list[str]], int]:
+def _b_prefix(skip_options: bool) -> Callable[[Shell, list[str]], int]:
     """`nohup cmd`, `time cmd`, `command cmd`, `exec cmd`: run the wrapped command."""
 
-    def run(sh: _Shell, args: list[str]) -> int:
+    def run(sh: Shell, args: list[str]) -> int:
         rest = list(args)
         while skip_options and rest and rest[0].startswith("-"):
             rest = rest[1:]
@@ -342,25 +342,25 @@ def _b_prefix(skip_options: bool) -> Callable[[_Shell, list[str]], int]:
     return run
 
 
-def _b_exec(sh: _Shell, args: list[str]) -> int:
+def _b_exec(sh: Shell, args: list[str]) -> int:
     if not args:
         return 0
-    raise _Exit(sh.command(args))
+    raise Exit(sh.command(args))
 
 
-def _b_timeout(sh: _Shell, args: list[str]) -> int:
+def _b_timeout(sh: Shell, args: list[str]) -> int:
     rest = list(args)
     while rest and rest[0].startswith("-"):
         rest = rest[2:] if rest[0] in ("-s", "-k", "--signal", "--kill-after") else rest[1:]
     if not rest:
         return 125
-    limit = _parse_sleep(rest[0])
+    limit = parse_sleep(rest[0])
     if limit is None:
         return 125
     start = sh.elapsed
     try:
         status = sh.command(rest[1:])
-    except _Forever:
+    except Forever:
         if math.isinf(limit):
             raise
         sh.elapsed = start + limit
@@ -371,37 +371,37 @@ def _b_timeout(sh: _Shell, args: list[str]) -> int:
     return status
 
 
-def _b_eval(sh: _Shell, args: list[str]) -> int:
-    if sh.depth >= _MAX_DEPTH:
+def _b_eval(sh: Shell, args: list[str]) -> int:
+    if sh.depth >= MAX_DEPTH:
         return 0
     try:
-        tree = _parse_script(" ".join(args))
-    except _Unsupported:
-        return sh._heuristic_script(" ".join(args))
+        tree = parse_script(" ".join(args))
+    except Unsupported:
+        return sh.heuristic_script(" ".join(args))
     return sh.run_node(tree)
 
 
-def _b_let(sh: _Shell, args: list[str]) -> int:
+def _b_let(sh: Shell, args: list[str]) -> int:
     value = 0
     for a in args:
         value = sh.arith(a)
     return 0 if value != 0 else 1
 
 
-def _b_const(text: str) -> Callable[[_Shell, list[str]], int]:
-    def run(sh: _Shell, args: list[str]) -> int:
+def _b_const(text: str) -> Callable[[Shell, list[str]], int]:
+    def run(sh: Shell, args: list[str]) -> int:
         sh.out(text + "\n")
         return 0
 
     return run
 
 
-def _b_hostname(sh: _Shell, args: list[str]) -> int:
+def _b_hostname(sh: Shell, args: list[str]) -> int:
     sh.out(sh.vars.get("HOSTNAME", "localhost") + "\n")
     return 0
 
 
-_BUILTINS: Final[dict[str, Callable[[_Shell, list[str]], int]]] = {
+BUILTINS: Final[dict[str, Callable[[Shell, list[str]], int]]] = {
     "echo": _b_echo,
     "printf": _b_printf,
     "sleep": _b_sleep,

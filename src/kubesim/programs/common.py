@@ -11,19 +11,19 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-_MAX_STEPS: Final = 50_000  # commands executed before a script counts as running forever
+MAX_STEPS: Final = 50_000  # commands executed before a script counts as running forever
 
 
-_MAX_LOG: Final = 256 * 1024  # characters of log kept
+MAX_LOG: Final = 256 * 1024  # characters of log kept
 
 
-_MAX_DEPTH: Final = 16  # nesting of substitutions / nested shells
+MAX_DEPTH: Final = 16  # nesting of substitutions / nested shells
 
 
-_SHELLS: Final = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "busybox-sh"})
+SHELLS: Final = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "busybox-sh"})
 
 
-_SILENT: Final = frozenset(
+SILENT: Final = frozenset(
     {
         "cd", "mkdir", "touch", "rm", "cp", "mv", "ln", "chmod", "chown", "trap", "ulimit",
         "umask", "sync", "alias", "hash", "type", "which", "rmdir", "stty", "ldconfig",
@@ -31,14 +31,14 @@ _SILENT: Final = frozenset(
 )  # fmt: skip
 
 
-def _opaque_line(container: Mapping[str, Any], argv: Sequence[str] | None) -> str:
+def opaque_line(container: Mapping[str, Any], argv: Sequence[str] | None) -> str:
     name = container.get("name") if isinstance(container, Mapping) else None
     image = container.get("image") if isinstance(container, Mapping) else None
     what = f"ran {shlex.join(argv)}" if argv else "ran its image's default entrypoint"
     return f"[jobset-sim] container {name or '?'} (image {image or '?'}) {what} (simulated)\n"
 
 
-def _parse_sleep(arg: str) -> float | None:
+def parse_sleep(arg: str) -> float | None:
     """A GNU `sleep` operand in seconds, or None if invalid."""
     if arg in ("inf", "infinity", "Inf", "INF", "Infinity"):
         return math.inf
@@ -53,20 +53,20 @@ def _parse_sleep(arg: str) -> float | None:
 # Shell: lexer
 
 
-class _Unsupported(Exception):
+class Unsupported(Exception):
     """Syntax this shell does not model; the caller falls back to a heuristic reading."""
 
 
-class _Exit(Exception):
+class Exit(Exception):
     def __init__(self, code: int) -> None:
         self.code = code
 
 
-class _Forever(Exception):
+class Forever(Exception):
     """The process would never exit (sleep infinity, endless loop)."""
 
 
-class _LoopControl(Exception):
+class LoopControl(Exception):
     def __init__(self, kind: str, levels: int) -> None:
         self.kind = kind
         self.levels = levels

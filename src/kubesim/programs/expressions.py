@@ -8,17 +8,17 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
-from kubesim.programs.common import _Unsupported
+from kubesim.programs.common import Unsupported
 
 if TYPE_CHECKING:
-    from kubesim.programs.interpreter import _Shell
+    from kubesim.programs.interpreter import Shell
 
 
 # ---------------------------------------------------------------------------------------------
 # test / [ ] / [[ ]]
 
 
-class _TestError(Exception):
+class TestError(Exception):
     pass
 
 
@@ -32,10 +32,10 @@ _BINARY: Final = frozenset(
 )
 
 
-class _TestEval:
+class TestEval:
     """Recursive descent over test arguments; `-a`/`-o` for `[`, `&&`/`||` for `[[`."""
 
-    def __init__(self, args: list[tuple[str, bool]], double: bool, shell: _Shell) -> None:
+    def __init__(self, args: list[tuple[str, bool]], double: bool, shell: Shell) -> None:
         self.args = args
         self.double = double
         self.shell = shell
@@ -46,7 +46,7 @@ class _TestEval:
             return False
         result = self.parse_or()
         if self.pos != len(self.args):
-            raise _TestError(f"{self.args[self.pos][0]}: unexpected argument")
+            raise TestError(f"{self.args[self.pos][0]}: unexpected argument")
         return result
 
     def _peek(self) -> str | None:
@@ -77,12 +77,12 @@ class _TestEval:
     def parse_primary(self) -> bool:
         tok = self._peek()
         if tok is None:
-            raise _TestError("argument expected")
+            raise TestError("argument expected")
         if tok == "(":
             self.pos += 1
             value = self.parse_or()
             if self._peek() != ")":
-                raise _TestError("`)' expected")
+                raise TestError("`)' expected")
             self.pos += 1
             return value
         if self.pos + 2 < len(self.args) and self.args[self.pos + 1][0] in _BINARY:
@@ -123,8 +123,8 @@ class _TestEval:
             return int(text.strip())
         except ValueError:
             if self.double:
-                return _arith(text, self.shell.vars)
-            raise _TestError(f"{text}: integer expression expected") from None
+                return eval_arith(text, self.shell.vars)
+            raise TestError(f"{text}: integer expression expected") from None
 
     def binary(self, lhs: str, op: str, rhs: str, pattern: bool) -> bool:
         if op in ("=", "=="):
@@ -139,7 +139,7 @@ class _TestEval:
             try:
                 return re.search(rhs, lhs) is not None
             except re.error:
-                raise _TestError(f"invalid regex {rhs}") from None
+                raise TestError(f"invalid regex {rhs}") from None
         if op in ("-nt", "-ot"):
             return False
         a, b = self._int(lhs), self._int(rhs)
@@ -157,7 +157,7 @@ class _TestEval:
 # Arithmetic $(( ))
 
 
-def _arith(expr: str, variables: dict[str, str]) -> int:
+def eval_arith(expr: str, variables: dict[str, str]) -> int:
     """Evaluate shell arithmetic: integers, variables, + - * / % ** << >> & | ^ ~ ! comparisons,
     && ||, and the assignments =, +=, -=, *=, /=, %=, ++, -- on plain names."""
     expr = expr.strip()
@@ -166,7 +166,7 @@ def _arith(expr: str, variables: dict[str, str]) -> int:
     if ";" in expr or "," in expr:
         value = 0
         for piece in re.split(r"[;,]", expr):
-            value = _arith(piece, variables)
+            value = eval_arith(piece, variables)
         return value
     m = re.fullmatch(r"(\+\+|--)\s*([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(\+\+|--)", expr)
     if m:
@@ -179,7 +179,7 @@ def _arith(expr: str, variables: dict[str, str]) -> int:
     m = re.fullmatch(r"([A-Za-z_]\w*)\s*([-+*/%]?)=(?!=)\s*(.+)", expr, re.S)
     if m:
         name, op, rhs = m.group(1), m.group(2), m.group(3)
-        value = _arith(rhs, variables)
+        value = eval_arith(rhs, variables)
         if op:
             value = _arith_binop(op, _arith_var(variables, name), value)
         variables[name] = str(value)
@@ -190,7 +190,7 @@ def _arith(expr: str, variables: dict[str, str]) -> int:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
-        raise _Unsupported(f"arithmetic {expr!r}") from None
+        raise Unsupported(f"arithmetic {expr!r}") from None
     return _arith_eval(tree.body, variables)
 
 
@@ -206,7 +206,7 @@ def _arith_var(variables: Mapping[str, str], name: str) -> int:
 
 def _arith_binop(op: str, a: int, b: int) -> int:
     if op in ("/", "%") and b == 0:
-        raise _Unsupported("division by zero")
+        raise Unsupported("division by zero")
     if op == "+":
         return a + b
     if op == "-":
@@ -276,4 +276,4 @@ def _arith_eval(node: ast.expr, variables: Mapping[str, str]) -> int:
                 return 0
             left = right
         return 1
-    raise _Unsupported("arithmetic expression")
+    raise Unsupported("arithmetic expression")

@@ -1,4 +1,4 @@
-"""The shell's interpreter, `_Shell`: runs the AST against a virtual clock, expands words and
+"""The shell's interpreter, `Shell`: runs the AST against a virtual clock, expands words and
 collects the log.
 """
 
@@ -9,29 +9,29 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from kubesim.programs.builtins import _BUILTINS
+from kubesim.programs.builtins import BUILTINS
 from kubesim.programs.common import (
-    _MAX_DEPTH,
-    _MAX_LOG,
-    _MAX_STEPS,
-    _SHELLS,
-    _SILENT,
-    _Exit,
-    _Forever,
-    _LoopControl,
-    _opaque_line,
-    _parse_sleep,
-    _Unsupported,
+    MAX_DEPTH,
+    MAX_LOG,
+    MAX_STEPS,
+    SHELLS,
+    SILENT,
+    Exit,
+    Forever,
+    LoopControl,
+    Unsupported,
+    opaque_line,
+    parse_sleep,
 )
-from kubesim.programs.expressions import _arith, _TestError, _TestEval
-from kubesim.programs.lexer import _LOG_PATHS, _lex_double_quoted, _Part, _Tok, _Word
-from kubesim.programs.parser import _Node, _parse_script
+from kubesim.programs.expressions import TestError, TestEval, eval_arith
+from kubesim.programs.lexer import LOG_PATHS, Part, Tok, Word, lex_double_quoted
+from kubesim.programs.parser import Node, parse_script
 
 # ---------------------------------------------------------------------------------------------
 # Shell: interpreter
 
 
-class _Shell:
+class Shell:
     """Executes the AST against a virtual clock: sleeping advances `elapsed`, output is
     collected as the container log (stdout and stderr together, as `kubectl logs` shows)."""
 
@@ -103,8 +103,8 @@ class _Shell:
         return "".join(self.log)
 
     def _to_log(self, text: str) -> None:
-        if self.log_size < _MAX_LOG:
-            self.log.append(text[: _MAX_LOG - self.log_size])
+        if self.log_size < MAX_LOG:
+            self.log.append(text[: MAX_LOG - self.log_size])
             self.log_size += len(text)
 
     def out(self, text: str) -> None:
@@ -124,13 +124,13 @@ class _Shell:
 
     def tick(self) -> None:
         self.steps += 1
-        if self.steps > _MAX_STEPS:
-            raise _Forever()
+        if self.steps > MAX_STEPS:
+            raise Forever()
 
     def advance(self, seconds: float) -> None:
         self.elapsed += seconds
         if math.isinf(self.elapsed):
-            raise _Forever()
+            raise Forever()
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -140,32 +140,32 @@ class _Shell:
 
     def run_script(self, src: str) -> int:
         try:
-            tree = _parse_script(src)
-        except (_Unsupported, RecursionError):
-            return self._heuristic_script(src)
+            tree = parse_script(src)
+        except (Unsupported, RecursionError):
+            return self.heuristic_script(src)
         try:
             self.run_node(tree)
-        except _LoopControl:
+        except LoopControl:
             pass
         return self.status
 
-    def _heuristic_script(self, src: str) -> int:
+    def heuristic_script(self, src: str) -> int:
         """Fallback for scripts beyond this shell: sum the sleeps, take the last exit."""
         for m in re.finditer(r"\bsleep\s+([^\s;&|)]+)", src):
-            seconds = _parse_sleep(m.group(1))
+            seconds = parse_sleep(m.group(1))
             if seconds is not None:
                 self.advance(seconds)
         for m in re.finditer(r"^\s*echo\s+[\"']?(.*?)[\"']?\s*$", src, re.M):
             self.out(m.group(1) + "\n")
         codes = re.findall(r"\bexit\s+(\d+)", src)
         if codes:
-            raise _Exit(int(codes[-1]) % 256)
+            raise Exit(int(codes[-1]) % 256)
         stripped = src.strip()
         return 1 if stripped.endswith("false") else 0
 
     # -- AST ---------------------------------------------------------------------------------
 
-    def run_node(self, node: _Node) -> int:
+    def run_node(self, node: Node) -> int:
         kind = node[0]
         if kind == "list":
             for item, background in node[1]:
@@ -181,12 +181,12 @@ class _Shell:
         self.tick()
         try:
             return self._dispatch(kind, node)
-        except _Unsupported as e:
+        except Unsupported as e:
             self.err(f"sh: {e}: bad substitution\n")
             self.status = 1
             return 1
 
-    def _dispatch(self, kind: str, node: _Node) -> int:
+    def _dispatch(self, kind: str, node: Node) -> int:
         if kind == "simple":
             self.status = self.run_simple(node)
         elif kind == "if":
@@ -211,7 +211,7 @@ class _Shell:
             self.status = self.with_redirections(node[2], lambda: self.run_node(node[1]))
         return self.status
 
-    def run_and_or(self, node: _Node) -> int:
+    def run_and_or(self, node: Node) -> int:
         _, first, rest = node
         status = self.run_pipeline(first)
         last_ran = 0
@@ -228,10 +228,10 @@ class _Shell:
             and last_ran == len(rest)
             and not final[1]
         ):
-            raise _Exit(status)
+            raise Exit(status)
         return status
 
-    def run_pipeline(self, node: _Node) -> int:
+    def run_pipeline(self, node: Node) -> int:
         _, negate, cmds = node
         if len(cmds) == 1:
             status = self.run_node(cmds[0])
@@ -260,15 +260,15 @@ class _Shell:
         self.status = status
         return status
 
-    def run_isolated(self, node: _Node) -> int:
+    def run_isolated(self, node: Node) -> int:
         """Run in a subshell: variable changes and `exit` stay inside (pipeline stages,
         `( ... )`, command substitution)."""
         saved = (dict(self.vars), list(self.positional), self.errexit, self.xtrace)
         try:
             return self.run_node(node)
-        except _Exit as e:
+        except Exit as e:
             return e.code
-        except _LoopControl:
+        except LoopControl:
             return self.status
         finally:
             self.vars, self.positional, self.errexit, self.xtrace = (
@@ -278,22 +278,22 @@ class _Shell:
                 saved[3],
             )
 
-    def run_subshell(self, body: _Node) -> int:
+    def run_subshell(self, body: Node) -> int:
         return self.run_isolated(body)
 
-    def run_background(self, node: _Node) -> None:
+    def run_background(self, node: Node) -> None:
         """`cmd &`: runs alongside; its time only counts if the script `wait`s for it."""
         start = self.elapsed
         try:
             self.run_isolated(node)
             end = self.elapsed
-        except _Forever:
+        except Forever:
             end = math.inf
         self.elapsed = start
         self.background_until = max(self.background_until, end)
         self.status = 0
 
-    def run_if(self, node: _Node) -> int:
+    def run_if(self, node: Node) -> int:
         _, clauses, else_body = node
         for cond, body in clauses:
             self.condition_depth += 1
@@ -307,17 +307,17 @@ class _Shell:
             return self.run_node(else_body)
         return 0
 
-    def _loop_body(self, body: _Node) -> bool:
+    def _loop_body(self, body: Node) -> bool:
         """Run one iteration; False when the loop must stop (break)."""
         try:
             self.run_node(body)
-        except _LoopControl as ctl:
+        except LoopControl as ctl:
             if ctl.levels > 1:
-                raise _LoopControl(ctl.kind, ctl.levels - 1) from None
+                raise LoopControl(ctl.kind, ctl.levels - 1) from None
             return ctl.kind == "continue"
         return True
 
-    def run_for(self, node: _Node) -> int:
+    def run_for(self, node: Node) -> int:
         _, name, words, body = node
         items = self.positional if words is None else self.expand_words(words)
         self.status = 0
@@ -328,11 +328,11 @@ class _Shell:
                 break
         return self.status
 
-    def run_cfor(self, node: _Node) -> int:
+    def run_cfor(self, node: Node) -> int:
         _, header, body = node
         parts = header.split(";")
         if len(parts) != 3:
-            raise _Unsupported("for ((...))")
+            raise Unsupported("for ((...))")
         init, cond, step = parts
         if init.strip():
             self.arith(self.expand_string(init))
@@ -347,7 +347,7 @@ class _Shell:
                 self.arith(self.expand_string(step))
         return self.status
 
-    def run_while(self, node: _Node) -> int:
+    def run_while(self, node: Node) -> int:
         _, until, cond, body = node
         status = 0
         while True:
@@ -365,7 +365,7 @@ class _Shell:
         self.status = status
         return status
 
-    def run_cond(self, toks: list[_Tok]) -> int:
+    def run_cond(self, toks: list[Tok]) -> int:
         args: list[tuple[str, bool]] = []  # (text, is_pattern)
         for kind, value in toks:
             if kind == "word":
@@ -373,14 +373,14 @@ class _Shell:
             elif kind in ("op", "redir"):
                 args.append((str(value), False))
             else:
-                raise _Unsupported("[[ ... ]] content")
+                raise Unsupported("[[ ... ]] content")
         self.trace(["[[", *(a for a, _ in args), "]]"])
         try:
-            return 0 if _TestEval(args, double=True, shell=self).evaluate() else 1
-        except _TestError:
+            return 0 if TestEval(args, double=True, shell=self).evaluate() else 1
+        except TestError:
             return 2
 
-    def with_redirections(self, redirs: list[tuple[str, _Word]], run: Callable[[], int]) -> int:
+    def with_redirections(self, redirs: list[tuple[str, Word]], run: Callable[[], int]) -> int:
         """Where stdout goes: to a file or /dev/null it leaves the log (into the file when
         that is in a mounted emptyDir); to stderr (`>&2`) it stays, since `kubectl logs`
         shows both streams. `< file` of a mounted file feeds stdin."""
@@ -399,7 +399,7 @@ class _Shell:
                 if bare == ">&" and dest in ("1", "2"):
                     hide, target = False, None
                 else:
-                    hide = dest not in _LOG_PATHS
+                    hide = dest not in LOG_PATHS
                     append = bare in (">>", "&>>")
                     target = (dest, append) if hide and self.in_mount(dest) else None
                     if target is not None and not append:
@@ -428,7 +428,7 @@ class _Shell:
 
     # -- simple commands ---------------------------------------------------------------------
 
-    def run_simple(self, node: _Node) -> int:
+    def run_simple(self, node: Node) -> int:
         _, assigns, words, redirs = node
         self.subst_status = None
         argv = self.expand_words(words)
@@ -453,14 +453,14 @@ class _Shell:
             return 0
         name = argv[0].rsplit("/", 1)[-1]
         args = argv[1:]
-        builtin = _BUILTINS.get(name)
+        builtin = BUILTINS.get(name)
         if builtin is not None:
             return builtin(self, args)
-        if name in _SHELLS:
+        if name in SHELLS:
             return self.run_shell(args)
         if name.startswith("python") and re.fullmatch(r"python[0-9.]*", name):
             return self.run_python(argv)
-        if name in _SILENT:
+        if name in SILENT:
             return 0
         return self.opaque(argv)
 
@@ -471,7 +471,7 @@ class _Shell:
             self.opaque_ran = True
             self.advance(self.default_duration)
         if self.depth == 0 and not self.sinks:
-            self.err(_opaque_line(self.container, argv))
+            self.err(opaque_line(self.container, argv))
         return 0
 
     def run_shell(self, args: list[str]) -> int:
@@ -506,7 +506,7 @@ class _Shell:
             return 2
         script = args[i]
         rest = args[i + 1 :]
-        if self.depth >= _MAX_DEPTH:
+        if self.depth >= MAX_DEPTH:
             return self.opaque(["sh", "-c", script])
         saved = (self.vars, self.positional, self.arg0, self.errexit, self.xtrace, self.pipefail)
         self.vars = dict(self.vars)
@@ -521,7 +521,7 @@ class _Shell:
         self.scripts += 1
         try:
             status = self.run_script(script)
-        except _Exit as e:
+        except Exit as e:
             if not nested:
                 raise
             status = e.code
@@ -576,13 +576,13 @@ class _Shell:
 
     # -- expansion ---------------------------------------------------------------------------
 
-    def expand_words(self, words: Iterable[_Word]) -> list[str]:
+    def expand_words(self, words: Iterable[Word]) -> list[str]:
         out: list[str] = []
         for w in words:
             out.extend(self.expand_word(w))
         return out
 
-    def expand_word(self, word: _Word, split: bool = True) -> list[str]:
+    def expand_word(self, word: Word, split: bool = True) -> list[str]:
         """Parameter/command/arithmetic expansion, then field splitting of unquoted results
         (no globbing: the only files are those of mounted emptyDir volumes)."""
         fields: list[str] = []
@@ -623,9 +623,9 @@ class _Shell:
         """Expand `text` as if it were inside double quotes."""
         if "$" not in text and "`" not in text:
             return text
-        parts: list[_Part] = []
-        _lex_double_quoted(text + '"', 0, parts)
-        return "".join(self.expand_word(_Word(tuple(parts)), split=False))
+        parts: list[Part] = []
+        lex_double_quoted(text + '"', 0, parts)
+        return "".join(self.expand_word(Word(tuple(parts)), split=False))
 
     def expand_unit(self, text: str) -> str:
         if text.startswith("$(("):
@@ -668,7 +668,7 @@ class _Shell:
             return str(len(self.param(body[1:])))
         m = re.match(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(.*)$", body, re.S)
         if m is None:
-            raise _Unsupported(f"${{{body}}}")
+            raise Unsupported(f"${{{body}}}")
         name, op = m.group(1), m.group(2)
         value = self.param(name)
         if not op:
@@ -689,21 +689,21 @@ class _Shell:
                     return "" if use_default else self.expand_string(word)
                 if use_default:  # "?"
                     self.err(f"sh: {name}: {self.expand_string(word) or 'parameter not set'}\n")
-                    raise _Exit(1)
+                    raise Exit(1)
                 return value
         for prefix in ("##", "#", "%%", "%"):
             if op.startswith(prefix):
                 pattern = self.expand_string(op[len(prefix) :])
                 return _strip_pattern(value, pattern, prefix)
-        raise _Unsupported(f"${{{body}}}")
+        raise Unsupported(f"${{{body}}}")
 
     def substitute(self, src: str) -> str:
         """`$(...)`: run in a subshell capturing stdout; time spent there still passes."""
-        if self.depth >= _MAX_DEPTH:
+        if self.depth >= MAX_DEPTH:
             return ""
         try:
-            tree = _parse_script(src)
-        except _Unsupported:
+            tree = parse_script(src)
+        except Unsupported:
             return ""
         sink: list[str] = []
         self.sinks.append(sink)
@@ -717,7 +717,7 @@ class _Shell:
         return "".join(sink).rstrip("\n")
 
     def arith(self, expr: str) -> int:
-        return _arith(expr, self.vars)
+        return eval_arith(expr, self.vars)
 
 
 def _strip_pattern(value: str, pattern: str, op: str) -> str:

@@ -6,15 +6,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubesim.programs.common import _Unsupported
+from kubesim.programs.common import Unsupported
 
 # A word part: ("lit", text, quoted) or ("exp", "$NAME" / "${...}" / "$(...)" / ..., quoted).
-_Part = tuple[str, str, bool]
+Part = tuple[str, str, bool]
 
 
 @dataclass(frozen=True)
-class _Word:
-    parts: tuple[_Part, ...]
+class Word:
+    parts: tuple[Part, ...]
 
     @property
     def plain(self) -> str | None:
@@ -27,8 +27,8 @@ class _Word:
         return any(k == "lit" and not q and any(c in t for c in "*?[") for k, t, q in self.parts)
 
 
-# Tokens: ("word", _Word) | ("op", str) | ("arith", str) | ("redir", str)
-_Tok = tuple[str, Any]
+# Tokens: ("word", Word) | ("op", str) | ("arith", str) | ("redir", str)
+Tok = tuple[str, Any]
 
 
 _OPS: Final = ("&&", "||", ";;", "|", "&", ";", "(", ")")
@@ -37,17 +37,17 @@ _OPS: Final = ("&&", "||", ";;", "|", "&", ";", "(", ")")
 _REDIRS: Final = ("&>>", "&>", ">>", ">&", "<&", ">|", "<>", ">", "<")
 
 
-_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 _REDIR_RE: Final = re.compile(r"\d*(?:&>>|&>|>>|>&|<&|>\||<>|>|<)")
 
 
-_LOG_PATHS: Final = frozenset({"/dev/stdout", "/dev/stderr", "/proc/1/fd/1", "/proc/1/fd/2"})
+LOG_PATHS: Final = frozenset({"/dev/stdout", "/dev/stderr", "/proc/1/fd/1", "/proc/1/fd/2"})
 
 
-def _lex(src: str) -> list[_Tok]:
-    toks: list[_Tok] = []
+def lex(src: str) -> list[Tok]:
+    toks: list[Tok] = []
     i, n = 0, len(src)
     while i < n:
         c = src[i]
@@ -70,7 +70,7 @@ def _lex(src: str) -> list[_Tok]:
                 toks.append(("arith", src[i + 2 : end - 1]))
                 i = end + 1
         elif src.startswith("<<", i):
-            raise _Unsupported("here-documents")
+            raise Unsupported("here-documents")
         else:
             m = _REDIR_RE.match(src, i)
             if m:
@@ -124,7 +124,7 @@ def _read_expansion(src: str, i: int) -> tuple[str, int]:
     if src[i] == "`":
         j = src.find("`", i + 1)
         if j < 0:
-            raise _Unsupported("unterminated backquote")
+            raise Unsupported("unterminated backquote")
         return src[i : j + 1], j + 1
     if src.startswith("$((", i):
         end = _match_close(src, i + 3, "(", ")", depth=2)
@@ -133,15 +133,15 @@ def _read_expansion(src: str, i: int) -> tuple[str, int]:
     if src.startswith("$(", i):
         end = _match_close(src, i + 2, "(", ")")
         if end is None:
-            raise _Unsupported("unterminated $(")
+            raise Unsupported("unterminated $(")
         return src[i : end + 1], end + 1
     if src.startswith("${", i):
         end = _match_close(src, i + 2, "{", "}")
         if end is None:
-            raise _Unsupported("unterminated ${")
+            raise Unsupported("unterminated ${")
         return src[i : end + 1], end + 1
     if i + 1 < n:
-        m = _NAME_RE.match(src, i + 1)
+        m = NAME_RE.match(src, i + 1)
         if m:
             return src[i : m.end()], m.end()
         if src[i + 1] in "0123456789?$#@*!-":
@@ -149,8 +149,8 @@ def _read_expansion(src: str, i: int) -> tuple[str, int]:
     return "", i  # a lone "$" is literal
 
 
-def _lex_word(src: str, i: int) -> tuple[_Word, int]:
-    parts: list[_Part] = []
+def _lex_word(src: str, i: int) -> tuple[Word, int]:
+    parts: list[Part] = []
     buf: list[str] = []
 
     def flush(quoted: bool) -> None:
@@ -171,13 +171,13 @@ def _lex_word(src: str, i: int) -> tuple[_Word, int]:
         elif c == "'":
             j = src.find("'", i + 1)
             if j < 0:
-                raise _Unsupported("unterminated quote")
+                raise Unsupported("unterminated quote")
             flush(False)
             parts.append(("lit", src[i + 1 : j], True))
             i = j + 1
         elif c == '"':
             flush(False)
-            i = _lex_double_quoted(src, i + 1, parts)
+            i = lex_double_quoted(src, i + 1, parts)
         elif c in "$`":
             text, j = _read_expansion(src, i)
             if not text:
@@ -191,10 +191,10 @@ def _lex_word(src: str, i: int) -> tuple[_Word, int]:
             buf.append(c)
             i += 1
     flush(False)
-    return _Word(tuple(parts)), i
+    return Word(tuple(parts)), i
 
 
-def _lex_double_quoted(src: str, i: int, parts: list[_Part]) -> int:
+def lex_double_quoted(src: str, i: int, parts: list[Part]) -> int:
     """Lex the inside of "...", appending quoted parts; returns the index after the quote."""
     buf: list[str] = []
     n = len(src)
@@ -223,4 +223,4 @@ def _lex_double_quoted(src: str, i: int, parts: list[_Part]) -> int:
         else:
             buf.append(c)
             i += 1
-    raise _Unsupported("unterminated double quote")
+    raise Unsupported("unterminated double quote")

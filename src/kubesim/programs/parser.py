@@ -5,21 +5,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubesim.programs.common import _Unsupported
-from kubesim.programs.lexer import _NAME_RE, _lex, _Tok, _Word
+from kubesim.programs.common import Unsupported
+from kubesim.programs.lexer import NAME_RE, Tok, Word, lex
 
 # ---------------------------------------------------------------------------------------------
 # Shell: parser (AST as tuples, tagged by their first element)
 
-_Node = tuple[Any, ...]
+Node = tuple[Any, ...]
 
 
 class _Parser:
-    def __init__(self, toks: list[_Tok]) -> None:
+    def __init__(self, toks: list[Tok]) -> None:
         self.toks = toks
         self.pos = 0
 
-    def peek(self) -> _Tok | None:
+    def peek(self) -> Tok | None:
         return self.toks[self.pos] if self.pos < len(self.toks) else None
 
     def peek_word(self) -> str | None:
@@ -35,21 +35,21 @@ class _Parser:
 
     def expect_word(self, word: str) -> None:
         if self.peek_word() != word:
-            raise _Unsupported(f"expected {word}")
+            raise Unsupported(f"expected {word}")
         self.pos += 1
 
     def skip_newlines(self) -> None:
         while self.at_op("\n"):
             self.pos += 1
 
-    def parse_program(self) -> _Node:
+    def parse_program(self) -> Node:
         node = self.parse_list(frozenset())
         if self.peek() is not None:
-            raise _Unsupported(f"unexpected {self.peek()!r}")
+            raise Unsupported(f"unexpected {self.peek()!r}")
         return node
 
-    def parse_list(self, stops: frozenset[str]) -> _Node:
-        items: list[tuple[_Node, bool]] = []
+    def parse_list(self, stops: frozenset[str]) -> Node:
+        items: list[tuple[Node, bool]] = []
         while True:
             while self.at_op("\n", ";"):
                 self.pos += 1
@@ -61,13 +61,13 @@ class _Parser:
             if background or self.at_op(";", "\n"):
                 self.pos += 1
             elif self.peek() is not None and self.peek_word() not in stops and not self.at_op(")"):
-                raise _Unsupported(f"unexpected {self.peek()!r}")
+                raise Unsupported(f"unexpected {self.peek()!r}")
             items.append((and_or, background))
         return ("list", items)
 
-    def parse_and_or(self) -> _Node:
+    def parse_and_or(self) -> Node:
         first = self.parse_pipeline()
-        rest: list[tuple[str, _Node]] = []
+        rest: list[tuple[str, Node]] = []
         while self.at_op("&&", "||"):
             op = self.toks[self.pos][1]
             self.pos += 1
@@ -75,7 +75,7 @@ class _Parser:
             rest.append((op, self.parse_pipeline()))
         return ("and_or", first, rest)
 
-    def parse_pipeline(self) -> _Node:
+    def parse_pipeline(self) -> Node:
         negate = False
         while self.peek_word() == "!":
             negate = not negate
@@ -87,12 +87,12 @@ class _Parser:
             cmds.append(self.parse_command())
         return ("pipeline", negate, cmds)
 
-    def parse_command(self) -> _Node:
+    def parse_command(self) -> Node:
         tok = self.peek()
         if tok is None:
-            raise _Unsupported("missing command")
+            raise Unsupported("missing command")
         word = self.peek_word()
-        node: _Node
+        node: Node
         if tok[0] == "arith":
             self.pos += 1
             node = ("arith", tok[1])
@@ -114,22 +114,22 @@ class _Parser:
             node = ("group", body)
         elif word == "[[":
             self.pos += 1
-            parts: list[_Tok] = []
+            parts: list[Tok] = []
             while self.peek_word() != "]]":
                 t = self.peek()
                 if t is None:
-                    raise _Unsupported("unterminated [[")
+                    raise Unsupported("unterminated [[")
                 parts.append(t)
                 self.pos += 1
             self.pos += 1
             node = ("cond", parts)
         elif word in ("case", "function", "select", "coproc"):
-            raise _Unsupported(word)
+            raise Unsupported(word)
         elif self.at_op("("):
             self.pos += 1
             body = self.parse_list(frozenset())
             if not self.at_op(")"):
-                raise _Unsupported("unterminated (")
+                raise Unsupported("unterminated (")
             self.pos += 1
             node = ("subshell", body)
         else:
@@ -137,8 +137,8 @@ class _Parser:
         redirs = self.parse_redirections()
         return ("redirected", node, redirs) if redirs else node
 
-    def parse_redirections(self) -> list[tuple[str, _Word]]:
-        out: list[tuple[str, _Word]] = []
+    def parse_redirections(self) -> list[tuple[str, Word]]:
+        out: list[tuple[str, Word]] = []
         while True:
             tok = self.peek()
             if tok is None or tok[0] != "redir":
@@ -146,14 +146,14 @@ class _Parser:
             self.pos += 1
             target = self.peek()
             if target is None or target[0] != "word":
-                raise _Unsupported("redirection without target")
+                raise Unsupported("redirection without target")
             self.pos += 1
             out.append((tok[1], target[1]))
 
-    def parse_simple(self) -> _Node:
-        assigns: list[tuple[str, _Word]] = []
-        words: list[_Word] = []
-        redirs: list[tuple[str, _Word]] = []
+    def parse_simple(self) -> Node:
+        assigns: list[tuple[str, Word]] = []
+        words: list[Word] = []
+        redirs: list[tuple[str, Word]] = []
         while True:
             tok = self.peek()
             if tok is None:
@@ -163,9 +163,9 @@ class _Parser:
                 continue
             if tok[0] != "word":
                 if tok[0] == "op" and tok[1] == "(" and len(words) == 1 and not assigns:
-                    raise _Unsupported("function definition")
+                    raise Unsupported("function definition")
                 break
-            word: _Word = tok[1]
+            word: Word = tok[1]
             if not words:
                 first = word.parts[0] if word.parts else None
                 if first and first[0] == "lit" and not first[2]:
@@ -173,23 +173,23 @@ class _Parser:
                     if m:
                         rest = first[1][m.end() :]
                         value_parts = ((("lit", rest, False),) if rest else ()) + word.parts[1:]
-                        assigns.append((m.group(1) + m.group(2), _Word(value_parts)))
+                        assigns.append((m.group(1) + m.group(2), Word(value_parts)))
                         self.pos += 1
                         continue
             words.append(word)
             self.pos += 1
         if not words and not assigns and not redirs:
-            raise _Unsupported(f"unexpected {self.peek()!r}")
+            raise Unsupported(f"unexpected {self.peek()!r}")
         return ("simple", assigns, words, redirs)
 
-    def parse_if(self) -> _Node:
+    def parse_if(self) -> Node:
         self.expect_word("if")
-        clauses: list[tuple[_Node, _Node]] = []
+        clauses: list[tuple[Node, Node]] = []
         cond = self.parse_list(frozenset({"then"}))
         self.expect_word("then")
         body = self.parse_list(frozenset({"elif", "else", "fi"}))
         clauses.append((cond, body))
-        else_body: _Node | None = None
+        else_body: Node | None = None
         while True:
             word = self.peek_word()
             if word == "elif":
@@ -205,7 +205,7 @@ class _Parser:
                 self.expect_word("fi")
                 return ("if", clauses, else_body)
 
-    def parse_for(self) -> _Node:
+    def parse_for(self) -> Node:
         self.expect_word("for")
         tok = self.peek()
         if tok is not None and tok[0] == "arith":
@@ -217,11 +217,11 @@ class _Parser:
             self.expect_word("done")
             return ("cfor", tok[1], body)
         name = self.peek_word()
-        if name is None or not _NAME_RE.fullmatch(name):
-            raise _Unsupported("bad for loop")
+        if name is None or not NAME_RE.fullmatch(name):
+            raise Unsupported("bad for loop")
         self.pos += 1
         self.skip_newlines()
-        words: list[_Word] | None = None
+        words: list[Word] | None = None
         if self.peek_word() == "in":
             self.pos += 1
             words = []
@@ -239,5 +239,5 @@ class _Parser:
         return ("for", name, words, body)
 
 
-def _parse_script(src: str) -> _Node:
-    return _Parser(_lex(src)).parse_program()
+def parse_script(src: str) -> Node:
+    return _Parser(lex(src)).parse_program()

@@ -48,10 +48,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubesim.programs.common import _Exit, _Forever, _opaque_line, _parse_sleep
-from kubesim.programs.interpreter import _Shell
+from kubesim.programs.common import Exit, Forever, opaque_line, parse_sleep
+from kubesim.programs.interpreter import Shell
 
-__all__ = ["SIM_DURATION_ENV", "SIM_EXIT_CODE_ENV", "SIM_LOG_ENV", "Program", "program_for"]
+__all__ = [
+    "SIM_DURATION_ENV",
+    "SIM_EXIT_CODE_ENV",
+    "SIM_LOG_ENV",
+    "Program",
+    "k8s_expand",
+    "lookup_field_ref",
+    "program_for",
+]
 
 
 SIM_DURATION_ENV: Final = "SIM_DURATION"
@@ -100,7 +108,7 @@ def program_for(
     try:
         return _program_for(container, default_duration, pod, env, files, tuple(mounts))
     except Exception:  # never let a strange pod spec take the kubelet down
-        return Program(max(default_duration, 0.0), 0, _opaque_line(container, None))
+        return Program(max(default_duration, 0.0), 0, opaque_line(container, None))
 
 
 def _program_for(
@@ -112,8 +120,8 @@ def _program_for(
     mounts: tuple[str, ...] = (),
 ) -> Program:
     variables = _container_env(container, pod, extra_env)
-    argv = [_k8s_expand(a, variables) for a in _as_strings(container.get("command"))]
-    argv += [_k8s_expand(a, variables) for a in _as_strings(container.get("args"))]
+    argv = [k8s_expand(a, variables) for a in _as_strings(container.get("command"))]
+    argv += [k8s_expand(a, variables) for a in _as_strings(container.get("args"))]
     if argv:
         text = " ".join(argv)
         mentions_all = bool(re.search(r"\b(env|printenv|set|export -p)\b", text))
@@ -125,7 +133,7 @@ def _program_for(
             tuple(argv), relevant, float(default_duration), name, image, visible, mounts
         )
     else:
-        duration, code, log = float(default_duration), 0, _opaque_line(container, None)
+        duration, code, log = float(default_duration), 0, opaque_line(container, None)
         writes = ()
     return _apply_overrides(Program(duration, code, log, writes), variables)
 
@@ -133,7 +141,7 @@ def _program_for(
 def _apply_overrides(program: Program, variables: Mapping[str, str]) -> Program:
     duration, code, log = program.duration, program.exit_code, program.log
     if SIM_DURATION_ENV in variables:
-        parsed = _parse_sleep(variables[SIM_DURATION_ENV].strip())
+        parsed = parse_sleep(variables[SIM_DURATION_ENV].strip())
         if parsed is not None:
             duration = parsed
     if SIM_EXIT_CODE_ENV in variables:
@@ -181,10 +189,10 @@ def _container_env(
             continue
         name = str(item["name"])
         if "value" in item:
-            out[name] = _k8s_expand(str(item.get("value") or ""), out)
+            out[name] = k8s_expand(str(item.get("value") or ""), out)
         elif pod is not None:
             ref = (item.get("valueFrom") or {}).get("fieldRef") or {}
-            value = _field_ref(pod, str(ref.get("fieldPath") or ""))
+            value = lookup_field_ref(pod, str(ref.get("fieldPath") or ""))
             if value is not None:
                 out[name] = value
     if extra:
@@ -192,7 +200,7 @@ def _container_env(
     return out
 
 
-def _field_ref(pod: Mapping[str, Any], path: str) -> str | None:
+def lookup_field_ref(pod: Mapping[str, Any], path: str) -> str | None:
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
@@ -213,7 +221,7 @@ def _field_ref(pod: Mapping[str, Any], path: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _k8s_expand(s: str, variables: Mapping[str, str]) -> str:
+def k8s_expand(s: str, variables: Mapping[str, str]) -> str:
     """Kubernetes' `$(VAR)` expansion of command, args and env values: defined variables are
     substituted, undefined references kept verbatim, `$$` is an escaped `$`."""
     if "$" not in s:
@@ -257,14 +265,14 @@ def _interpret(
     """Run argv through the mini shell. Cached because every pod of a Job has the same
     command and mostly the same relevant variables; only variables the command mentions
     (and the files of its emptyDir mounts) are part of the key."""
-    shell = _Shell(
+    shell = Shell(
         dict(variables), default_duration, {"name": name, "image": image}, dict(files), mounts
     )
     try:
         shell.run_argv(list(argv))
         code = shell.status
-    except _Exit as e:
+    except Exit as e:
         code = e.code
-    except _Forever:
+    except Forever:
         return math.inf, 0, shell.log_text(), tuple(shell.writes)
     return shell.elapsed, code % 256, shell.log_text(), tuple(shell.writes)
