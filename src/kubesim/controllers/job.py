@@ -123,8 +123,8 @@ class JobController:
         # Per Job uid and completion index: (failures, ignored failures, last failure time).
         self._index_failures: dict[str, dict[int, tuple[int, int, float]]] = {}
         # Precise start times (status.startTime has whole seconds only), per Job uid.
-        self._started: dict[str, float] = {}
-        self._runs: dict[tuple[str, str], Run] = {}
+        self.started: dict[str, float] = {}
+        self.runs: dict[tuple[str, str], Run] = {}
         self.syncs = 0  # for tests and benchmarks: how much work the controller did
         self.status_writes = 0
 
@@ -208,7 +208,7 @@ class JobController:
         self._lost.pop(uid, None)
         self._backoff.pop(uid, None)
         self._index_failures.pop(uid, None)
-        self._started.pop(uid, None)
+        self.started.pop(uid, None)
         if self._queue is None:
             return
         for rkey, okey in list(self.core.store.dependents.get(uid, ())):
@@ -251,7 +251,7 @@ class JobController:
             finally:
                 queue.done(key)
 
-    def _requeue_after(self, ns: str, name: str, delay: float) -> None:
+    def requeue_after(self, ns: str, name: str, delay: float) -> None:
         if self._queue is not None and not math.isinf(delay):
             self._queue.add_after(("job", ns, name), delay)
 
@@ -273,7 +273,7 @@ class JobController:
         out.sort(key=lambda p: p["metadata"]["name"])
         return out
 
-    async def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    async def write_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         meta = job["metadata"]
         self.status_writes += 1
         written = await self.core.update(
@@ -420,7 +420,7 @@ class JobController:
         key = (ns, name)
         job = self.core.store.get(_JOBS, key)
         if job is None:
-            self._runs.pop(key, None)
+            self.runs.pop(key, None)
             return
         self.syncs += 1
         meta = job["metadata"]
@@ -429,7 +429,7 @@ class JobController:
             or is_job_finished(job)
             or meta.get("deletionTimestamp")
         ):
-            self._runs.pop(key, None)
+            self.runs.pop(key, None)
             return
         await StatusOnlySync(self, job).run()
 
@@ -467,7 +467,7 @@ class _JobSync:
         memory = Memory(
             counted=ctl._counted,
             lost=lost,
-            started=ctl._started.get(self.uid),
+            started=ctl.started.get(self.uid),
             backoff=ctl._backoff.get(self.uid),
             index_failures=ctl._index_failures.get(self.uid, {}),
             time_scale=ctl.time_scale,
@@ -475,11 +475,11 @@ class _JobSync:
         self.planner = planner = JobPlanner(self.job, self.pods, memory, time.time())
         acts = planner.decide()
         if acts.started_at is not None:
-            ctl._started[self.uid] = acts.started_at
+            ctl.started[self.uid] = acts.started_at
         if acts.index_failures or self.uid in ctl._index_failures:
             ctl._index_failures[self.uid] = acts.index_failures
         for delay in acts.requeue_after:
-            ctl._requeue_after(self.ns, self.name, delay)
+            ctl.requeue_after(self.ns, self.name, delay)
         outcome = Outcome()
         if acts.delete:
             outcome.deleted, outcome.deleted_ready = await ctl._delete_pods(
@@ -489,9 +489,9 @@ class _JobSync:
             outcome.created = await self._create_pods(acts.create)
         update = planner.status_after(acts, outcome)
         if update.started_at is not None:
-            ctl._started[self.uid] = update.started_at
+            ctl.started[self.uid] = update.started_at
         if update.status != planner.old_status:
-            await ctl._write_status(self.job, update.status)
+            await ctl.write_status(self.job, update.status)
         await self._release(update)
 
     async def _release(self, update: StatusUpdate) -> None:
@@ -508,7 +508,7 @@ class _JobSync:
             if ok:
                 ctl._counted.discard(uid)
         if not all(results):
-            ctl._requeue_after(self.ns, self.name, 0.05)
+            ctl.requeue_after(self.ns, self.name, 0.05)
 
     def _planner(self) -> JobPlanner:
         assert self.planner is not None

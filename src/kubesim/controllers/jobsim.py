@@ -146,13 +146,13 @@ class StatusOnlySync:
 
     async def _suspend(self) -> None:
         status = self.status
-        self.ctl._runs.pop(self.key, None)
+        self.ctl.runs.pop(self.key, None)
         ensure_condition(self.conds, "Suspended", "True", "JobSuspended", "Job suspended", self.now)
         status.pop("active", None)
         status.update(ready=0, terminating=0, conditions=self.conds)
         status.setdefault("uncountedTerminatedPods", {})
         if status != self.old_status:
-            await self.ctl._write_status(self.job, status)
+            await self.ctl.write_status(self.job, status)
 
     def _resume(self) -> bool:
         """True when the Job was just resumed (its deadline clock restarts)."""
@@ -161,12 +161,12 @@ class StatusOnlySync:
         ):
             return False
         self.status["startTime"] = self.now
-        self.ctl._started[self.uid] = self.now_wall
+        self.ctl.started[self.uid] = self.now_wall
         return True
 
     def _run(self, slots: int) -> Run:
         """The Job's run, or a new one from the counts in its status."""
-        run = self.ctl._runs.get(self.key)
+        run = self.ctl.runs.get(self.key)
         if run is not None and run.uid == self.uid:
             return run
         status = self.status
@@ -178,7 +178,7 @@ class StatusOnlySync:
         else:
             run.succeeded = set(range(min(int(status.get("succeeded") or 0), slots)))
         run.failed = int(status.get("failed") or 0)
-        self.ctl._runs[self.key] = run
+        self.ctl.runs[self.key] = run
         return run
 
     def _check_deadline(self, run: Run) -> Finish | None:
@@ -187,7 +187,7 @@ class StatusOnlySync:
         if left is None:
             return None
         if left > 0:
-            self.ctl._requeue_after(self.ns, self.name, left)
+            self.ctl.requeue_after(self.ns, self.name, left)
             return None
         run.failed += len(run.running)
         run.running.clear()
@@ -202,26 +202,26 @@ class StatusOnlySync:
         deadline = self.spec.get("activeDeadlineSeconds")
         if deadline is None or not self.status.get("startTime"):
             return None
-        started = self.ctl._started.get(self.uid) or parse_rfc3339(self.status["startTime"])
+        started = self.ctl.started.get(self.uid) or parse_rfc3339(self.status["startTime"])
         return started + float(deadline) * self.ctl.time_scale - self.now_wall
 
     def _start(self, sim: SlotSim) -> None:
         """Start slots; the first start sets startTime and arms the deadline."""
         if sim.fill() and not self.status.get("startTime"):
             self.status["startTime"] = self.now
-            self.ctl._started[self.uid] = self.now_wall
+            self.ctl.started[self.uid] = self.now_wall
             deadline = self.spec.get("activeDeadlineSeconds")
             if deadline is not None:
-                self.ctl._requeue_after(self.ns, self.name, float(deadline) * self.ctl.time_scale)
+                self.ctl.requeue_after(self.ns, self.name, float(deadline) * self.ctl.time_scale)
 
     def _schedule(self, sim: SlotSim, finish: Finish | None) -> None:
         """Forget a finished run, or come back when its next slot ends or may start."""
         if finish is not None:
-            self.ctl._runs.pop(self.key, None)
+            self.ctl.runs.pop(self.key, None)
             return
         wake = sim.next_wake()
         if not math.isinf(wake):
-            self.ctl._requeue_after(self.ns, self.name, wake - self.now_loop)
+            self.ctl.requeue_after(self.ns, self.name, wake - self.now_loop)
 
     async def _write(self, run: Run, finish: Finish | None) -> None:
         status, conds, now = self.status, self.conds, self.now
@@ -244,7 +244,7 @@ class StatusOnlySync:
         if conds:
             status["conditions"] = conds
         if status != self.old_status:
-            await self.ctl._write_status(self.job, status)
+            await self.ctl.write_status(self.job, status)
 
 
 class SlotSim:

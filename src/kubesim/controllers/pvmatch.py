@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kubesim.apiserver.storage import storage_bytes
-from kubesim.controllers.scheduler.affinity import _node_term_matches
+from kubesim.controllers.scheduler.affinity import node_term_matches
 from kubesim.machinery.selectors.labels import LabelSelector
 
 __all__ = [
@@ -77,7 +77,7 @@ def node_allows(pv: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
         return True
     meta = node.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    return any(_node_term_matches(t, labels, str(meta.get("name") or "")) for t in terms)
+    return any(node_term_matches(t, labels, str(meta.get("name") or "")) for t in terms)
 
 
 def _claim_ref_is(pv: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from kubesim.apiserver.apicore import ApiCore
     from kubesim.apiserver.server import ApiHttpServer
 
-__all__ = ["NOT_YET", "ProcessRuntime", "image_repository", "parse_run_images"]
+__all__ = ["NOT_YET", "ProcessRuntime", "Sandbox", "image_repository", "parse_run_images"]
 
 log = structlog.get_logger("sim.processes")
 
@@ -152,7 +152,7 @@ class _Instance:
 
 
 @dataclass
-class _Sandbox:
+class Sandbox:
     uid: str
     key: PodKey
     node: str
@@ -194,7 +194,7 @@ class ProcessRuntime:
         self.bridge: network.Bridge | None = None
         self.api_port = 0
         self.ca_pem = b""
-        self._sandboxes: dict[str, _Sandbox] = {}  # pod uid -> sandbox
+        self._sandboxes: dict[str, Sandbox] = {}  # pod uid -> sandbox
         self._wake: Callable[[PodKey], None] = lambda key: None
         self._session: aiohttp.ClientSession | None = None
         self._sync_task: asyncio.Task[None] | None = None
@@ -291,12 +291,12 @@ class ProcessRuntime:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             (directory / "logs").mkdir(exist_ok=True)
             (directory / "volumes").mkdir(exist_ok=True, mode=0o755)
-            sandbox = _Sandbox(run.uid, key, run.node, directory, net)
+            sandbox = Sandbox(run.uid, key, run.node, directory, net)
             self._write_pod_files(sandbox, pod)
             self._sandboxes[run.uid] = sandbox
         run.pod_ip = sandbox.net.ip
 
-    def _write_pod_files(self, sandbox: _Sandbox, pod: Mapping[str, Any]) -> None:
+    def _write_pod_files(self, sandbox: Sandbox, pod: Mapping[str, Any]) -> None:
         """The kubelet's /etc/hosts, /etc/resolv.conf and /etc/hostname of the pod; the
         cluster's nameserver is the bridge's gateway, and `Default` uses the host's file."""
         assert self.bridge is not None
@@ -376,7 +376,7 @@ class ProcessRuntime:
 
     def _new_instance(
         self,
-        sandbox: _Sandbox,
+        sandbox: Sandbox,
         key: PodKey,
         c: Any,
         run: Any,
@@ -435,7 +435,7 @@ class ProcessRuntime:
         asyncio.get_running_loop().add_reader(inst.pidfd, self._on_exit, inst, status_file)
         return proc
 
-    def _start_probes(self, inst: _Instance, sandbox: _Sandbox) -> None:
+    def _start_probes(self, inst: _Instance, sandbox: Sandbox) -> None:
         source, c = inst.spec, inst.container
         c.probe_started = not source.get("startupProbe")
         c.probe_ready = not source.get("readinessProbe")
@@ -449,7 +449,7 @@ class ProcessRuntime:
                 self._probe_loop(inst, sandbox, specs), name=f"probes-{inst.key[1]}-{c.name}"
             )
 
-    def _with_ip(self, pod: Mapping[str, Any], sandbox: _Sandbox) -> dict[str, Any]:
+    def _with_ip(self, pod: Mapping[str, Any], sandbox: Sandbox) -> dict[str, Any]:
         status = dict(pod.get("status") or {})
         status["podIP"] = sandbox.net.ip
         status["podIPs"] = [{"ip": sandbox.net.ip}]
@@ -497,7 +497,7 @@ class ProcessRuntime:
         return obj
 
     def _token(
-        self, sandbox: _Sandbox, namespace: str, account: str, audience: str, seconds: int
+        self, sandbox: Sandbox, namespace: str, account: str, audience: str, seconds: int
     ) -> str:
         """A ServiceAccount token for the pod, re-issued once 80% of its life has passed."""
         from kubesim.apiserver.server import IssuedToken
@@ -524,7 +524,7 @@ class ProcessRuntime:
         sandbox.tokens[(audience, seconds)] = (token, now + 0.8 * seconds)
         return token
 
-    def _publish(self, sandbox: _Sandbox, pod: Mapping[str, Any]) -> None:
+    def _publish(self, sandbox: Sandbox, pod: Mapping[str, Any]) -> None:
         """Write every file-backed volume of the pod (only what changed)."""
         gid = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
         for volume in self._volumes(pod):
@@ -554,7 +554,7 @@ class ProcessRuntime:
         return volumes
 
     def _mounts(
-        self, sandbox: _Sandbox, pod: Mapping[str, Any], source: Mapping[str, Any]
+        self, sandbox: Sandbox, pod: Mapping[str, Any], source: Mapping[str, Any]
     ) -> list[dict[str, Any]]:
         self._publish(sandbox, pod)
         by_name = {str(v.get("name")): v for v in self._volumes(pod)}
@@ -726,7 +726,7 @@ class ProcessRuntime:
         return int(proc.returncode or 0)
 
     async def _probe_loop(
-        self, inst: _Instance, sandbox: _Sandbox, specs: list[probes.ProbeSpec]
+        self, inst: _Instance, sandbox: Sandbox, specs: list[probes.ProbeSpec]
     ) -> None:
         loop = asyncio.get_running_loop()
         states = [probes.ProbeState(s, loop.time()) for s in specs]

@@ -1,5 +1,5 @@
 """Label selectors, node affinity terms and pod (anti-)affinity terms, compiled once per pod, and the
-per-topology-domain counts (`_DomainCount`) that answer pod affinity terms without visiting pods.
+per-topology-domain counts (`DomainCount`) that answer pod affinity terms without visiting pods.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _node_req_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> boo
     return False
 
 
-def _node_term_matches(term: Any, labels: Mapping[str, str], name: str) -> bool:
+def node_term_matches(term: Any, labels: Mapping[str, str], name: str) -> bool:
     """A NodeSelectorTerm: all expressions and fields must match; an empty term matches no
     node (as in `nodeaffinity.NewNodeSelector`)."""
     if not isinstance(term, Mapping):
@@ -115,7 +115,7 @@ def _node_term_matches(term: Any, labels: Mapping[str, str], name: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Term:
+class Term:
     """A compiled PodAffinityTerm; hashable so identical terms of many pods share one entry."""
 
     selector: _Selector
@@ -135,7 +135,7 @@ class _Term:
         return self.namespace_matches(ns) and _selector_matches(self.selector, labels)
 
 
-def _compile_term(term: Any, owner_ns: str, owner_labels: Mapping[str, str]) -> _Term | None:
+def _compile_term(term: Any, owner_ns: str, owner_labels: Mapping[str, str]) -> Term | None:
     """Compile one required PodAffinityTerm of a pod in `owner_ns`.
 
     Returns None for terms that can select nothing (null/invalid selector or no topologyKey);
@@ -167,18 +167,18 @@ def _compile_term(term: Any, owner_ns: str, owner_labels: Mapping[str, str]) -> 
             all_namespaces = True  # `namespaceSelector: {}` selects every namespace
     elif not namespaces:
         namespaces = frozenset((owner_ns,))
-    return _Term(selector, str(topology_key), namespaces, ns_selector, all_namespaces)
+    return Term(selector, str(topology_key), namespaces, ns_selector, all_namespaces)
 
 
-def _required_terms(pod: Mapping[str, Any], kind: str) -> list[_Term]:
+def required_terms(pod: Mapping[str, Any], kind: str) -> list[Term]:
     spec = pod.get("spec") or {}
     affinity = spec.get("affinity") or {}
     section = affinity.get(kind) or {} if isinstance(affinity, Mapping) else {}
     raw = section.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
     meta = pod.get("metadata") or {}
     ns = str(meta.get("namespace") or "default")
-    labels = _str_map(meta.get("labels"))
-    out: list[_Term] = []
+    labels = str_map(meta.get("labels"))
+    out: list[Term] = []
     for t in raw if isinstance(raw, list | tuple) else ():
         compiled = _compile_term(t, ns, labels)
         if compiled is not None:
@@ -186,13 +186,13 @@ def _required_terms(pod: Mapping[str, Any], kind: str) -> list[_Term]:
     return out
 
 
-def _str_map(m: Any) -> dict[str, str]:
+def str_map(m: Any) -> dict[str, str]:
     if not isinstance(m, Mapping):
         return {}
     return {str(k): str(v) for k, v in m.items()}
 
 
-def _anti_guard(sel: _Selector) -> tuple[str, ...]:
+def anti_guard(sel: _Selector) -> tuple[str, ...]:
     """A cheap necessary condition for a pod to match `sel`, used to bucket the anti-affinity
     terms of existing pods so an incoming pod is only tested against plausible ones."""
     best: tuple[str, ...] = ("any",)
@@ -205,7 +205,7 @@ def _anti_guard(sel: _Selector) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=65536)
-def _single_key_shape(sel: _Selector) -> tuple[str, str, frozenset[str]] | None:
+def single_key_shape(sel: _Selector) -> tuple[str, str, frozenset[str]] | None:
     """Classify a selector over one label key L by how it treats L's value v:
     ("in", L, S): matches iff v in S;  ("notin", L, S): matches iff v is set and not in S
     (JobSet's exclusive-placement anti-affinity: `Exists` + `NotIn [own job]`).
@@ -235,10 +235,10 @@ def _single_key_shape(sel: _Selector) -> tuple[str, str, frozenset[str]] | None:
     return None
 
 
-_EMPTY: Final[Mapping[str, int]] = MappingProxyType({})
+EMPTY: Final[Mapping[str, int]] = MappingProxyType({})
 
 
-class _DomainCount:
+class DomainCount:
     """How many existing pods a term selects in a topology domain, answered lazily per domain
     as sum(pos) - sum(neg) over per-domain counters, or from a precomputed set (`fixed`).
     Lazy, because an incoming pod is checked against far fewer domains than exist."""

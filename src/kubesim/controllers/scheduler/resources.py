@@ -11,7 +11,15 @@ from typing import Any, Final
 
 from kubeutil.quantity import parse_quantity
 
-__all__ = ["DEFAULT_ALLOCATABLE", "pod_requests", "resource_units"]
+__all__ = [
+    "DEFAULT_ALLOCATABLE",
+    "NONZERO_CPU_MILLI",
+    "NONZERO_MEMORY",
+    "add_into",
+    "pod_requests",
+    "resource_units",
+    "units_or_zero",
+]
 
 
 #: Capacity assumed for a Node whose status does not report it (the simulation's documented
@@ -25,10 +33,10 @@ DEFAULT_ALLOCATABLE: Final[Mapping[str, str]] = {
 
 # kube-scheduler scores pods that request nothing as if they asked for this much, so that
 # "best effort" pods still spread instead of piling onto one node.
-_NONZERO_CPU_MILLI: Final = 100
+NONZERO_CPU_MILLI: Final = 100
 
 
-_NONZERO_MEMORY: Final = 200 * 1024 * 1024
+NONZERO_MEMORY: Final = 200 * 1024 * 1024
 
 # ---------------------------------------------------------------------------------------------
 # Quantities (parsed by kubeutil.quantity, shared with the placement planner)
@@ -48,7 +56,7 @@ def resource_units(name: str, q: str | int | float) -> int:
     return math.ceil(value)
 
 
-def _units_or_zero(name: str, q: Any) -> int:
+def units_or_zero(name: str, q: Any) -> int:
     """`resource_units` for data that passed no validation: the scheduler must never raise."""
     try:
         return resource_units(name, q)
@@ -70,14 +78,14 @@ def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     if isinstance(limits, Mapping):
         for name, q in limits.items():
-            out[str(name)] = _units_or_zero(str(name), q)
+            out[str(name)] = units_or_zero(str(name), q)
     if isinstance(requests, Mapping):
         for name, q in requests.items():
-            out[str(name)] = _units_or_zero(str(name), q)
+            out[str(name)] = units_or_zero(str(name), q)
     return out
 
 
-def _add_into(total: dict[str, int], more: Mapping[str, int]) -> None:
+def add_into(total: dict[str, int], more: Mapping[str, int]) -> None:
     for name, v in more.items():
         total[name] = total.get(name, 0) + v
 
@@ -99,7 +107,7 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
     total: dict[str, int] = {}
     for c in spec.get("containers") or ():
         if isinstance(c, Mapping):
-            _add_into(total, _container_requests(c))
+            add_into(total, _container_requests(c))
     init_peak: dict[str, int] = {}
     sidecars: dict[str, int] = {}
     for c in spec.get("initContainers") or ():
@@ -107,15 +115,15 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
             continue
         req = _container_requests(c)
         if c.get("restartPolicy") == "Always":
-            _add_into(total, req)
-            _add_into(sidecars, req)
+            add_into(total, req)
+            add_into(sidecars, req)
             _max_into(init_peak, sidecars)
         else:
             during = dict(sidecars)
-            _add_into(during, req)
+            add_into(during, req)
             _max_into(init_peak, during)
     _max_into(total, init_peak)
     overhead = spec.get("overhead") or {}
     if isinstance(overhead, Mapping):
-        _add_into(total, {str(k): _units_or_zero(str(k), v) for k, v in overhead.items()})
+        add_into(total, {str(k): units_or_zero(str(k), v) for k, v in overhead.items()})
     return {k: v for k, v in total.items() if v > 0}

@@ -28,17 +28,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubesim.controllers.scheduler.affinity import (
-    _DomainCount,
-    _node_term_matches,
-    _required_terms,
-    _str_map,
+    DomainCount,
+    node_term_matches,
+    required_terms,
+    str_map,
 )
 from kubesim.controllers.scheduler.resources import (
-    _NONZERO_CPU_MILLI,
-    _NONZERO_MEMORY,
+    NONZERO_CPU_MILLI,
+    NONZERO_MEMORY,
     pod_requests,
 )
-from kubesim.controllers.scheduler.snapshot import _UNSCHEDULABLE_TAINT, ClusterSnapshot, NodeInfo
+from kubesim.controllers.scheduler.snapshot import UNSCHEDULABLE_TAINT, ClusterSnapshot, NodeInfo
 from kubesim.controllers.scheduler.volumebinding import (
     MSG_BIND_CONFLICT,
     MSG_NODE_CONFLICT,
@@ -164,18 +164,18 @@ class _PodContext:
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
         self.namespace = str(meta.get("namespace") or "default")
-        self.labels = _str_map(meta.get("labels"))
+        self.labels = str_map(meta.get("labels"))
         req = pod_requests(pod)
         req["pods"] = 1
         ordered: list[str] = [n for n in _RESOURCE_ORDER if n in req]
         ordered += sorted(n for n in req if n not in _RESOURCE_ORDER)
         self.requests = [(n, req[n]) for n in ordered]
-        self.nonzero_cpu = req.get("cpu") or _NONZERO_CPU_MILLI
-        self.nonzero_memory = req.get("memory") or _NONZERO_MEMORY
+        self.nonzero_cpu = req.get("cpu") or NONZERO_CPU_MILLI
+        self.nonzero_memory = req.get("memory") or NONZERO_MEMORY
         self.scored_extended = [n for n, _ in self.requests if n not in ("pods", "cpu", "memory")]
         self.preemption_policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
 
-        self.node_selector = list(_str_map(spec.get("nodeSelector")).items())
+        self.node_selector = list(str_map(spec.get("nodeSelector")).items())
         affinity = spec.get("affinity") or {}
         node_aff = affinity.get("nodeAffinity") or {} if isinstance(affinity, Mapping) else {}
         required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -194,31 +194,31 @@ class _PodContext:
                         str(t.get("effect") or ""),
                     )
                 )
-        self.tolerates_unschedulable = self._tolerates(_UNSCHEDULABLE_TAINT, "", "NoSchedule")
+        self.tolerates_unschedulable = self._tolerates(UNSCHEDULABLE_TAINT, "", "NoSchedule")
 
         # Required pod affinity: per term, the domains that already hold a pod matching *all*
         # terms (kube-scheduler's affinityCounts), plus its first-pod-of-a-group exception.
-        self.affinity = _required_terms(pod, "podAffinity")
-        self.allowed: list[_DomainCount] = []
+        self.affinity = required_terms(pod, "podAffinity")
+        self.allowed: list[DomainCount] = []
         if len(self.affinity) == 1:
-            self.allowed = [snap._term_counts(self.affinity[0])]
+            self.allowed = [snap.term_counts(self.affinity[0])]
         elif self.affinity:
             found: list[set[str]] = [set() for _ in self.affinity]
-            for rec in snap._records_matching(self.affinity):
+            for rec in snap.records_matching(self.affinity):
                 node_labels = snap.nodes[rec.node_name].labels
                 for i, term in enumerate(self.affinity):
                     domain = node_labels.get(term.topology_key)
                     if domain is not None:
                         found[i].add(domain)
-            self.allowed = [_DomainCount(fixed=f) for f in found]
+            self.allowed = [DomainCount(fixed=f) for f in found]
         self.first_of_group = not any(a.any() for a in self.allowed) and all(
             t.matches(self.namespace, self.labels) for t in self.affinity
         )
         self.anti = [
-            (t.topology_key, snap._term_counts(t)) for t in _required_terms(pod, "podAntiAffinity")
+            (t.topology_key, snap.term_counts(t)) for t in required_terms(pod, "podAntiAffinity")
         ]
         self.anti_checks = [(k, c) for k, c in self.anti if c.fixed or c.pos]
-        self.existing_anti = snap._existing_anti_affinity(self.namespace, self.labels)
+        self.existing_anti = snap.existing_anti_affinity(self.namespace, self.labels)
 
     def _tolerates(self, key: str, value: str, effect: str) -> bool:
         for t_key, op, t_value, t_effect in self.tolerations:
@@ -243,7 +243,7 @@ class _PodContext:
             if labels.get(k) != v:
                 return [_MSG_NODE_AFFINITY]
         if self.node_terms is not None and not any(
-            _node_term_matches(t, labels, info.name) for t in self.node_terms
+            node_term_matches(t, labels, info.name) for t in self.node_terms
         ):
             return [_MSG_NODE_AFFINITY]
         alloc = info.allocatable
@@ -352,7 +352,7 @@ def schedule(
     if volumes is not None and volumes.rejected:
         return None, _prefilter_rejected(spec, len(snap.nodes), volumes.rejected)
     ctx = _PodContext(pod, snap, volumes)
-    order = snap._order
+    order = snap.order
     narrowed = ctx.candidates(snap)
     names = order if narrowed is None else narrowed
     wanted = nodes_to_score or min(num_feasible_nodes_to_find(len(order)), MAX_NODES_TO_SCORE)

@@ -9,29 +9,29 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubesim.controllers.scheduler.affinity import (
-    _EMPTY,
+    EMPTY,
+    DomainCount,
     PodTerms,
-    _anti_guard,
-    _DomainCount,
-    _required_terms,
-    _single_key_shape,
-    _str_map,
-    _Term,
+    Term,
+    anti_guard,
     pod_terms,
+    required_terms,
+    single_key_shape,
+    str_map,
 )
 from kubesim.controllers.scheduler.resources import (
-    _NONZERO_CPU_MILLI,
-    _NONZERO_MEMORY,
     DEFAULT_ALLOCATABLE,
-    _add_into,
-    _units_or_zero,
+    NONZERO_CPU_MILLI,
+    NONZERO_MEMORY,
+    add_into,
     pod_requests,
+    units_or_zero,
 )
 
-__all__ = ["BoundCounts", "ClusterSnapshot", "NodeInfo"]
+__all__ = ["UNSCHEDULABLE_TAINT", "BoundCounts", "ClusterSnapshot", "NodeInfo"]
 
 
-_UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
+UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
 
 
 _NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
@@ -68,7 +68,7 @@ def _node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     for source in (DEFAULT_ALLOCATABLE, cap, alloc):
         if isinstance(source, Mapping):
             for name, q in source.items():
-                out[str(name)] = _units_or_zero(str(name), q)
+                out[str(name)] = units_or_zero(str(name), q)
     return out
 
 
@@ -103,7 +103,7 @@ class NodeInfo:
         meta = node.get("metadata") or {}
         spec = node.get("spec") or {}
         self.name = str(meta.get("name") or "")
-        self.labels = _str_map(meta.get("labels"))
+        self.labels = str_map(meta.get("labels"))
         self.allocatable = _node_allocatable(node)
         taints: list[tuple[str, str, str]] = []
         implicit = _node_conditions_taint(node)
@@ -133,28 +133,28 @@ class _PodRecord:
     requests: dict[str, int]  # includes "pods": 1
     nonzero_cpu: int
     nonzero_memory: int
-    anti_terms: list[_Term]
+    anti_terms: list[Term]
     terms: PodTerms
     attached: bool = False
     # (term, domain) pairs this pod contributed to `_anti_entries`, to undo exactly.
-    anti_domains: list[tuple[_Term, str]] = field(default_factory=list)
+    anti_domains: list[tuple[Term, str]] = field(default_factory=list)
 
 
 @dataclass
 class _AntiEntry:
     """All existing pods sharing one anti-affinity term: how many of them sit in each domain."""
 
-    term: _Term
+    term: Term
     owners: int = 0
     domains: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
 class _AntiGroup:
-    """Existing pods' anti-affinity terms of a `_single_key_shape`, for one namespace scope,
+    """Existing pods' anti-affinity terms of a `single_key_shape`, for one namespace scope,
     topology key and label key, summed per domain."""
 
-    sample: _Term  # carries the namespace scope
+    sample: Term  # carries the namespace scope
     label_key: str
     by_value: dict[str, dict[str, int]] = field(default_factory=dict)  # "in": v -> domain -> n
     agg: dict[str, int] = field(default_factory=dict)  # "notin": domain -> n
@@ -181,7 +181,7 @@ class BoundCounts:
             self.preferred_terms += sign * terms.preferred
 
 
-def _group_key(term: _Term, label_key: str) -> tuple[Any, ...]:
+def _group_key(term: Term, label_key: str) -> tuple[Any, ...]:
     return (term.namespaces, term.ns_selector, term.all_namespaces, term.topology_key, label_key)
 
 
@@ -225,7 +225,7 @@ class ClusterSnapshot:
 
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
-        self._order: list[str] = []  # node names, for O(1) random access in rotation
+        self.order: list[str] = []  # node names, for O(1) random access in rotation
         self._order_pos: dict[str, int] = {}
         self._nodes_by_label: dict[tuple[str, str], dict[str, None]] = {}
         self._pods: dict[str, _PodRecord] = {}
@@ -235,8 +235,8 @@ class ClusterSnapshot:
         self._pods_by_label: dict[tuple[str, str, str], dict[str, None]] = {}
         self._label_values: dict[tuple[str, str], dict[str, int]] = {}
         self._topology: dict[str, _TopologyIndex] = {}
-        self._anti_entries: dict[_Term, _AntiEntry] = {}  # terms of no special shape
-        self._anti_buckets: dict[tuple[str, ...], dict[_Term, None]] = {}
+        self._anti_entries: dict[Term, _AntiEntry] = {}  # terms of no special shape
+        self._anti_buckets: dict[tuple[str, ...], dict[Term, None]] = {}
         self._anti_groups: dict[tuple[Any, ...], _AntiGroup] = {}
         self.bound = BoundCounts()
 
@@ -250,8 +250,8 @@ class ClusterSnapshot:
         old = self.nodes.get(name)
         if old is None:
             self.nodes[name] = info
-            self._order_pos[name] = len(self._order)
-            self._order.append(name)
+            self._order_pos[name] = len(self.order)
+            self.order.append(name)
             self._index_node_labels(name, info.labels, +1)
             for key in list(self._waiting.pop(name, {})):
                 self._attach(self._pods[key], info)
@@ -283,9 +283,9 @@ class ClusterSnapshot:
         self._index_node_labels(name, info.labels, -1)
         del self.nodes[name]
         pos = self._order_pos.pop(name)
-        last = self._order.pop()
+        last = self.order.pop()
         if last != name:
-            self._order[pos] = last
+            self.order[pos] = last
             self._order_pos[last] = pos
 
     def _index_node_labels(self, name: str, labels: Mapping[str, str], delta: int) -> None:
@@ -318,12 +318,12 @@ class ClusterSnapshot:
             key=key,
             pod=pod,
             namespace=str(meta.get("namespace") or "default"),
-            labels=_str_map(meta.get("labels")),
+            labels=str_map(meta.get("labels")),
             node_name=str(node_name),
             requests=requests,
-            nonzero_cpu=requests.get("cpu") or _NONZERO_CPU_MILLI,
-            nonzero_memory=requests.get("memory") or _NONZERO_MEMORY,
-            anti_terms=_required_terms(pod, "podAntiAffinity"),
+            nonzero_cpu=requests.get("cpu") or NONZERO_CPU_MILLI,
+            nonzero_memory=requests.get("memory") or NONZERO_MEMORY,
+            anti_terms=required_terms(pod, "podAntiAffinity"),
             terms=pod_terms(pod),
         )
         self._pods[key] = rec
@@ -335,12 +335,12 @@ class ClusterSnapshot:
             values = self._label_values.setdefault((ns, k), {})
             values[v] = values.get(v, 0) + 1
         for term in rec.anti_terms:
-            if _single_key_shape(term.selector) is not None:
+            if single_key_shape(term.selector) is not None:
                 continue
             entry = self._anti_entries.get(term)
             if entry is None:
                 entry = self._anti_entries[term] = _AntiEntry(term)
-                self._anti_buckets.setdefault(_anti_guard(term.selector), {})[term] = None
+                self._anti_buckets.setdefault(anti_guard(term.selector), {})[term] = None
             entry.owners += 1
         info = self.nodes.get(rec.node_name)
         if info is not None:
@@ -380,19 +380,19 @@ class ClusterSnapshot:
             _discard(self._pods_by_label, (ns, k, v), key)
             _bump(self._label_values, (ns, k), v, -1)
         for term in rec.anti_terms:
-            if _single_key_shape(term.selector) is not None:
+            if single_key_shape(term.selector) is not None:
                 continue
             entry = self._anti_entries[term]
             entry.owners -= 1
             if entry.owners <= 0:
                 del self._anti_entries[term]
-                _discard(self._anti_buckets, _anti_guard(term.selector), term)
+                _discard(self._anti_buckets, anti_guard(term.selector), term)
 
     def _attach(self, rec: _PodRecord, info: NodeInfo) -> None:
         rec.attached = True
         self.bound.add(rec.terms, +1)
         info.pods.append(rec.pod)
-        _add_into(info.requested, rec.requests)
+        add_into(info.requested, rec.requests)
         info.nonzero_cpu += rec.nonzero_cpu
         info.nonzero_memory += rec.nonzero_memory
         for key, topo in self._topology.items():
@@ -425,8 +425,8 @@ class ClusterSnapshot:
             self._count_anti(term, domain, -1)
         rec.anti_domains.clear()
 
-    def _count_anti(self, term: _Term, domain: str, delta: int) -> None:
-        shape = _single_key_shape(term.selector)
+    def _count_anti(self, term: Term, domain: str, delta: int) -> None:
+        shape = single_key_shape(term.selector)
         if shape is None:
             entry = self._anti_entries.get(term)
             if entry is not None:
@@ -478,27 +478,27 @@ class ClusterSnapshot:
 
     # -- queries used by schedule() ----------------------------------------------------------
 
-    def _namespaces_of(self, term: _Term) -> Iterable[str]:
+    def _namespaces_of(self, term: Term) -> Iterable[str]:
         if term.all_namespaces or term.ns_selector is not None:
             return [ns for ns in self._pods_by_ns if term.namespace_matches(ns)]
         return term.namespaces
 
-    def _term_counts(self, term: _Term) -> _DomainCount:
+    def term_counts(self, term: Term) -> DomainCount:
         """Per domain of the term's topology key: are there bound pods the term selects?"""
         keys = {r[0] for r in term.selector}
         if len(keys) > 1:
             found: set[str] = set()
-            for rec in self._records_matching([term]):
+            for rec in self.records_matching([term]):
                 domain = self.nodes[rec.node_name].labels.get(term.topology_key)
                 if domain is not None:
                     found.add(domain)
-            return _DomainCount(fixed=found)
+            return DomainCount(fixed=found)
         topo = self._topology_index(term.topology_key)
         pos: list[Mapping[str, int]] = []
         neg: list[Mapping[str, int]] = []
         for ns in self._namespaces_of(term):
             if not term.selector:
-                pos.append(topo.by_ns.get(ns, _EMPTY))
+                pos.append(topo.by_ns.get(ns, EMPTY))
                 continue
             key = term.selector[0][0]
             in_values: frozenset[str] | None = None
@@ -517,19 +517,19 @@ class ClusterSnapshot:
                 if absent:
                     continue  # contradiction: selects nothing
                 if in_values is not None:
-                    pos.extend(topo.by_label.get((ns, key, v), _EMPTY) for v in in_values - not_in)
+                    pos.extend(topo.by_label.get((ns, key, v), EMPTY) for v in in_values - not_in)
                 else:
-                    pos.append(topo.by_key.get((ns, key), _EMPTY))
-                    neg.extend(topo.by_label.get((ns, key, v), _EMPTY) for v in not_in)
+                    pos.append(topo.by_key.get((ns, key), EMPTY))
+                    neg.extend(topo.by_label.get((ns, key, v), EMPTY) for v in not_in)
             else:  # only NotIn / DoesNotExist: pods without the label match too
-                pos.append(topo.by_ns.get(ns, _EMPTY))
+                pos.append(topo.by_ns.get(ns, EMPTY))
                 if absent:
-                    neg.append(topo.by_key.get((ns, key), _EMPTY))
+                    neg.append(topo.by_key.get((ns, key), EMPTY))
                 else:
-                    neg.extend(topo.by_label.get((ns, key, v), _EMPTY) for v in not_in)
-        return _DomainCount(pos, neg)
+                    neg.extend(topo.by_label.get((ns, key, v), EMPTY) for v in not_in)
+        return DomainCount(pos, neg)
 
-    def _records_matching(self, terms: list[_Term]) -> Iterable[_PodRecord]:
+    def records_matching(self, terms: list[Term]) -> Iterable[_PodRecord]:
         """Bound pods matching every term, drawn from the narrowest label index of the first."""
         first = terms[0]
         for ns in self._namespaces_of(first):
@@ -550,13 +550,13 @@ class ClusterSnapshot:
                 if rec.attached and all(t.matches(rec.namespace, rec.labels) for t in terms):
                     yield rec
 
-    def _existing_anti_affinity(
+    def existing_anti_affinity(
         self, ns: str, labels: Mapping[str, str]
-    ) -> list[tuple[str, _DomainCount]]:
+    ) -> list[tuple[str, DomainCount]]:
         """(topology key, counts) pairs marking the domains the incoming pod may not enter
         because a pod already there has a required anti-affinity term selecting it (the
         symmetric half of anti-affinity)."""
-        out: list[tuple[str, _DomainCount]] = []
+        out: list[tuple[str, DomainCount]] = []
         for group in self._anti_groups.values():
             value = labels.get(group.label_key)
             if value is None or not group.sample.namespace_matches(ns):
@@ -564,9 +564,9 @@ class ClusterSnapshot:
             key = group.sample.topology_key
             by_value = group.by_value.get(value)
             if by_value:
-                out.append((key, _DomainCount([by_value])))
+                out.append((key, DomainCount([by_value])))
             if group.agg:
-                out.append((key, _DomainCount([group.agg], [group.excl.get(value, _EMPTY)])))
+                out.append((key, DomainCount([group.agg], [group.excl.get(value, EMPTY)])))
         fixed: dict[str, set[str]] = {}
         buckets = [self._anti_buckets.get(("any",))]
         for k, v in labels.items():
@@ -579,7 +579,7 @@ class ClusterSnapshot:
                 entry = self._anti_entries[term]
                 if entry.domains and term.matches(ns, labels):
                     fixed.setdefault(term.topology_key, set()).update(entry.domains)
-        out.extend((key, _DomainCount(fixed=domains)) for key, domains in fixed.items())
+        out.extend((key, DomainCount(fixed=domains)) for key, domains in fixed.items())
         return out
 
     def nodes_with_label(self, key: str, value: str) -> list[str]:

@@ -41,6 +41,7 @@ __all__ = [
     "MSG_BIND_CONFLICT",
     "MSG_NODE_CONFLICT",
     "PodVolumes",
+    "Unbound",
     "claim_names",
     "pod_volumes",
 ]
@@ -64,7 +65,7 @@ def claim_names(pod: Mapping[str, Any]) -> list[str]:
 
 
 @dataclass
-class _Unbound:
+class Unbound:
     """An unbound WaitForFirstConsumer claim and what may serve it."""
 
     claim: dict[str, Any]
@@ -78,7 +79,7 @@ class PodVolumes:
 
     rejected: str = ""
     bound: list[dict[str, Any]] = field(default_factory=list)  # volumes of bound claims
-    unbound: list[_Unbound] = field(default_factory=list)
+    unbound: list[Unbound] = field(default_factory=list)
     volumes: list[dict[str, Any]] = field(default_factory=list)  # candidates for `unbound`
 
     @property
@@ -166,7 +167,7 @@ def pod_volumes(pod: Mapping[str, Any], store: Store) -> PodVolumes | None:
             continue
         selected = str(((claim["metadata"].get("annotations") or {}).get(ANN_SELECTED_NODE)) or "")
         provisions = str(sc.get("provisioner") or "") not in ("", NO_PROVISIONER)
-        out.unbound.append(_Unbound(claim, provisions, selected))
+        out.unbound.append(Unbound(claim, provisions, selected))
     if immediate_unbound:
         out.rejected = MSG_UNBOUND_IMMEDIATE
         return out

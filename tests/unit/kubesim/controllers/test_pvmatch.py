@@ -12,7 +12,7 @@ from kubesim.controllers.scheduler.volumebinding import (
     MSG_BIND_CONFLICT,
     MSG_NODE_CONFLICT,
     PodVolumes,
-    _Unbound,
+    Unbound,
 )
 
 
@@ -118,18 +118,18 @@ def test_filter_bound_volume_affinity_and_unbound_claims() -> None:
     assert bound.reason(node("a")) is None
     assert bound.reason(node("b")) == MSG_NODE_CONFLICT
 
-    static_only = PodVolumes(unbound=[_Unbound(claim(), False, "")], volumes=[pinned("pv", "a")])
+    static_only = PodVolumes(unbound=[Unbound(claim(), False, "")], volumes=[pinned("pv", "a")])
     assert static_only.reason(node("a")) is None
     assert static_only.reason(node("b")) == MSG_BIND_CONFLICT
-    provisioned = PodVolumes(unbound=[_Unbound(claim(), True, "")])
+    provisioned = PodVolumes(unbound=[Unbound(claim(), True, "")])
     assert provisioned.reason(node("b")) is None
-    placed = PodVolumes(unbound=[_Unbound(claim(), True, "b")])
+    placed = PodVolumes(unbound=[Unbound(claim(), True, "b")])
     assert placed.reason(node("a")) == MSG_BIND_CONFLICT
     assert placed.reason(node("b")) is None
 
 
 def test_prebind_binds_a_static_volume_or_selects_the_node() -> None:
-    static = PodVolumes(unbound=[_Unbound(claim(), True, "")], volumes=[pinned("pv", "a")])
+    static = PodVolumes(unbound=[Unbound(claim(), True, "")], volumes=[pinned("pv", "a")])
     [(kind, obj, annotations, ref)] = static.bind_writes(node("a"))
     assert (kind, obj["metadata"]["name"]) == ("volume", "pv")
     assert ref is not None and ref["uid"] == "u1"

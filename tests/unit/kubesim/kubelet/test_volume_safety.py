@@ -19,7 +19,7 @@ from kubesim.apiserver.apicore import ApiCore
 from kubesim.apiserver.resources import Registry
 from kubesim.apiserver.store import Store
 from kubesim.kubelet import processes
-from kubesim.kubelet.processes import ProcessRuntime, _Sandbox
+from kubesim.kubelet.processes import ProcessRuntime, Sandbox
 from kubesim.kubelet.volumes import MountError, container_mounts, publish
 from tests.eventually import eventually
 
@@ -35,10 +35,10 @@ def _pod(name: str, volumes: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _sandbox(tmp: Path, name: str) -> _Sandbox:
+def _sandbox(tmp: Path, name: str) -> Sandbox:
     directory = tmp / "pods" / name
     (directory / "volumes").mkdir(parents=True)
-    return _Sandbox(f"uid-{name}", ("ns", name), "n1", directory, cast(Any, None))
+    return Sandbox(f"uid-{name}", ("ns", name), "n1", directory, cast(Any, None))
 
 
 def _files_under(root: Path) -> set[str]:
