@@ -46,7 +46,7 @@ class Command:
 
 def _command(name: str, parser: argparse.ArgumentParser, help_text: str) -> Command:
     cmd = Command(name, help_text)
-    for action in parser._actions:
+    for action in parser._actions:  # private-ok: argparse lists its actions nowhere else
         if isinstance(action, argparse._SubParsersAction):
             continue
         if not action.option_strings:
@@ -75,7 +75,7 @@ def commands(parser: argparse.ArgumentParser) -> tuple[Command, list[Command]]:
     """The root command and its sub-commands, in the parser's order."""
     root = _command("", parser, parser.description or "")
     subs: list[Command] = []
-    for action in parser._actions:
+    for action in parser._actions:  # private-ok: argparse lists its actions nowhere else
         if isinstance(action, argparse._SubParsersAction):
             helps = {a.dest: a.help or "" for a in action._choices_actions}
             for name, sub in action.choices.items():

@@ -90,11 +90,7 @@ from jobset.runtime.client import JOBS, PVCS, SERVICES, Resource
 from jobset.runtime.logging import get_logger
 from kubeutil.rfc3339 import parse_rfc3339
 
-__all__ = [
-    "ActionError",
-    "JobSetController",
-    "jobset_phase",
-]
+__all__ = ["ActionError", "JobSetController", "all_created", "jobset_phase"]
 
 CONTROLLER_NAME: Final = "jobset"
 EVENT_COMPONENT: Final = "jobset-controller"
@@ -498,7 +494,7 @@ class JobSetController:
             return
         ns = str(js["metadata"].get("namespace") or "")
         elapsed = max(0.0, time.time() - created_at)
-        if self._observed_created.get(key) != uid and _all_created(js, p.children):
+        if self._observed_created.get(key) != uid and all_created(js, p.children):
             self._observed_created[key] = uid
             self.metrics.time_to_jobs_created_seconds.labels(ns).observe(elapsed)
         if self._observed_ready.get(key) != uid and p.all_ready:
@@ -776,7 +772,7 @@ def _uid(answer: bytes) -> Any:
     return ((made if isinstance(made, dict) else {}).get("metadata") or {}).get("uid")
 
 
-def _all_created(js: Mapping[str, Any], children: Children) -> bool:
+def all_created(js: Mapping[str, Any], children: Children) -> bool:
     """Every Job the spec asks for exists in the current run (previous ones excluded).
 
     Counted from the Jobs that exist (O(existing)), never by walking `replicas`; while

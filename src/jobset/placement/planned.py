@@ -184,7 +184,7 @@ class DomainPlanner:
         self.priority_classes = priority_classes
         self.reservation_ttl = reservation_ttl
         self.clock = clock
-        if JOBSET_OWNER_INDEX not in jobs.store._indexers:
+        if not jobs.store.has_indexer(JOBSET_OWNER_INDEX):
             jobs.add_indexers({JOBSET_OWNER_INDEX: index_jobset_owner})
         self.holdings = DomainHoldings()
         # namespace/uid -> name of every JobSet the cache showed (oldest forgotten first):

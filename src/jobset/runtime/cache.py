@@ -172,6 +172,10 @@ class Store:
 
     # -- writes (the informer's) ------------------------------------------------
 
+    def has_indexer(self, name: str) -> bool:
+        """Whether an index of this name exists (client-go's `GetIndexers()` lookup)."""
+        return name in self._indexers
+
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         for name, fn in indexers.items():
             if name in self._indexers:

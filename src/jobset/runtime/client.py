@@ -69,6 +69,7 @@ __all__ = [
     "Object",
     "Resource",
     "RetryPolicy",
+    "client_timeout",
     "env_proxy_for",
 ]
 
@@ -394,7 +395,7 @@ class Client:
         if params:
             url += "?" + urlencode(params)
         rest = api.rest_client
-        kwargs: dict[str, Any] = {"headers": headers, "timeout": _timeout(request_timeout)}
+        kwargs: dict[str, Any] = {"headers": headers, "timeout": client_timeout(request_timeout)}
         if body is not None:
             kwargs["data"] = body if isinstance(body, bytes) else orjson.dumps(body)
         if rest.proxy:
@@ -670,7 +671,7 @@ class Client:
 _TIMEOUTS: dict[Any, aiohttp.ClientTimeout] = {}
 
 
-def _timeout(value: Any) -> aiohttp.ClientTimeout:
+def client_timeout(value: Any) -> aiohttp.ClientTimeout:
     """kubernetes_asyncio's request timeout forms: seconds (total), a (connect, read)
     pair, an `aiohttp.ClientTimeout`, or None (no timeout).
 

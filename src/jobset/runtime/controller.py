@@ -47,6 +47,7 @@ from jobset.runtime.workqueue import ShutDown, WorkQueue
 
 __all__ = [
     "Controller",
+    "EnqueueHandler",
     "Mapper",
     "Reconciler",
     "Request",
@@ -130,7 +131,7 @@ def enqueue_mapped(fn: Callable[[Object], Iterable[Request]]) -> Mapper:
     return fn
 
 
-class _Handler:
+class EnqueueHandler:
     """Informer event handler feeding a controller's queue through a mapper."""
 
     def __init__(self, queue: WorkQueue[Request], mapper: Mapper) -> None:
@@ -190,7 +191,7 @@ class Controller:
 
     def watch(self, informer: Informer, mapper: Mapper | None = None) -> None:
         """Reconcile what `mapper` returns for every event of `informer`."""
-        informer.add_event_handler(_Handler(self.queue, mapper or enqueue_object()))
+        informer.add_event_handler(EnqueueHandler(self.queue, mapper or enqueue_object()))
         self.informers.append(informer)
 
     # ------------------------------------------------------------------ lifecycle

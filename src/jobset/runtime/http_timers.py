@@ -37,7 +37,7 @@ from typing import Any, Final
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-__all__ = ["HEADER_TIMEOUT", "IDLE_TIMEOUT", "TimedAppRunner"]
+__all__ = ["HEADER_TIMEOUT", "IDLE_TIMEOUT", "HeaderTimedHandler", "TimedAppRunner"]
 
 # Seconds a connection may take to send a request's headers, from connecting or from the
 # request's first byte.
@@ -46,7 +46,7 @@ HEADER_TIMEOUT: Final = 10.0
 IDLE_TIMEOUT: Final = 120.0
 
 
-class _HeaderTimedHandler(RequestHandler):
+class HeaderTimedHandler(RequestHandler):
     """aiohttp's connection protocol, closing a connection whose headers are late."""
 
     header_timeout: float = HEADER_TIMEOUT
@@ -96,7 +96,8 @@ class _TimedServer(web.Server):
     __slots__ = ()  # the same layout as web.Server, so an instance can take this class
 
     def __call__(self) -> RequestHandler:
-        return _HeaderTimedHandler(self, loop=self._loop, **self._kwargs)
+        loop = self._loop  # private-ok: aiohttp's own state
+        return HeaderTimedHandler(self, loop=loop, **self._kwargs)
 
 
 class TimedAppRunner(web.AppRunner):

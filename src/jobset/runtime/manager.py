@@ -144,7 +144,7 @@ class Manager:
         if transform is not None and transform is not inf.transform:
             raise ValueError(f"informer for {resource} already exists with another transform")
         if indexers:
-            missing = {k: v for k, v in indexers.items() if k not in inf.store._indexers}
+            missing = {k: v for k, v in indexers.items() if not inf.store.has_indexer(k)}
             inf.add_indexers(missing)
         return inf
 

@@ -145,16 +145,16 @@ def test_request_timeout_forms() -> None:
     """The forms kubernetes_asyncio's `call_api` accepted still mean the same."""
     import aiohttp
 
-    from jobset.runtime.client import _timeout
+    from jobset.runtime.client import client_timeout
 
-    assert _timeout(60.0).total == 60.0
-    pair = _timeout((5, 30))
+    assert client_timeout(60.0).total == 60.0
+    pair = client_timeout((5, 30))
     assert (pair.connect, pair.sock_connect, pair.sock_read, pair.total) == (5, 5, 30, None)
     given = aiohttp.ClientTimeout(sock_read=7)
-    assert _timeout(given) is given
-    assert _timeout(None).total is None
-    assert _timeout(60.0) is _timeout(60.0)  # immutable: one per value, shared
-    assert _timeout((5, 30)) is _timeout((5, 30))
+    assert client_timeout(given) is given
+    assert client_timeout(None).total is None
+    assert client_timeout(60.0) is client_timeout(60.0)  # immutable: one per value, shared
+    assert client_timeout((5, 30)) is client_timeout((5, 30))
 
 
 async def test_create_raw_answers_the_stored_object_unparsed(sim_none: SimProcess) -> None:

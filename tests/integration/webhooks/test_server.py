@@ -224,7 +224,7 @@ async def test_an_idle_kept_alive_connection_outlives_the_header_timeout() -> No
 async def test_late_headers_close_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     """Headers still bounded: a new connection that sends nothing, and a kept-alive one whose
     next request trickles in a byte at a time, are both closed after the header timeout."""
-    monkeypatch.setattr(http_timers._HeaderTimedHandler, "header_timeout", 0.5)
+    monkeypatch.setattr(http_timers.HeaderTimedHandler, "header_timeout", 0.5)
     server, ca, serving = await _served()
     ctx = ssl.create_default_context(cadata=ca.decode())
     try:

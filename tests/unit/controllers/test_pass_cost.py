@@ -86,9 +86,9 @@ def test_all_created_counts_existing_jobs_without_naming_replicas(
     jobs = [{"metadata": {"name": f"js-a-{i}"}} for i in range(1000)]
     jobs += [{"metadata": {"name": f"js-b-{i}"}} for i in range(2)]
     named = count_calls(monkeypatch, types_module, "job_name")
-    assert jobset_controller._all_created(js, Children(active=jobs[:500], succeeded=jobs[500:]))
-    assert not jobset_controller._all_created(js, Children(active=jobs[1:]))
-    assert not jobset_controller._all_created(js, Children(active=jobs[:-1], previous=jobs[-1:]))
+    assert jobset_controller.all_created(js, Children(active=jobs[:500], succeeded=jobs[500:]))
+    assert not jobset_controller.all_created(js, Children(active=jobs[1:]))
+    assert not jobset_controller.all_created(js, Children(active=jobs[:-1], previous=jobs[-1:]))
     assert named[0] == 0
 
 
@@ -101,11 +101,11 @@ def test_all_created_is_constant_time_while_jobs_are_missing(
     js = jobset(rjob("a", 1000))
     jobs = [{"metadata": {"name": f"js-a-{i}"}} for i in range(1000)]
     parsed = count_calls(monkeypatch, jobset_controller, "indices_of")
-    assert not jobset_controller._all_created(js, Children(active=jobs[:999]))
+    assert not jobset_controller.all_created(js, Children(active=jobs[:999]))
     assert parsed[0] == 0
     foreign = {"metadata": {"name": "other-a-0"}}
-    assert not jobset_controller._all_created(js, Children(active=[*jobs[:999], foreign]))
-    assert jobset_controller._all_created(js, Children(active=jobs))
+    assert not jobset_controller.all_created(js, Children(active=[*jobs[:999], foreign]))
+    assert jobset_controller.all_created(js, Children(active=jobs))
     assert parsed[0] == 2
 
 

@@ -98,6 +98,14 @@ def test_custom_indexer_added_late_indexes_existing_objects() -> None:
     assert [o["metadata"]["name"] for o in s.by_index("by-first-letter", "y")] == ["y"]
 
 
+def test_has_indexer_sees_indexers_given_and_added() -> None:
+    s = Store({"given": lambda o: []})
+    assert s.has_indexer("given")
+    assert not s.has_indexer("late")
+    s.add_indexers({"late": lambda o: []})
+    assert s.has_indexer("late")
+
+
 def test_drop_fields_and_chain() -> None:
     job = obj(
         "j",

@@ -12,10 +12,10 @@ import structlog
 
 from jobset.runtime.controller import (
     Controller,
+    EnqueueHandler,
     Request,
     Result,
     TerminalError,
-    _Handler,
     enqueue_object,
     enqueue_owner,
     is_terminal,
@@ -165,7 +165,7 @@ def test_mappers() -> None:
 
 async def test_update_enqueues_old_and_new_owner() -> None:
     ctrl = Controller("c", lambda r: asyncio.sleep(0, Result()))
-    handler = _Handler(ctrl.queue, enqueue_owner("ConfigMap"))
+    handler = EnqueueHandler(ctrl.queue, enqueue_owner("ConfigMap"))
     old = owned("ConfigMap", "v1")
     new = owned("ConfigMap", "v1")
     new["metadata"]["ownerReferences"][0]["name"] = "adopter"

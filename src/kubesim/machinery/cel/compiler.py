@@ -112,7 +112,7 @@ def _collapse(tree: lark.Tree[Any]) -> lark.Tree[Any]:
     new_children: list[Any] = [
         _collapse(c) if isinstance(c, lark.Tree) else c for c in node.children
     ]
-    return lark.Tree(node.data, new_children, node._meta)
+    return lark.Tree(node.data, new_children, node._meta)  # private-ok: lark's own state
 
 
 def _static_check(ast: lark.Tree[Any], variables: frozenset[str]) -> tuple[bool, set[str]]:
