@@ -46,6 +46,7 @@ lint: $(STAMP)
 	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
 	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
 	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
+	$(BIN)/python tools/check_private_imports.py  # no _private name of src/ used outside its module
 
 # src/ and benchmarks/ strict; tests/ with pyproject's override for them.
 typecheck: $(STAMP)
