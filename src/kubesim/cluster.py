@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from kubesim.aio import cancel_and_wait
 from kubesim.apiserver import certs
 from kubesim.apiserver.admission import WebhookAdmission
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
@@ -32,6 +31,7 @@ from kubesim.controllers.endpoints import resolve_service, simulated_pod_host
 from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
 from kubesim.machinery.errors import ApiError
+from kubeutil.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from kubesim.dns import ClusterDns
@@ -445,7 +445,7 @@ class SimCluster:
         if self.runtime is not None:
             await self.runtime.close()
         await self.gc.stop()
-        await cancel_and_wait(self._background)
+        await cancel_and_wait(*self._background)
         for rs in self.store.resources.values():
             for w in list(rs.watchers):
                 w.close()

@@ -7,5 +7,6 @@ self-signed serving certificate - and neither may import the other, so these liv
 - `quantity`: resource quantities (`500m`, `1Gi`, `2e3`) parsed as apimachinery does;
 - `tls`: certificate authorities, serving certificates and the TLS contexts built on them;
 - `gcfreeze`: short garbage-collector pauses for a long-running process (`jobset controller`,
-  `jobset sim`): the survivors of each full collection are frozen, reclaimed rarely.
+  `jobset sim`): the survivors of each full collection are frozen, reclaimed rarely;
+- `aio`: how every component of both sides stops its background tasks.
 """

@@ -19,8 +19,8 @@ import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.logging import get_logger
+from kubeutil.aio import cancel_and_wait
 from kubeutil.tls import ServingCert
 
 if TYPE_CHECKING:

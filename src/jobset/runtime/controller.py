@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 import structlog
 
-from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.cache import controller_of
 from jobset.runtime.client import ApiError, Object
 from jobset.runtime.informer import Informer
@@ -44,6 +43,7 @@ from jobset.runtime.logging import get_logger
 from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.ratelimit import RateLimiter, api_flow
 from jobset.runtime.workqueue import ShutDown, WorkQueue
+from kubeutil.aio import cancel_and_wait
 
 __all__ = [
     "Controller",

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.client import EVENTS, ApiError, Client, Object
 from jobset.runtime.logging import get_logger
+from kubeutil.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from jobset.runtime.metrics import RuntimeMetrics

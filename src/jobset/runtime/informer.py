@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.cache import (
     BY_NAMESPACE,
     IndexFunc,
@@ -35,6 +34,7 @@ from jobset.runtime.cache import (
 from jobset.runtime.client import Client, Object, Resource
 from jobset.runtime.logging import get_logger
 from jobset.runtime.reflector import Reflector
+from kubeutil.aio import cancel_and_wait
 
 __all__ = ["EventHandler", "FuncHandler", "Informer"]
 

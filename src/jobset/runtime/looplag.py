@@ -16,8 +16,8 @@ import time
 
 from prometheus_client import Histogram
 
-from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.logging import get_logger
+from kubeutil.aio import cancel_and_wait
 
 __all__ = ["LoopLagMonitor"]
 

@@ -34,7 +34,6 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Final
 
-from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.authn import DelegatingAuth
 from jobset.runtime.cache import IndexFunc, Transform
 from jobset.runtime.certfiles import CertFiles
@@ -51,6 +50,7 @@ from jobset.runtime.metrics import RuntimeMetrics, new_registry
 from jobset.runtime.options import ManagerOptions
 from jobset.runtime.ratelimit import RateLimiter
 from kubeutil import tls
+from kubeutil.aio import cancel_and_wait
 from kubeutil.gcfreeze import GcFreezer
 from kubeutil.gilswitch import favour_the_loop
 

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from jobset.runtime.aio import cancel_and_wait
 from jobset.runtime.client import SECRETS, ApiError, Client, Object, Resource
 from jobset.runtime.health import CheckResult
 from jobset.runtime.informer import FuncHandler, Informer
@@ -49,6 +48,7 @@ from jobset.runtime.logging import get_logger
 from jobset.webhooks import certs
 from jobset.webhooks.server import ServingCert
 from kubeutil import tls
+from kubeutil.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from jobset.runtime.metrics import RuntimeMetrics

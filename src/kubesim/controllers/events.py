@@ -41,10 +41,10 @@ from typing import Any, Final
 
 import structlog
 
-from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import ApiCore
 from kubesim.clock import now_rfc3339
 from kubesim.machinery.errors import ApiError
+from kubeutil.aio import cancel_and_wait
 
 __all__ = [
     "NORMAL",
@@ -367,7 +367,7 @@ class EventSink:
             await asyncio.wait_for(self.flush(), flush_timeout)
         tasks = [t for t in (self._task, self._sweeper) if t is not None]
         self._task = self._sweeper = None
-        await cancel_and_wait(tasks)
+        await cancel_and_wait(*tasks)
 
     # ------------------------------------------------------------------ TTL
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import structlog
 
-from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
 from kubesim.machinery.errors import ApiError
+from kubeutil.aio import cancel_and_wait
 
 log = structlog.get_logger("sim.gc")
 
@@ -38,7 +38,7 @@ class GarbageCollector:
         self._task = asyncio.create_task(self._run(), name="sim-gc")
 
     async def stop(self) -> None:
-        await cancel_and_wait([self._task])
+        await cancel_and_wait(self._task)
 
     def _req(self) -> Request:
         return Request(user=dict(SYSTEM_USER), field_manager="generic-garbage-collector")

@@ -55,7 +55,6 @@ from typing import Any, Final
 
 import structlog
 
-from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
@@ -74,6 +73,7 @@ from kubesim.controllers.jobpolicy import (
 from kubesim.controllers.jobsim import Run, StatusOnlySync
 from kubesim.controllers.workqueue import WorkQueue
 from kubesim.machinery.errors import ApiError
+from kubeutil.aio import cancel_and_wait
 
 __all__ = ["JobController"]
 
@@ -152,7 +152,7 @@ class JobController:
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
             self.core.store.listeners.remove(self._on_event)
-        await cancel_and_wait(self._tasks)
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
         if self._queue is not None:
             self._queue.close()

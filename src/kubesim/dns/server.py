@@ -19,9 +19,9 @@ import dns.message
 import dns.rcode
 import structlog
 
-from kubesim.aio import cancel_and_wait
 from kubesim.dns.answer import respond
 from kubesim.dns.feed import ClusterRecords
+from kubeutil.aio import cancel_and_wait
 
 __all__ = ["DnsServer"]
 
@@ -104,7 +104,7 @@ class DnsServer:
     async def stop(self) -> None:
         if self._tcp is not None:
             self._tcp.close()
-        await cancel_and_wait(list(self._conns))
+        await cancel_and_wait(*self._conns)
         if self._tcp is not None:
             await self._tcp.wait_closed()
             self._tcp = None

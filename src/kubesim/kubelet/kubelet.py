@@ -64,7 +64,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
-from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
@@ -77,6 +76,7 @@ from kubesim.kubelet.restartrules import RESTART, RESTART_ALL, exit_action, has_
 from kubesim.kubelet.taints import no_execute_taints, node_ready, tolerations_for
 from kubesim.machinery.errors import ApiError
 from kubesim.programs.programs import program_for
+from kubeutil.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from kubesim.kubelet.processes import ProcessRuntime
@@ -200,7 +200,7 @@ class Kubelet:
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
             self.core.store.listeners.remove(self._on_event)
-        await cancel_and_wait(self._tasks)
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
         if self._queue is not None:
             self._queue.close()

@@ -41,7 +41,6 @@ from typing import Any, Final
 import orjson
 import structlog
 
-from kubesim.aio import cancel_and_wait
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
@@ -54,6 +53,7 @@ from kubesim.controllers.scheduler.scheduling import FilterScan, needs_schedulin
 from kubesim.controllers.scheduler.snapshot import ClusterSnapshot
 from kubesim.controllers.scheduler.volumebinding import PodVolumes, pod_volumes
 from kubesim.machinery.errors import ApiError
+from kubeutil.aio import cancel_and_wait
 
 __all__ = ["Scheduler"]
 
@@ -186,7 +186,7 @@ class Scheduler:
         if self._retry_handle is not None:
             self._retry_handle.cancel()
             self._retry_handle = None
-        await cancel_and_wait([self._task])
+        await cancel_and_wait(self._task)
         self._task = None
 
     # ------------------------------------------------------------------ events

@@ -1,5 +1,4 @@
-"""asyncio helpers of the controller runtime (the simulator's twin is `kubesim/aio.py`: the
-import contracts keep the two packages from sharing code)."""
+"""asyncio helpers for the controller's runtime and the simulated cluster's components."""
 
 from __future__ import annotations
 
@@ -13,8 +12,9 @@ __all__ = ["cancel_and_wait"]
 async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
     """Cancel every task, then wait for each to finish, swallowing their cancellation.
 
-    All are cancelled first so none keeps working while another is awaited; None and a task
-    that already ended are harmless. An exception other than the cancellation propagates.
+    Every component of both sides stops its background tasks this way. All are cancelled
+    first so none keeps working while another is awaited; None and a task that already
+    ended are harmless. An exception other than the cancellation propagates.
     """
     pending = [t for t in tasks if t is not None]
     for task in pending:

@@ -1,4 +1,4 @@
-"""jobset.runtime.aio.cancel_and_wait: every task cancelled before any is awaited."""
+"""kubeutil.aio.cancel_and_wait: every task cancelled before any is awaited."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from jobset.runtime.aio import cancel_and_wait
+from kubeutil.aio import cancel_and_wait
 
 
 async def test_cancels_all_and_waits() -> None:
