@@ -8,8 +8,8 @@ aggregated like client-go's `EventCorrelator`/`eventLogger`: the existing Event 
 with `count + 1` and a new `lastTimestamp` instead of creating a new object - that is what
 `kubectl describe` shows as "(x5 over 2m)".
 
-Before any of that, client-go's `EventSourceObjectSpamFilter`: a token bucket per source
-and involved object (burst 25, then one event per 5 minutes; 4096 objects remembered, least
+Before any of that, client-go's `EventSourceObjectSpamFilter` (`kubeutil.eventspam`, shared
+with the simulator): a token bucket per source and involved object (burst 25, then one event per 5 minutes; 4096 objects remembered, least
 recently used forgotten), whatever the type, reason or message. An object that fails or
 restarts in a loop - and tenants choose what their JobSets do - costs the API server at
 most 25 events at once and 12 an hour after that, instead of one per reconcile; what is
@@ -26,69 +26,19 @@ import contextlib
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from jobset.runtime.client import EVENTS, ApiError, Client, Object
 from jobset.runtime.logging import get_logger
 from kubeutil.aio import cancel_and_wait
+from kubeutil.eventspam import SpamFilter
 
 if TYPE_CHECKING:
     from jobset.runtime.metrics import RuntimeMetrics
 
-__all__ = ["NORMAL", "WARNING", "EventRecorder", "SpamFilter"]
-
-# client-go's defaults (tools/record/events_cache.go): defaultSpamBurst, defaultSpamQPS,
-# maxLruCacheEntries.
-SPAM_BURST: Final = 25
-SPAM_QPS: Final = 1.0 / 300.0
-SPAM_CACHE_SIZE: Final = 4096
-
-
-@dataclass
-class _Bucket:
-    tokens: float
-    at: float
-
-
-class SpamFilter:
-    """A token bucket per key (client-go's `EventSourceObjectSpamFilter`): `allow(key)` takes
-    a token, refilled at `qps` up to `burst`; buckets of the `cache_size` most recently used
-    keys are kept (a forgotten key starts with a full bucket again, as in client-go's LRU)."""
-
-    def __init__(
-        self,
-        *,
-        burst: int = SPAM_BURST,
-        qps: float = SPAM_QPS,
-        cache_size: int = SPAM_CACHE_SIZE,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.burst = burst
-        self.qps = qps
-        self.cache_size = cache_size
-        self.clock = clock
-        self._buckets: OrderedDict[Hashable, _Bucket] = OrderedDict()
-
-    def allow(self, key: Hashable) -> bool:
-        now = self.clock()
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets[key] = _Bucket(float(self.burst), now)
-            while len(self._buckets) > self.cache_size:
-                self._buckets.popitem(last=False)
-        else:
-            elapsed = max(0.0, now - bucket.at)
-            bucket.tokens = min(float(self.burst), bucket.tokens + elapsed * self.qps)
-            bucket.at = now
-            self._buckets.move_to_end(key)
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
-            return True
-        return False
-
+__all__ = ["NORMAL", "WARNING", "EventRecorder"]
 
 NORMAL = "Normal"
 WARNING = "Warning"

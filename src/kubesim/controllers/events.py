@@ -12,8 +12,8 @@ same, so counts, names and combined messages look as on a real cluster:
 - Deduplication (`eventLogger`): an event equal to an earlier one (same source, object
   including fieldPath, type, reason and message) patches that Event's `count` and
   `lastTimestamp` instead of creating a new object - `kubectl describe` shows "(x5 over 2m)".
-- Spam filter (`EventSourceObjectSpamFilter`): a token bucket per source and involved object
-  (burst 25, then one per 5 minutes), applied after the two steps above, as client-go does.
+- Spam filter (`kubeutil.eventspam`, shared with the controller): a token bucket per source
+  and involved object, applied after the two steps above, as client-go does.
 
 `EventCorrelator` is that decision alone (pure, with the time passed in); `EventSink` writes
 what it lets through, from one task, in batches, straight into the in-process store, so a
@@ -45,6 +45,7 @@ from kubesim.apiserver.apicore import ApiCore
 from kubesim.clock import now_rfc3339
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait
+from kubeutil.eventspam import SpamFilter
 
 __all__ = [
     "NORMAL",
@@ -53,7 +54,6 @@ __all__ = [
     "EventRecorder",
     "EventSink",
     "EventWrite",
-    "SpamFilter",
 ]
 
 log = structlog.get_logger("sim.events")
@@ -65,8 +65,6 @@ WARNING: Final = "Warning"
 MAX_LRU_ENTRIES: Final = 4096  # maxLruCacheEntries
 MAX_SIMILAR: Final = 10  # defaultAggregateMaxEvents
 AGGREGATE_WINDOW: Final = 600.0  # defaultAggregateIntervalInSeconds
-SPAM_BURST: Final = 25  # defaultSpamBurst
-SPAM_QPS: Final = 1.0 / 300.0  # defaultSpamQPS
 COMBINED_PREFIX: Final = "(combined from similar events): "
 MAX_MESSAGE: Final = 1024  # what the scheduler truncates to; the API limit is larger
 EVENT_TTL: Final = 3600.0  # kube-apiserver's --event-ttl default
@@ -109,39 +107,6 @@ class _LRU(OrderedDict[Hashable, Any]):
         self.move_to_end(key)
         while len(self) > self.size:
             self.popitem(last=False)
-
-
-@dataclass
-class _Bucket:
-    tokens: float
-    at: float
-
-
-class SpamFilter:
-    """A token bucket per key (`EventSourceObjectSpamFilter`): `allow(key, now)` takes a
-    token, refilled at `qps` up to `burst`; a forgotten key starts with a full bucket."""
-
-    def __init__(
-        self, *, burst: int = SPAM_BURST, qps: float = SPAM_QPS, size: int = MAX_LRU_ENTRIES
-    ) -> None:
-        self.burst = burst
-        self.qps = qps
-        self._buckets = _LRU(size)
-
-    def allow(self, key: Hashable, now: float) -> bool:
-        bucket: _Bucket | None = self._buckets.lookup(key)
-        if bucket is None:
-            bucket = _Bucket(float(self.burst), now)
-            self._buckets.store(key, bucket)
-        else:
-            bucket.tokens = min(
-                float(self.burst), bucket.tokens + max(0.0, now - bucket.at) * self.qps
-            )
-            bucket.at = now
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
-            return True
-        return False
 
 
 @dataclass
@@ -222,7 +187,7 @@ class EventCorrelator:
     ) -> None:
         self.max_similar = max_similar
         self.window = window
-        self.spam = spam if spam is not None else SpamFilter(size=size)
+        self.spam = spam if spam is not None else SpamFilter(cache_size=size)
         self._similar = _LRU(size)
         self._observed = _LRU(size)
         self._name_clock = name_clock

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, cast
 
 from jobset.runtime.client import Client
-from jobset.runtime.events import WARNING, EventRecorder, SpamFilter
+from jobset.runtime.events import WARNING, EventRecorder
 from jobset.runtime.metrics import RuntimeMetrics, new_registry
+from kubeutil.eventspam import SpamFilter
 
 
 async def test_recording_never_blocks_and_drops_when_full() -> None:
@@ -69,14 +70,6 @@ def test_spam_filter_allows_a_burst_per_object_then_one_per_five_minutes() -> No
     assert rec._queue.qsize() == 27 + 25
     assert _dropped(metrics.registry, "spam") == 22
     assert _dropped(metrics.registry, "queue_full") == 0
-
-
-def test_spam_filter_forgets_the_least_recently_used_objects() -> None:
-    clock = FakeClock()
-    spam = SpamFilter(burst=1, cache_size=2, clock=clock)
-    assert spam.allow("a") and not spam.allow("a")
-    assert spam.allow("b") and spam.allow("c")  # "a" is forgotten: a full bucket again
-    assert spam.allow("a") and not spam.allow("c")
 
 
 def test_queue_full_drops_are_counted_in_the_metric() -> None:

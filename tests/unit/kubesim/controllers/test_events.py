@@ -14,7 +14,6 @@ from kubesim.controllers.events import (
     EventCorrelator,
     EventSink,
     EventWrite,
-    SpamFilter,
     involved_object,
 )
 from kubesim.controllers.jobpolicy import condition_events
@@ -151,16 +150,6 @@ def test_spam_filter_allows_a_burst_of_25_per_object_then_one_per_five_minutes()
     # another object (or another source) has its own bucket
     assert _send(c, JOB, "x", 1.0) is not None
     assert _send(c, POD, "m0", 1.0, component="kubelet") is not None
-
-
-def test_spam_filter_token_bucket() -> None:
-    f = SpamFilter(burst=2, qps=1.0, size=2)
-    assert f.allow("a", 0.0) and f.allow("a", 0.0)
-    assert not f.allow("a", 0.5)
-    assert f.allow("a", 1.0)
-    f.allow("b", 1.0)
-    f.allow("c", 1.0)  # evicts "a": a forgotten key starts full again
-    assert f.allow("a", 1.0) and f.allow("a", 1.0)
 
 
 def test_caches_are_bounded() -> None:
