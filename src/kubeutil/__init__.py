@@ -8,5 +8,7 @@ self-signed serving certificate - and neither may import the other, so these liv
 - `tls`: certificate authorities, serving certificates and the TLS contexts built on them;
 - `gcfreeze`: short garbage-collector pauses for a long-running process (`jobset controller`,
   `jobset sim`): the survivors of each full collection are frozen, reclaimed rarely;
-- `aio`: how every component of both sides stops its background tasks.
+- `aio`: how every component of both sides stops its background tasks;
+- `eventspam`: client-go's per-object event spam filter, in front of both sides' events;
+- `gofmt`: Go's `%q`, for messages both sides word as the Go components do.
 """

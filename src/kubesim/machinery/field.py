@@ -15,12 +15,12 @@ Go rendering (a type name such as `"object"`, a `[]string{...}`) passes it as `S
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any, Final
 
 from kubesim.machinery.errors import Cause
+from kubeutil.gofmt import go_quote  # shared with the controller; validators use fe.go_quote
 
 __all__ = [
     "OMIT",
@@ -54,11 +54,6 @@ class _Omit:
 
 
 OMIT: Final = _Omit()
-
-
-def go_quote(s: str) -> str:
-    """Go's `%q` (close enough: JSON string syntax without escaping non-ASCII)."""
-    return json.dumps(s, ensure_ascii=False)
 
 
 def go_float(f: float) -> str:

@@ -4,12 +4,12 @@ carries them (apimachinery's `field` package and `apierrors.NewInvalid`)."""
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from jobset.api import constants as c
+from kubeutil.gofmt import go_quote  # shared with the simulator; re-exported for validators
 
 __all__ = [
     "MAX_REPORTED_ERRORS",
@@ -73,11 +73,6 @@ class _NoValue:
 
 
 NO_VALUE: Final = _NoValue()
-
-
-def go_quote(s: str) -> str:
-    """A string quoted as Go's %q does for the texts that occur here."""
-    return json.dumps(s, ensure_ascii=False)
 
 
 # A string value longer than this is cut in messages (a 256 KiB annotation must not be
