@@ -521,3 +521,21 @@ def machine() -> str:
 def chunks(n: int, size: int) -> Iterator[range]:
     for i in range(0, n, size):
         yield range(i, min(n, i + size))
+
+
+def commit() -> str | None:
+    """The checkout's commit, `+dirty` when it has uncommitted changes, so that RESULTS.md
+    says what code each figure comes from; None outside a git checkout."""
+    repo = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+        except OSError:
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    head = git("rev-parse", "--short=12", "HEAD")
+    if head is None:
+        return None
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")

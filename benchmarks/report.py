@@ -14,10 +14,11 @@ from typing import Any
 
 from rich.table import Table
 
-from benchmarks import pod_scale_report, rate_report, tenancy_report
+from benchmarks import pod_scale_report, rate_report, tenancy_report, train_recovery
 
 RESULTS = Path(__file__).parent / "results"
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
+TRAIN_RECOVERY = "train_recovery.json"  # benchmarks/train_recovery.py, run on its own
 SIDES = ("baseline", "controller")
 
 # The span each scenario's throughput is taken over, and what it means.
@@ -663,6 +664,10 @@ def write_all(results: Path = RESULTS, out: Path = RESULTS_MD) -> list[Path]:
         written += pod_plot
         title = data.get("command") or name
         sections.append(f"## `{title}`\n\n" + _section(data, name, with_plots, bool(pod_plot)))
+    real_job = results / TRAIN_RECOVERY
+    if real_job.exists():
+        section = train_recovery.markdown(json.loads(real_job.read_text()))
+        sections.append("## Recovery of a real training job\n\n" + section)
     out.write_text("\n".join(sections))
     written.append(out)
     return written

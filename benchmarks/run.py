@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchmarks import admission, fairness, pod_scale, profiling, rate, recovery, report
-from benchmarks.harness import Options, machine, phase
+from benchmarks.harness import Options, commit, machine, phase
 from benchmarks.scenarios import RUNNERS, SCENARIOS
 from jobset.runtime.logging import configure_logging
 
@@ -74,24 +74,6 @@ def _command(argv: list[str] | None) -> str:
     if args == ["--large"]:
         return "make bench-large"
     return "python -m benchmarks.run " + " ".join(args)
-
-
-def commit() -> str | None:
-    """The checkout's commit, `+dirty` when it has uncommitted changes, so that RESULTS.md
-    says what code each figure comes from; None outside a git checkout."""
-    repo = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
-        except OSError:
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    head = git("rev-parse", "--short=12", "HEAD")
-    if head is None:
-        return None
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def predict(durations: dict[tuple[str, int], float], scenario: str, n: int) -> float | None:

@@ -41,6 +41,7 @@ from typing import Any, Final
 import yaml
 
 from benchmarks import in_place
+from benchmarks.harness import commit
 from jobset.dev.examplekit import EXAMPLES_DIR, jobset_bin, start_dev, train_bin
 from kubesim.process import SimProcess
 
@@ -118,23 +119,38 @@ def wait_finished(dev: SimProcess, within: float) -> dict[str, Any]:
 
 
 def timeline(progress: Sequence[dict[str, Any]], failure: dict[str, Any]) -> dict[str, Any]:
-    """What the failure cost, from rank 0's progress lines and the failing rank's marker."""
+    """What the failure cost, from rank 0's progress lines and the failing rank's marker.
+
+    Steps count as after the restart only once the new attempt's `start` line is written: the
+    other ranks may still record the step the failing rank had finished before it exited."""
     failed_at, failed_step = float(failure["time"]), int(failure["step"])
-    steps = [p for p in progress if "event" not in p]
-    after = [p for p in steps if float(p["time"]) > failed_at]
     starts = [p for p in progress if p.get("event") == "start" and float(p["time"]) > failed_at]
-    if not after or not starts:
-        raise ValueError("no step was recorded after the failure")
+    if not starts:
+        raise ValueError("no attempt started after the failure")
+    start = starts[0]
+    steps = [p for p in progress if "event" not in p]
+    after = [p for p in steps if float(p["time"]) > float(start["time"])]
+    if not after:
+        raise ValueError("no step was recorded after the failure's restart")
     back = next(p for p in after if int(p["step"]) > failed_step)
     before = [p for p in steps if float(p["time"]) <= failed_at]
-    rate = _rate(before)
+    launched = float(start.get("launched", start["time"]))
+
+    def since(t: float, then: float = failed_at) -> float:
+        return round(t - then, 3)
+
     return {
         "failed_step": failed_step,
-        "resumed_from_step": int(starts[0]["step"]),
-        "steps_redone": failed_step - int(starts[0]["step"]),
-        "downtime_seconds": round(float(after[0]["time"]) - failed_at, 3),
-        "lost_seconds": round(float(back["time"]) - failed_at, 3),
-        "steps_per_second": rate,
+        "resumed_from_step": int(start["step"]),
+        "steps_redone": failed_step - int(start["step"]),
+        "downtime_seconds": since(float(after[0]["time"])),
+        "lost_seconds": since(float(back["time"])),
+        "phases": {
+            "until_process_started": since(launched),
+            "process_start_to_training": since(float(start["time"]), launched),
+            "first_step": since(float(after[0]["time"]), float(start["time"])),
+        },
+        "steps_per_second": _rate(before),
     }
 
 
@@ -188,10 +204,43 @@ def summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def one_line(r: dict[str, Any]) -> str:
+    p = r["phases"]
     return (
         f"{r['strategy']:<17} {r['processes']} processes: lost {r['lost_seconds']:.2f} s "
-        f"(down {r['downtime_seconds']:.2f} s, {r['steps_redone']} steps redone), "
+        f"(down {r['downtime_seconds']:.2f} s: {p['until_process_started']:.2f} s until the "
+        f"process started, {p['process_start_to_training']:.2f} s to import jax and join, "
+        f"{p['first_step']:.2f} s to the first step; {r['steps_redone']} steps redone), "
         f"{r['terminal_state']}, restarts={r['restarts']}"
+    )
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The RESULTS.md section of one run."""
+    rows = [
+        "| strategy | lost (s) | down (s) | until the process started | import jax and join "
+        "| first step | steps redone | end |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in data["runs"]:
+        p = r["phases"]
+        rows.append(
+            f"| {r['strategy']} | {r['lost_seconds']:.2f} | {r['downtime_seconds']:.2f} "
+            f"| {p['until_process_started']:.2f} | {p['process_start_to_training']:.2f} "
+            f"| {p['first_step']:.2f} | {r['steps_redone']} "
+            f"| {r['terminal_state']}, restarts={r['restarts']} |"
+        )
+    s = data["summary"]
+    verdict = "met" if s.get("goal_met") else "not met"
+    ratio = s.get("in_place_over_recreate")
+    processes = data["runs"][0]["processes"] if data["runs"] else 0
+    return (
+        f"`{data.get('command', 'python -m benchmarks.train_recovery')}` on "
+        f"{data['date']}, commit `{data.get('commit')}`: examples/jax-train with {processes} "
+        f"JAX processes, one failure at step {data['runs'][0]['failed_step']}.\n\n"
+        + "\n".join(rows)
+        + f"\n\nGoal: {s['goal']}: {verdict}"
+        + (f" ({ratio:.2f} x)." if ratio is not None else ".")
+        + "\n"
     )
 
 
@@ -209,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         print(one_line(runs[-1]), flush=True)
     data = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "command": "python -m benchmarks.train_recovery " + " ".join(argv or sys.argv[1:]),
         "runs": runs,
         "summary": summary(runs),
     }

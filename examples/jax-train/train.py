@@ -10,7 +10,8 @@ The checkpoint directory (`CHECKPOINT_DIR`, a volume every pod mounts) holds:
   rank 0 every `CHECKPOINT_EVERY` steps (to a temporary file, then renamed, so a crash never
   leaves half a checkpoint);
 - `progress.jsonl`: one line per step from rank 0 (`step`, `loss`, wall `time`, `attempt`),
-  which is how a restart's lost time is measured from outside.
+  and a `start` line per attempt (`launched`: when the process started, before importing
+  jax), which is how a restart's lost time is measured from outside.
 
 On start, rank 0 reads the checkpoint (if any) and broadcasts it, so every rank resumes from
 the same step. `FAIL_ONCE_AT_STEP`/`FAIL_RANK` make one rank exit with an error at that step,
@@ -31,12 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-from jax.experimental import multihost_utils
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+LAUNCHED = time.time()  # before jax is imported: the start event says how long that took
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.experimental import multihost_utils  # noqa: E402
+from jax.sharding import Mesh, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
 FEATURES = 64
 HIDDEN = 128
@@ -146,7 +149,9 @@ def train() -> None:
     host_params = multihost_utils.broadcast_one_to_all(host_params)
     params = jax.device_put(host_params, replicated)
     if rank == 0:
-        record(progress, {"event": "start", "step": start, "time": time.time(), "attempt": attempt})
+        now = time.time()
+        line = {"event": "start", "step": start, "time": now, "attempt": attempt}
+        record(progress, {**line, "launched": LAUNCHED})
         if start:
             print(f"resumed-from-step={start}", flush=True)
     step_fn = make_step(env_int("LEARNING_RATE_MILLI", 50) / 1000)

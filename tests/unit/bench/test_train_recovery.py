@@ -17,7 +17,7 @@ def test_timeline_measures_downtime_and_lost_time() -> None:
     progress = [
         {"event": "start", "step": 0, "time": 0.0},
         *(_step(s, s * 0.01) for s in range(1, 151)),  # 100 steps a second until step 150
-        {"event": "start", "step": 100, "time": 9.0},
+        {"event": "start", "step": 100, "time": 9.0, "launched": 6.0},
         *(_step(s, 9.0 + (s - 100) * 0.01) for s in range(101, 201)),
     ]
     out = tr.timeline(progress, {"step": 150, "time": 1.5})
@@ -26,11 +26,31 @@ def test_timeline_measures_downtime_and_lost_time() -> None:
     assert out["downtime_seconds"] == pytest.approx(7.51)  # step 101 at 9.01
     assert out["lost_seconds"] == pytest.approx(8.01)  # step 151 at 9.51
     assert out["steps_per_second"] == pytest.approx(100.0)
+    assert out["phases"] == {
+        "until_process_started": pytest.approx(4.5),
+        "process_start_to_training": pytest.approx(3.0),
+        "first_step": pytest.approx(0.01),
+    }
+
+
+def test_steps_the_old_attempt_finished_late_are_not_the_restart() -> None:
+    progress = [
+        {"event": "start", "step": 0, "time": 0.0},
+        _step(1, 0.1),
+        _step(2, 0.35),  # the other ranks record the step the failing rank had finished
+        {"event": "start", "step": 0, "time": 5.0},
+        _step(1, 5.5),
+        _step(2, 5.6),
+        _step(3, 5.7),
+    ]
+    out = tr.timeline(progress, {"step": 2, "time": 0.3})
+    assert out["downtime_seconds"] == pytest.approx(5.2)
+    assert out["lost_seconds"] == pytest.approx(5.4)
 
 
 def test_timeline_without_a_restart_is_an_error() -> None:
     progress = [{"event": "start", "step": 0, "time": 0.0}, _step(1, 0.1)]
-    with pytest.raises(ValueError, match="after the failure"):
+    with pytest.raises(ValueError, match="no attempt started"):
         tr.timeline(progress, {"step": 1, "time": 0.5})
 
 
