@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     data = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
-        "command": "python -m benchmarks.train_recovery " + " ".join(argv or sys.argv[1:]),
+        "command": f"python -m benchmarks.train_recovery --processes {args.processes}",
         "runs": runs,
         "summary": summary(runs),
     }
