@@ -22,9 +22,17 @@ from kubernetes_asyncio import client
 
 from kubesim.kubelet.network import bridge_mac
 from tests.eventually import eventually
-from tests.integration.sim.test_processes import NS, REALPOD, Env, env, http, running, web_pod
+from tests.integration.sim.test_processes import (
+    NS,
+    Env,
+    env,
+    http,
+    realpod,
+    running,
+    web_pod,
+)
 
-__all__ = ["env"]  # the fixture, imported for its use here
+__all__ = ["env", "realpod"]  # the fixtures, imported for their use here
 
 pytestmark = [pytest.mark.kubectl]
 
@@ -132,7 +140,7 @@ async def test_exec_enters_the_container_and_reports_its_exit_code(
     script = "tr '\\0' ' ' < /proc/1/cmdline; echo; echo $$"
     rc, out, err = await kubectl(env, "exec", "w", "--", "sh", "-c", script, environ=protocol)
     init, pid = out.splitlines()
-    assert (rc, init.split()[-1:]) == (0, [str(REALPOD / "web")]), err
+    assert (rc, init.split()[-1:]) == (0, [str(env.realpod / "web")]), err
     assert 1 < int(pid) < 100
     rc, out, err = await kubectl(
         env, "exec", "w", "--", "sh", "-c", "echo out; echo oops >&2; exit 3", environ=protocol
