@@ -497,6 +497,13 @@ class ApiCore:
     def _check_kind(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")
+        for name, value in (("apiVersion", api_version), ("kind", kind)):
+            if value is not None and not isinstance(value, str):
+                # kube-apiserver reads the type meta with Go's json before anything else
+                raise bad_request(
+                    "couldn't get version/kind; json parse error: json: cannot unmarshal "
+                    f"{go_json_type(value)} into Go struct field .{name} of type string"
+                )
         if kind and kind != rt.kind:
             raise bad_request(
                 f"the kind of the object ({kind}) does not match the resource ({rt.kind})"
@@ -980,3 +987,16 @@ def _carry_over(
         else:
             obj.pop("status", None)
     return obj
+
+
+def go_json_type(value: Any) -> str:
+    """How Go's encoding/json names a JSON value's type in an unmarshal error."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "string"

@@ -4,8 +4,9 @@ The expected bodies are kube-apiserver's encoding of these answers, written down
 `metav1.Status` is encoded by Go's `encoding/json` (`json.Encoder.Encode`) in its struct's
 field order (kind, apiVersion, metadata, status, message, reason, details, code), with the
 HTML-safe escapes (`<` as `\\u003c`) and a newline after every body; the 404 of a path nothing
-serves comes from `NewNotFound` of an empty resource, so its `details` is `{}`. They are what
-`curl -s` shows against a kind cluster (v1.32) for the same requests.
+serves comes from `NewNotFound` of an empty resource, so its `details` is `{}`. They were
+derived from kube-apiserver's code (v1.32), not captured from a running cluster (none can
+run here).
 """
 
 from __future__ import annotations
@@ -104,3 +105,28 @@ async def test_success_bodies_end_with_a_newline_and_escape_html(
     for path in ("/api/v1/namespaces/default/configmaps/html", "/api/v1/namespaces", "/api"):
         status, body = await _request(plain_cluster, "GET", path)
         assert status == 200 and body.endswith(b"}\n") and not body.endswith(b"\n\n"), path
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "go_type"),
+    [
+        pytest.param("apiVersion", ["v1"], "array", id="apiVersion-array"),
+        pytest.param("kind", {"a": 1}, "object", id="kind-object"),
+        pytest.param("apiVersion", 1, "number", id="apiVersion-number"),
+    ],
+)
+async def test_type_meta_of_the_wrong_type_is_a_bad_request(
+    plain_cluster: SimCluster, field: str, value: Any, go_type: str
+) -> None:
+    body = {"metadata": {"name": "x"}, field: value}
+    code, answer = await _request(
+        plain_cluster, "POST", "/api/v1/namespaces/default/configmaps", body
+    )
+    assert code == 400
+    assert (
+        b"couldn't get version/kind; json parse error: json: cannot unmarshal "
+        + go_type.encode()
+        + b" into Go struct field ."
+        + field.encode()
+        + b" of type string"
+    ) in answer
