@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.placement import sleeper_jobset
 from jobset.api import constants as c
 from jobset.dev.examplekit import start_dev
 from jobset.runtime.client import PODS, Client, Resource
@@ -45,30 +46,7 @@ SETTLE_SECONDS = 3.0  # nothing more placed for this long: the scheduler is done
 
 def jobset(name: str, gang: bool, jobs: int, pods: int) -> dict[str, Any]:
     annotations = {"scheduling.jobset-py.dev/gang": "JobSet"} if gang else {}
-    container = {
-        "name": "c",
-        "image": "busybox",
-        "command": ["sleep", "infinity"],
-        "resources": {"requests": {"cpu": "1"}},
-    }
-    job = {"parallelism": pods, "completions": pods, "backoffLimit": 1000}
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
-        "spec": {
-            "network": {"enableDNSHostnames": False},
-            "replicatedJobs": [
-                {
-                    "name": "w",
-                    "replicas": jobs,
-                    "template": {
-                        "spec": {**job, "template": {"spec": {"containers": [container]}}}
-                    },
-                }
-            ],
-        },
-    }
+    return sleeper_jobset(name, annotations, jobs, pods)
 
 
 def _tally(items: list[dict[str, Any]], size: int) -> dict[str, dict[str, int]]:

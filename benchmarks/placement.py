@@ -61,6 +61,19 @@ def jobset(name: str, strategy: str, jobs: int, pods: int) -> dict[str, Any]:
         annotations[c.NODE_SELECTOR_STRATEGY_KEY] = "true"
     if strategy == "planned":
         annotations["placement.jobset.x-k8s.io/strategy"] = "planned"
+    return sleeper_jobset(name, annotations, jobs, pods)
+
+
+def sleeper_jobset(name: str, annotations: dict[str, str], jobs: int, pods: int) -> dict[str, Any]:
+    """`jobs` Jobs of `pods` pods that each ask for one CPU and sleep: what the placement
+    benchmarks place."""
+    container = {
+        "name": "c",
+        "image": "busybox",
+        "command": ["sleep", "infinity"],
+        "resources": {"requests": {"cpu": "1"}},
+    }
+    job = {"parallelism": pods, "completions": pods, "backoffLimit": 1000}
     return {
         "apiVersion": c.API_VERSION,
         "kind": c.KIND,
@@ -72,23 +85,7 @@ def jobset(name: str, strategy: str, jobs: int, pods: int) -> dict[str, Any]:
                     "name": "w",
                     "replicas": jobs,
                     "template": {
-                        "spec": {
-                            "parallelism": pods,
-                            "completions": pods,
-                            "backoffLimit": 1000,
-                            "template": {
-                                "spec": {
-                                    "containers": [
-                                        {
-                                            "name": "c",
-                                            "image": "busybox",
-                                            "command": ["sleep", "infinity"],
-                                            "resources": {"requests": {"cpu": "1"}},
-                                        }
-                                    ]
-                                }
-                            },
-                        }
+                        "spec": {**job, "template": {"spec": {"containers": [container]}}}
                     },
                 }
             ],

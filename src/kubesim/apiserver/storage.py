@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from kubesim.apiserver.hooks import MutatingHook
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.strategies import Strategy
 from kubesim.machinery import field as fe
@@ -301,7 +302,7 @@ def default_class(store: Store) -> str | None:
     return None if best is None else best[1]
 
 
-class DefaultStorageClassHook:
+class DefaultStorageClassHook(MutatingHook):
     """The DefaultStorageClass admission plugin: a claim created without a class (and
     without the beta class annotation) gets the default class, if there is one."""
 
@@ -321,16 +322,6 @@ class DefaultStorageClassHook:
         if name is not None:
             obj["spec"] = {**spec, "storageClassName": name}
         return obj
-
-    def validate(
-        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
-    ) -> list[Cause]:
-        return []
-
-    def after_write(
-        self, rt: ResourceType, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None:
-        return None
 
 
 STRATEGIES: Final[dict[tuple[str, str], Strategy]] = {

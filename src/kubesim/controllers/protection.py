@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from kubesim.apiserver.hooks import MutatingHook
 from kubesim.apiserver.store import ResourceKey, WatchEvent
 from kubesim.controllers.base import Controller
 from kubesim.controllers.scheduler.volumebinding import claim_names
-from kubesim.machinery.errors import Cause
 
 if TYPE_CHECKING:
     from kubesim.apiserver.apicore import ApiCore, Request
@@ -32,7 +32,7 @@ _FINALIZER_OF: Final = {CLAIMS: PVC_PROTECTION, VOLUMES: PV_PROTECTION}
 Key = tuple[str, str, str]  # ("claim", namespace, name) or ("volume", "", name)
 
 
-class ProtectionHook:
+class ProtectionHook(MutatingHook):
     """The StorageObjectInUseProtection admission plugin: the finalizer on create."""
 
     def before_write(
@@ -48,16 +48,6 @@ class ProtectionHook:
         if finalizer not in finalizers:
             meta["finalizers"] = [*finalizers, finalizer]
         return obj
-
-    def validate(
-        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
-    ) -> list[Cause]:
-        return []
-
-    def after_write(
-        self, rt: ResourceType, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None:
-        return None
 
 
 def _in_use(claim: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> bool:
