@@ -241,6 +241,12 @@ def test_invalid_cluster_domain_is_refused(tmp_path: Path) -> None:
     )
 
 
+def test_wildcard_dns_address_is_refused_without_its_flag(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError) as err:
+        start_command(tmp_path, "sim", "--dns-address", "0.0.0.0:5353", timeout=30)
+    assert "--dns-address '0.0.0.0:5353': a wildcard address" in str(err.value)
+
+
 REALPOD = Path(__file__).with_name("realpod")
 # A container that looks a name up at the pod network's gateway (the cluster nameserver),
 # over UDP and TCP, then fetches http://<address>:8080/whoami from the pod it found.
