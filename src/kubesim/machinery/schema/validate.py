@@ -605,9 +605,7 @@ class Run:
             return "", "messageExpression should evaluate to a non-empty string"
         return text, ""
 
-    def rule_failed(
-        self, rule: Rule, message: str, field: str, cpath: str, type_name: str
-    ) -> None:
+    def rule_failed(self, rule: Rule, message: str, field: str, cpath: str, type_name: str) -> None:
         """A rule evaluated to false: its cause, typed by the rule's `reason`."""
         if rule.field_suffix:
             field = (cpath + rule.field_suffix).lstrip(".")
