@@ -17,10 +17,10 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from kubernetes_asyncio.client import models
 
@@ -32,9 +32,10 @@ def render() -> str:
     """The table as committed: one model per line, sorted, so a diff shows what changed."""
     table: dict[str, dict[str, str]] = {}
     for name in dir(models):
-        cls = getattr(models, name)
-        if inspect.isclass(cls) and hasattr(cls, "openapi_types"):
-            table[name] = {cls.attribute_map[k]: v for k, v in cls.openapi_types.items()}
+        cls: Any = getattr(models, name)
+        types = getattr(cls, "openapi_types", None) if isinstance(cls, type) else None
+        if isinstance(types, dict):
+            table[name] = {cls.attribute_map[k]: v for k, v in types.items()}
     lines = [
         f"{json.dumps(name)}:{json.dumps(table[name], sort_keys=True, separators=(',', ':'))}"
         for name in sorted(table)
