@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from kubesim.apiserver import certs
-from kubesim.apiserver.admission import WebhookAdmission
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.core.admission import WebhookAdmission
+from kubesim.apiserver.core.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.core.store import Store
 from kubesim.apiserver.crds import CrdHooks
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.server import ApiHttpServer
+from kubesim.apiserver.http.server import ApiHttpServer
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.apiserver.storage import DefaultStorageClassHook
-from kubesim.apiserver.store import Store
 from kubesim.controllers.disruption import evict
 from kubesim.controllers.endpoints import resolve_service, simulated_pod_host
 from kubesim.controllers.events import EventSink
@@ -112,7 +112,7 @@ class SimCluster:
         self.started_at = 0.0
 
     def _apply_kube_feature_gates(self) -> None:
-        from kubesim.apiserver.strategies import (
+        from kubesim.apiserver.registry.strategy import (
             KUBE_FEATURE_GATES,
             MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS,
             JobStrategy,
@@ -146,7 +146,7 @@ class SimCluster:
         # before anything starts.
         identity = self._identity_ca() if opts.tls else None
         if opts.data_dir:
-            from kubesim.apiserver.persistence import Persistence
+            from kubesim.apiserver.core.persistence import Persistence
 
             self.persistence = Persistence(Path(opts.data_dir), self.core)
             self.persistence.load()
@@ -265,7 +265,7 @@ class SimCluster:
         """
         if not self.options.data_dir:
             return certs.make_ca("jobset-sim-ca")
-        from kubesim.apiserver.statedir import check_existing, private_dir, write_private
+        from kubesim.apiserver.core.statedir import check_existing, private_dir, write_private
 
         private_dir(Path(self.options.data_dir))
         pki = private_dir(Path(self.options.data_dir) / "pki")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.apiserver.apicore import ApiCore, Request
-from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.core.apicore import ApiCore, Request
+from kubesim.apiserver.registry.registry import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.machinery import field as fe
 from kubesim.machinery import schema as structural

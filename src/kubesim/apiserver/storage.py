@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.hooks import MutatingHook
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.strategies import Strategy
+from kubesim.apiserver.core.hooks import MutatingHook
+from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.registry.strategy import Strategy
 from kubesim.machinery import field as fe
 from kubesim.machinery.errors import Cause
 from kubeutil.quantity import parse_quantity
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.apicore import Request
-    from kubesim.apiserver.store import Store
+    from kubesim.apiserver.core.apicore import Request
+    from kubesim.apiserver.core.store import Store
 
 __all__ = [
     "ACCESS_MODES",

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.strategies import PodStrategy, Strategy
+from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.registry.strategy import PodStrategy, Strategy
 from kubesim.machinery import field as fe
 from kubesim.machinery.errors import ApiError, Cause
 from kubeutil import names

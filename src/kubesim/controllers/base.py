@@ -10,9 +10,9 @@ from typing import Any, Final, Generic, TypeVar
 
 import structlog
 
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.core.store import ResourceKey, WatchEvent
+from kubesim.apiserver.registry.registry import ResourceType
 from kubesim.controllers.workqueue import WorkQueue
 from kubesim.machinery.errors import ApiError
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import structlog
 
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.hooks import MutatingHook
-from kubesim.apiserver.store import ResourceKey, WatchEvent
+from kubesim.apiserver.core.hooks import MutatingHook
+from kubesim.apiserver.core.store import ResourceKey, WatchEvent
 from kubesim.controllers.base import Controller
 from kubesim.controllers.scheduler.volumebinding import claim_names
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.apicore import ApiCore, Request
-    from kubesim.apiserver.resources import ResourceType
+    from kubesim.apiserver.core.apicore import ApiCore, Request
+    from kubesim.apiserver.registry.registry import ResourceType
 
 __all__ = ["PVC_PROTECTION", "PV_PROTECTION", "ProtectionController", "ProtectionHook"]
 

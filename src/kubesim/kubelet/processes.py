@@ -51,7 +51,7 @@ import structlog
 from aiohttp import web
 
 from kubesim.apiserver import reviews
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.controllers.endpoints import simulated_pod_host
 from kubesim.kubelet import containerlogs, network, podfiles, probes, security
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
@@ -68,8 +68,8 @@ from kubesim.kubelet.volumes import (
 from kubesim.programs import Program
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.apicore import ApiCore
-    from kubesim.apiserver.server import ApiHttpServer
+    from kubesim.apiserver.core.apicore import ApiCore
+    from kubesim.apiserver.http.server import ApiHttpServer
 
 __all__ = ["NOT_YET", "ProcessRuntime", "Sandbox", "image_repository", "parse_run_images"]
 
@@ -500,7 +500,7 @@ class ProcessRuntime:
         self, sandbox: Sandbox, namespace: str, account: str, audience: str, seconds: int
     ) -> str:
         """A ServiceAccount token for the pod, re-issued once 80% of its life has passed."""
-        from kubesim.apiserver.server import IssuedToken
+        from kubesim.apiserver.http.server import IssuedToken
 
         cached = sandbox.tokens.get((audience, seconds))
         now = time.time()

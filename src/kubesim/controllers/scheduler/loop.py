@@ -41,9 +41,9 @@ from typing import Any, Final
 import orjson
 import structlog
 
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.core.store import ADDED, DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.registry.registry import ResourceType
 from kubesim.apiserver.workloads import WorkloadGates
 from kubesim.clock import now_rfc3339
 from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink

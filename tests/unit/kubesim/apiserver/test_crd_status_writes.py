@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.apiserver.apicore import ApiCore, Request
+from kubesim.apiserver.core.apicore import ApiCore, Request
+from kubesim.apiserver.core.store import Store
 from kubesim.apiserver.crds import CrdHooks
-from kubesim.apiserver.resources import Registry, ResourceType
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.registry.registry import Registry, ResourceType
 from kubesim.machinery import schema as structural
 
 NS = "ns"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kubesim.apiserver.apicore import OFF_LOOP_BYTES, ApiCore, Request
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import OFF_LOOP_BYTES, ApiCore, Request
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.machinery.errors import ApiError
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.controllers.endpoints import (
     MANAGED_BY,
     MANAGED_BY_LABEL,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.controllers.events import (
     COMBINED_PREFIX,
     EventCorrelator,

@@ -15,9 +15,9 @@ from typing import Any, cast
 
 import pytest
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.kubelet import processes
 from kubesim.kubelet.processes import ProcessRuntime, Sandbox
 from kubesim.kubelet.volumes import MountError, container_mounts, publish

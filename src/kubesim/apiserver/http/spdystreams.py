@@ -23,8 +23,8 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
-from kubesim.apiserver import podstreams, spdy
-from kubesim.apiserver.podstreams import (
+from kubesim.apiserver.http import podstreams, spdy
+from kubesim.apiserver.http.podstreams import (
     ERROR,
     STDERR,
     STDOUT,

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from kubesim.apiserver import deletion, eventsapi
-from kubesim.apiserver.resources import Registry, ResourceType
-from kubesim.apiserver.store import ObjectKey, Store, Watcher, WatchEvent
-from kubesim.apiserver.strategies import Strategy, strategy_for
+from kubesim.apiserver import eventsapi
+from kubesim.apiserver.core import deletion
+from kubesim.apiserver.core.store import ObjectKey, Store, Watcher, WatchEvent
+from kubesim.apiserver.registry.registry import Registry, ResourceType
+from kubesim.apiserver.registry.strategy import Strategy, strategy_for
 from kubesim.clock import now_rfc3339
 from kubesim.machinery import field as fe
 from kubesim.machinery import patch as patching

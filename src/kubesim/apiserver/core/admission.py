@@ -88,17 +88,17 @@ import structlog
 from celpy import celtypes
 
 from kubesim.apiserver import certs
-from kubesim.apiserver.apicore import AdmissionAttributes, ApiCore
-from kubesim.apiserver.policies import PolicyAdmission
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import ResourceKey, Store
-from kubesim.apiserver.webhookconfig import (
+from kubesim.apiserver.core.apicore import AdmissionAttributes, ApiCore
+from kubesim.apiserver.core.policies import PolicyAdmission
+from kubesim.apiserver.core.store import ResourceKey, Store
+from kubesim.apiserver.core.webhookconfig import (
     Webhook,
     is_namespace,
     parse_configuration,
     request_namespace,
     rule_matches,
 )
+from kubesim.apiserver.registry.registry import ResourceType
 from kubesim.machinery.cel import CelError, LazyVariables
 from kubesim.machinery.errors import ApiError, Cause
 

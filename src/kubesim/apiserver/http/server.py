@@ -27,21 +27,12 @@ import yaml
 from aiohttp import web
 
 from kubesim import __version__
-from kubesim.apiserver import (
-    deletion,
-    discovery,
-    eventsapi,
-    openapi,
-    podstreams,
-    protobuf,
-    rbac,
-    reviews,
-    spdystreams,
-    tables,
-)
-from kubesim.apiserver.apicore import ADMIN_USER, ApiCore, Request
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.watchstream import WatchOptions, WatchStream
+from kubesim.apiserver import eventsapi, rbac, reviews
+from kubesim.apiserver.core import deletion
+from kubesim.apiserver.core.apicore import ADMIN_USER, ApiCore, Request
+from kubesim.apiserver.http import discovery, openapi, podstreams, protobuf, spdystreams, tables
+from kubesim.apiserver.http.watchstream import WatchOptions, WatchStream
+from kubesim.apiserver.registry.registry import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.machinery.errors import ApiError, bad_request, not_found, unknown_path
 from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_selectors_for

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.apicore import Request
-    from kubesim.apiserver.resources import ResourceType
+    from kubesim.apiserver.core.apicore import Request
+    from kubesim.apiserver.registry.registry import ResourceType
     from kubesim.machinery.errors import Cause
 
 __all__ = ["MutatingHook"]

@@ -17,9 +17,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kubesim.apiserver import eventsapi, tables
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import Watcher, WatchEvent
+from kubesim.apiserver import eventsapi
+from kubesim.apiserver.core.store import Watcher, WatchEvent
+from kubesim.apiserver.http import tables
+from kubesim.apiserver.registry.registry import ResourceType
 
 
 def _bool(q: str | None) -> bool:

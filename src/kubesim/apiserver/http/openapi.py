@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from kubesim.apiserver.resources import Registry, ResourceType
+from kubesim.apiserver.registry.registry import Registry, ResourceType
 from kubesim.apiserver.workloadschema import SCHEMAS as BUILTIN_SCHEMAS
 
 

@@ -30,7 +30,7 @@ import orjson
 import structlog
 from aiohttp import WSMsgType, web
 
-from kubesim.apiserver import spdy
+from kubesim.apiserver.http import spdy
 from kubesim.machinery.errors import ApiError, bad_request
 
 __all__ = [

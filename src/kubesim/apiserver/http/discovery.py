@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubesim.apiserver.resources import Registry, ResourceType
+from kubesim.apiserver.registry.registry import Registry, ResourceType
 
 SERVER_ADDRESS = [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]
 

@@ -15,7 +15,7 @@ from typing import Any
 from kubesim.apiserver.apiservices import validate_apiservice
 from kubesim.apiserver.poddns import validate_pod_dns
 from kubesim.apiserver.podvalidation import validate_pod_spec, validate_replica_template
-from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.registry.registry import ResourceType
 from kubesim.machinery import field as fe
 from kubesim.machinery import gobase64
 from kubesim.machinery.errors import Cause, bad_request

@@ -20,10 +20,10 @@ from typing import IO, Any
 
 import orjson
 
-from kubesim.apiserver.apicore import ApiCore
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.statedir import check_existing, private_dir, write_private
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent, object_key
 from kubesim.apiserver.crds import CRD_KEY
-from kubesim.apiserver.statedir import check_existing, private_dir, write_private
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent, object_key
 
 FLUSH_SECONDS = 0.1
 

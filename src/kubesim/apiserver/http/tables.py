@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.registry.registry import ResourceType
 from kubesim.clock import parse_rfc3339
 
 Obj = dict[str, Any]
