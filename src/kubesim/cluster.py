@@ -12,6 +12,7 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,16 +21,20 @@ from aiohttp import web
 
 from kubesim.apiserver import certs
 from kubesim.apiserver.core.admission import WebhookAdmission
-from kubesim.apiserver.core.apicore import SYSTEM_USER, ApiCore, Request
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import SYSTEM_USER, ObjectHooks, Request
 from kubesim.apiserver.core.store import Store
-from kubesim.apiserver.crds import CrdHooks
 from kubesim.apiserver.http.server import ApiHttpServer
+from kubesim.apiserver.registry import catalogue
+from kubesim.apiserver.registry.apiextensions.customresourcedefinition import CrdHooks
+from kubesim.apiserver.registry.features import FeatureGates, check_gates
 from kubesim.apiserver.registry.registry import Registry
-from kubesim.apiserver.storage import DefaultStorageClassHook
+from kubesim.apiserver.registry.storage.storageclass import DefaultStorageClassHook
 from kubesim.controllers.disruption import evict
 from kubesim.controllers.endpoints import resolve_service, simulated_pod_host
 from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
+from kubesim.controllers.protection import ProtectionHook
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait
 
@@ -57,8 +62,8 @@ class SimOptions:
     history_size: int = 50_000
     # `--run-image`: image repository -> directory; such containers run as real processes
     run_images: dict[str, str] = field(default_factory=dict)
-    # `--kube-feature-gates`: Kubernetes feature gates of the API server (strategies.py
-    # KUBE_FEATURE_GATES lists the ones modelled), all off by default as in Kubernetes.
+    # `--kube-feature-gates`: Kubernetes feature gates of the API server
+    # (`apiserver/registry/features.py` lists the ones modelled), all off by default as in Kubernetes.
     kube_feature_gates: dict[str, bool] = field(default_factory=dict)
     # Events from the simulated components (kubectl describe); `--no-events` turns them off
     events: bool = True
@@ -83,17 +88,30 @@ class SimCluster:
 
         self.cluster_domain = check_cluster_domain(self.options.cluster_domain)
         self.rng = random.Random(self.options.seed)
-        self.registry = Registry()
+        check_gates(self.options.kube_feature_gates)
+        self.gates = FeatureGates(self.options.kube_feature_gates)
+        self.registry = Registry(catalogue.served_types(self.gates))
         self.store = Store(history_size=self.options.history_size)
-        self.core = ApiCore(self.registry, self.store)
-        self.core.hooks.append(CrdHooks(self.core))
-        self.core.hooks.append(DefaultStorageClassHook(self.store))
+        hooks: list[ObjectHooks] = [CrdHooks(self.registry, self.store)]
+        hooks.append(DefaultStorageClassHook(self.store))
+        if self.options.sim_level != "none":
+            hooks.append(ProtectionHook())  # with the storage controllers (`_start_storage`)
         # The API server imports no simulated controller: how it reaches a webhook's Service
         # and evicts a pod under its budgets is plugged in here.
-        self.core.admission = self.admission = WebhookAdmission(
-            self.core, resolve_service, simulated_pod_host
+        self.admission = WebhookAdmission(
+            self.registry, self.store, resolve_service, self._pod_host, lambda: self.client_cert
         )
-        self._apply_kube_feature_gates()
+        self.core = ApiCore(
+            self.registry,
+            self.store,
+            strategies=catalogue.strategies(self.gates, self.store),
+            hooks=hooks,
+            admission=self.admission,
+            # the kubelet confirms a pod's deletion once its containers stopped
+            graceful_pod_deletion=self.options.sim_level == "pods",
+        )
+        # What the API server presents to webhooks (`start()` issues it from the cluster's CA).
+        self.client_cert: tuple[bytes, bytes] | None = None
         self.token = self.options.token or certs.new_token()
         self.http = ApiHttpServer(self.core, self.token, self.options.bookmark_interval)
         self.http.evict = evict
@@ -111,25 +129,11 @@ class SimCluster:
         self.port = 0
         self.started_at = 0.0
 
-    def _apply_kube_feature_gates(self) -> None:
-        from kubesim.apiserver.registry.strategy import (
-            KUBE_FEATURE_GATES,
-            MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS,
-            JobStrategy,
-        )
-
-        unknown = sorted(set(self.options.kube_feature_gates) - set(KUBE_FEATURE_GATES))
-        if unknown:
-            raise ValueError(
-                f"unrecognized Kubernetes feature gate {unknown[0]} "
-                f"(modelled: {', '.join(sorted(KUBE_FEATURE_GATES))})"
-            )
-        if self.options.kube_feature_gates.get(MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS):
-            jobs = JobStrategy(mutable_pod_resources=True)
-            self.core.strategy_overrides[("batch", "jobs")] = jobs
-        from kubesim.apiserver import workloads
-
-        self.workload_gates = workloads.enable(self.core, self.options.kube_feature_gates)
+    def _pod_host(self, pod: Mapping[str, Any], ip: str) -> str:
+        """How the API server dials a webhook's pod: through the runtime with real pods."""
+        if self.runtime is not None:
+            return str(self.runtime.pod_host(pod, ip))
+        return simulated_pod_host(pod, ip)
 
     @property
     def kubeconfig(self) -> str:
@@ -171,7 +175,6 @@ class SimCluster:
             self.runtime = ProcessRuntime(
                 self.core, self.http, opts.run_images, cluster_domain=self.cluster_domain
             )
-            self.admission.pod_host = self.runtime.pod_host  # webhooks served by real pods
             hosts.append(await self.runtime.open())  # pods reach the API server there
         await self._start_dns()
         self._start_components()
@@ -182,7 +185,7 @@ class SimCluster:
             ssl_ctx = certs.server_ssl_context(cert, key)
             self.ca_pem = ca_cert
             # What the API server presents to webhooks, and where it says which CA signed it.
-            self.admission.client_cert = certs.make_client_cert(ca_cert, ca_key)
+            self.client_cert = certs.make_client_cert(ca_cert, ca_key)
             await self._publish_authentication(ca_cert)
         self._runner = web.AppRunner(self.http.app(), access_log=None, handle_signals=False)
         await self._runner.setup()
@@ -326,9 +329,7 @@ class SimCluster:
             from kubesim.controllers.scheduler.loop import Scheduler
             from kubesim.kubelet.kubelet import Kubelet
 
-            scheduler = Scheduler(
-                self.core, self.rng, events=self.events, gates=self.workload_gates
-            )
+            scheduler = Scheduler(self.core, self.rng, events=self.events, gates=self.gates)
             self.components.append(scheduler)
             self.http.debug_views["scheduler"] = scheduler.debug_report
             self.components += [
@@ -350,7 +351,6 @@ class SimCluster:
                 from kubesim.kubelet.podexec import RuntimeStreams
 
                 self.http.pod_streams = RuntimeStreams(self.runtime)
-            self.core.graceful_pod_deletion = True
         for component in self.components:
             component.start()
 
@@ -375,7 +375,7 @@ class SimCluster:
         self.components += [
             PersistentVolumeController(self.core, self.events),
             LocalPathProvisioner(self.core, root, self.events),
-            protection.install(self.core),
+            protection.ProtectionController(self.core),
         ]
 
     async def _compact_every(self, interval: float) -> None:

@@ -88,8 +88,8 @@ import structlog
 from celpy import celtypes
 
 from kubesim.apiserver import certs
-from kubesim.apiserver.core.apicore import AdmissionAttributes, ApiCore
 from kubesim.apiserver.core.policies import PolicyAdmission
+from kubesim.apiserver.core.request import AdmissionAttributes
 from kubesim.apiserver.core.store import ResourceKey, Store
 from kubesim.apiserver.core.webhookconfig import (
     Webhook,
@@ -98,7 +98,8 @@ from kubesim.apiserver.core.webhookconfig import (
     request_namespace,
     rule_matches,
 )
-from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.registry.registry import Registry
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.machinery.cel import CelError, LazyVariables
 from kubesim.machinery.errors import ApiError, Cause
 
@@ -361,8 +362,16 @@ class WebhookAdmission:
     webhook servers alive between calls, as kube-apiserver's HTTP/1.1 client pool does.
     """
 
-    def __init__(self, core: ApiCore, resolve_service: ServiceResolver, pod_host: PodHost) -> None:
-        self.core = core
+    def __init__(
+        self,
+        registry: Registry,
+        store: Store,
+        resolve_service: ServiceResolver,
+        pod_host: PodHost,
+        client_cert: Callable[[], tuple[bytes, bytes] | None] = lambda: None,
+    ) -> None:
+        self.registry = registry
+        self.store = store
         self.resolve_service = resolve_service
         # How a pod endpoint of a webhook Service is dialled: the host for simulated pods; a
         # runtime running real pods swaps in their IPs.
@@ -373,7 +382,7 @@ class WebhookAdmission:
             VALIDATING: {},
         }
         self._ssl: dict[str, ssl.SSLContext] = {}
-        self.policies = PolicyAdmission(core.store)
+        self.policies = PolicyAdmission(store)
         # The client certificate (PEM cert, key) presented to every webhook, as
         # kube-apiserver does when --admission-control-config-file gives it one; None: none.
         self.client_cert: tuple[bytes, bytes] | None = None
@@ -398,7 +407,7 @@ class WebhookAdmission:
 
     def webhooks(self, key: ResourceKey) -> list[Webhook]:
         """The current webhooks of one kind, ordered by configuration name then position."""
-        rs = self.core.store.resources.get(key)
+        rs = self.store.resources.get(key)
         cache = self._parsed[key]
         if rs is None or not rs.objects:
             cache.clear()
@@ -428,7 +437,7 @@ class WebhookAdmission:
             and attrs.operation in ("CREATE", "UPDATE")
         ):
             return _labels(obj) or {}
-        ns = self.core.store.get(("", "namespaces"), ("", namespace))
+        ns = self.store.get(("", "namespaces"), ("", namespace))
         return _labels(ns) or {}
 
     def _match(
@@ -467,7 +476,7 @@ class WebhookAdmission:
         elif hook.match_policy == "Equivalent":
             equivalents = [
                 rt
-                for rt in self.core.registry.sharing_storage(attrs.rt.key)
+                for rt in self.registry.sharing_storage(attrs.rt.key)
                 if rt.version != attrs.rt.version
             ]
             for rule in hook.rules:
@@ -551,7 +560,7 @@ class WebhookAdmission:
         display = f"https://{host}:{port}{path}?{timeout}"
         try:
             endpoint = self.resolve_service(
-                self.core.store, namespace, name, port, pod_host=self.pod_host
+                self.store, namespace, name, port, pod_host=self.pod_host
             )
         except ServiceUnavailable as exc:
             raise _CallError(f'failed to call webhook: Post "{display}": {exc}') from None

@@ -12,15 +12,25 @@ import asyncio
 import builtins
 import secrets
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, ParamSpec, Protocol, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
 
-from kubesim.apiserver import eventsapi
 from kubesim.apiserver.core import deletion
+from kubesim.apiserver.core.request import (
+    SYSTEM_USER,
+    Admission,
+    AdmissionAttributes,
+    ObjectHooks,
+    Request,
+)
 from kubesim.apiserver.core.store import ObjectKey, Store, Watcher, WatchEvent
-from kubesim.apiserver.registry.registry import Registry, ResourceType
-from kubesim.apiserver.registry.strategy import Strategy, strategy_for
+from kubesim.apiserver.registry import catalogue
+from kubesim.apiserver.registry.events import event as eventsapi
+from kubesim.apiserver.registry.features import FeatureGates
+from kubesim.apiserver.registry.registry import Registry
+from kubesim.apiserver.registry.resourcetype import ResourceType
+from kubesim.apiserver.registry.strategy import PLAIN, Strategy
 from kubesim.clock import now_rfc3339
 from kubesim.machinery import field as fe
 from kubesim.machinery import patch as patching
@@ -44,22 +54,6 @@ APPLY_PATCH_CBOR = "application/apply-patch+cbor"
 
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes' generateName
 
-SYSTEM_USER = {"username": "system:serviceaccount:kube-system:sim", "groups": ["system:masters"]}
-ADMIN_USER = {"username": "admin", "groups": ["system:masters", "system:authenticated"]}
-
-
-@dataclass
-class Request:
-    """Who asks, and the options of a write that change how it is carried out."""
-
-    user: dict[str, Any] = field(default_factory=lambda: dict(ADMIN_USER))
-    dry_run: bool = False
-    field_manager: str = ""
-    field_validation: str = "Ignore"  # Ignore | Warn | Strict
-    force: bool = False
-    warnings: list[str] = field(default_factory=list)
-    body_bytes: int = 0  # the request body's size, which decides OFF_LOOP_BYTES
-
 
 # A create or update whose body is at least this large is pruned, defaulted, validated and
 # its managedFields recorded in a worker thread. For a custom resource near etcd's object limit
@@ -72,47 +66,6 @@ OFF_LOOP_BYTES = 256 * 1024
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class AdmissionAttributes:
-    """What an admission webhook is told about a request (AdmissionRequest fields)."""
-
-    rt: ResourceType
-    subresource: str
-    namespace: str
-    name: str
-    operation: str  # CREATE | UPDATE | DELETE | CONNECT
-    request: Request
-    options: dict[str, Any] | None = None
-
-
-class Admission(Protocol):
-    """The admission chain: mutating webhooks, then validating ones."""
-
-    async def mutate(
-        self, attrs: AdmissionAttributes, obj: dict[str, Any], old: dict[str, Any] | None
-    ) -> dict[str, Any]: ...
-
-    async def validate(
-        self, attrs: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None: ...
-
-
-class ObjectHooks(Protocol):
-    """Per-type extra semantics plugged in by other modules (e.g. CRD registration)."""
-
-    def before_write(
-        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, req: Request
-    ) -> dict[str, Any]: ...
-
-    def validate(
-        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
-    ) -> list[Cause]: ...
-
-    def after_write(
-        self, rt: ResourceType, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None: ...
 
 
 @dataclass
@@ -207,16 +160,28 @@ def decode_continue(token: str) -> tuple[int, ObjectKey]:
 class ApiCore:
     """CRUD, patch, delete and watch with Kubernetes semantics over a `Store`."""
 
-    def __init__(self, registry: Registry, store: Store) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        store: Store,
+        *,
+        strategies: Mapping[tuple[str, str], Strategy] | None = None,
+        hooks: Sequence[ObjectHooks] = (),
+        admission: Admission | None = None,
+        graceful_pod_deletion: bool = False,
+    ) -> None:
         self.registry = registry
         self.store = store
-        self.admission: Admission | None = None
-        self.hooks: list[ObjectHooks] = []
-        # Set by the simulated kubelet: pods on a node are then deleted gracefully.
-        self.graceful_pod_deletion = False
-        # Strategies of this API server that differ from the defaults (Kubernetes feature
-        # gates, `SimCluster`), by (group, plural).
-        self.strategy_overrides: dict[tuple[str, str], Strategy] = {}
+        # The served built-ins' strategies by (group, plural), as the feature gates make them
+        # (`registry/catalogue.py`); by default those of an API server with every gate off.
+        self.strategies = (
+            catalogue.strategies(FeatureGates({}), store) if strategies is None else strategies
+        )
+        # Per-type extra semantics (CRDs, admission plugins), run in this order on every write.
+        self.hooks: tuple[ObjectHooks, ...] = tuple(hooks)
+        self.admission = admission
+        # With a kubelet, pods on a node are deleted gracefully (it confirms the deletion).
+        self.graceful_pod_deletion = graceful_pod_deletion
 
     # ------------------------------------------------------------------ reads
 
@@ -369,7 +334,7 @@ class ApiCore:
         return causes
 
     def _strategy(self, rt: ResourceType) -> Strategy:
-        return self.strategy_overrides.get(rt.key) or strategy_for(rt)
+        return self.strategies.get(rt.key, PLAIN)
 
     def _run_hooks(
         self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, req: Request

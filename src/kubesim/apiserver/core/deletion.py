@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.machinery import field as fe
 from kubesim.machinery.errors import bad_request, conflict, invalid

@@ -7,12 +7,11 @@ written, so they take the other two from this class.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from kubesim.apiserver.core.apicore import Request
-    from kubesim.apiserver.registry.registry import ResourceType
-    from kubesim.machinery.errors import Cause
+from kubesim.apiserver.core.request import Request
+from kubesim.apiserver.registry.resourcetype import ResourceType
+from kubesim.machinery.errors import Cause
 
 __all__ = ["MutatingHook"]
 

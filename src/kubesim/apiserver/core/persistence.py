@@ -23,7 +23,7 @@ import orjson
 from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.statedir import check_existing, private_dir, write_private
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent, object_key
-from kubesim.apiserver.crds import CRD_KEY
+from kubesim.apiserver.registry.apiextensions.customresourcedefinition import CRD_KEY
 
 FLUSH_SECONDS = 0.1
 

@@ -30,10 +30,10 @@ from typing import Any
 
 import celpy.celtypes as celtypes
 
-from kubesim.apiserver.core.apicore import AdmissionAttributes
+from kubesim.apiserver.core.request import AdmissionAttributes
 from kubesim.apiserver.core.store import ResourceKey
 from kubesim.apiserver.core.webhookconfig import request_namespace, rule_matches
-from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.machinery.cel import CelError, CelProgram, LazyVariables, compile_expression
 from kubesim.machinery.errors import ApiError, Cause
 

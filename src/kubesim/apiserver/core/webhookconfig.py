@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubesim.apiserver.core.apicore import AdmissionAttributes
-from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.core.request import AdmissionAttributes
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.machinery.cel import CelProgram, compile_expression
 from kubesim.machinery.errors import ApiError
 from kubesim.machinery.selectors import LabelSelector

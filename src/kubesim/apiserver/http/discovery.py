@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubesim.apiserver.registry.registry import Registry, ResourceType
+from kubesim.apiserver.registry.registry import Registry
+from kubesim.apiserver.registry.resourcetype import ResourceType
 
 SERVER_ADDRESS = [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]
 

@@ -12,8 +12,11 @@ from typing import Any
 
 import orjson
 
-from kubesim.apiserver.registry.registry import Registry, ResourceType
-from kubesim.apiserver.workloadschema import SCHEMAS as BUILTIN_SCHEMAS
+from kubesim.apiserver.registry import catalogue
+from kubesim.apiserver.registry.registry import Registry
+from kubesim.apiserver.registry.resourcetype import ResourceType
+
+BUILTIN_SCHEMAS = catalogue.schemas()
 
 
 def _reverse_group(group: str) -> str:
@@ -27,7 +30,8 @@ def definition_name(rt: ResourceType) -> str:
 
 
 def _published(rt: ResourceType) -> bool:
-    """Custom resources, and the built-ins kubectl v1.32 does not know (workloadschema.py)."""
+    """Custom resources, and the built-ins kubectl v1.32 does not know (those whose registry
+    module gives a schema)."""
     return rt.crd is not None or (rt.group, rt.version, rt.kind) in BUILTIN_SCHEMAS
 
 

@@ -27,12 +27,14 @@ import yaml
 from aiohttp import web
 
 from kubesim import __version__
-from kubesim.apiserver import eventsapi, rbac, reviews
+from kubesim.apiserver import rbac, reviews
 from kubesim.apiserver.core import deletion
-from kubesim.apiserver.core.apicore import ADMIN_USER, ApiCore, Request
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import ADMIN_USER, Request
 from kubesim.apiserver.http import discovery, openapi, podstreams, protobuf, spdystreams, tables
 from kubesim.apiserver.http.watchstream import WatchOptions, WatchStream
-from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.registry.events import event as eventsapi
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.machinery.errors import ApiError, bad_request, not_found, unknown_path
 from kubesim.machinery.selectors import FieldSelector, LabelSelector, field_selectors_for

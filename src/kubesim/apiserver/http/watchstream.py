@@ -17,10 +17,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kubesim.apiserver import eventsapi
 from kubesim.apiserver.core.store import Watcher, WatchEvent
 from kubesim.apiserver.http import tables
-from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.registry.events import event as eventsapi
+from kubesim.apiserver.registry.resourcetype import ResourceType
 
 
 def _bool(q: str | None) -> bool:

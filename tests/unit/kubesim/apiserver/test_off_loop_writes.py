@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from kubesim.apiserver.core.apicore import OFF_LOOP_BYTES, ApiCore, Request
+from kubesim.apiserver.core.apicore import OFF_LOOP_BYTES, ApiCore
+from kubesim.apiserver.core.request import Request
 from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.catalogue import served_types
 from kubesim.apiserver.registry.registry import Registry
 from kubesim.machinery.errors import ApiError
 
@@ -20,7 +22,7 @@ from kubesim.machinery.errors import ApiError
 async def test_a_write_during_a_large_updates_managed_fields_makes_it_conflict(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    core = ApiCore(Registry(), Store())
+    core = ApiCore(Registry(served_types()), Store())
     ns_rt = core.registry.get("", "v1", "namespaces")
     cm_rt = core.registry.get("", "v1", "configmaps")
     assert ns_rt is not None and cm_rt is not None

@@ -10,14 +10,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.apiserver.core.apicore import ApiCore, Request
-from kubesim.apiserver.registry.registry import ResourceType
+from kubesim.apiserver.core.request import Request
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.columns import name
+from kubesim.apiserver.registry.registry import Registry
+from kubesim.apiserver.registry.resource import Resource
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.machinery import field as fe
 from kubesim.machinery import schema as structural
 from kubesim.machinery.errors import Cause
 
-CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+TYPE = ResourceType(
+    "apiextensions.k8s.io",
+    "v1",
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    False,
+    short_names=("crd", "crds"),
+    subresources=frozenset(("status",)),
+)
+CRD_KEY = TYPE.key
 # Kept by pruning and defaulting at an object's root as they are.
 ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 
@@ -173,10 +186,12 @@ def validate_crd(crd: dict[str, Any]) -> list[Cause]:
 
 
 class CrdHooks:
-    """Plugs CRD semantics into `ApiCore` writes."""
+    """Plugs CRD semantics into `ApiCore` writes: a CRD write serves its types in `registry`;
+    its deletion stops serving them and drops their objects from `store`."""
 
-    def __init__(self, core: ApiCore) -> None:
-        self.core = core
+    def __init__(self, registry: Registry, store: Store) -> None:
+        self.registry = registry
+        self.store = store
 
     def before_write(
         self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, req: Request
@@ -209,13 +224,13 @@ class CrdHooks:
     ) -> None:
         if rt.key != CRD_KEY:
             return
-        registry = self.core.registry
+        registry = self.registry
         if obj is None:
             assert old is not None
             spec = old.get("spec") or {}
             names = spec.get("names") or {}
             registry.remove_group_resource(spec.get("group", ""), names.get("plural", ""))
-            self.core.store.drop_resource((spec.get("group", ""), names.get("plural", "")))
+            self.store.drop_resource((spec.get("group", ""), names.get("plural", "")))
             return
         if obj["metadata"].get("deletionTimestamp"):
             return
@@ -255,3 +270,12 @@ class CrdHooks:
             ),
         }
         return obj
+
+
+RESOURCE = Resource(
+    TYPE,
+    columns=(
+        ("Name", "string", 0, name),
+        ("Created At", "date", 0, lambda o: o["metadata"].get("creationTimestamp", "")),
+    ),
+)

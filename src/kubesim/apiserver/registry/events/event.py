@@ -5,7 +5,7 @@ converted on the way in and out), so an Event a client writes through either is 
 `kubectl get events`, shown by `kubectl describe` and watched through both. The simulated API
 server does the same: the events.k8s.io type shares the core type's store
 (`ResourceType.storage`), and these two functions convert at the HTTP boundary
-(`server.py`). The field mapping is kube-apiserver's (`pkg/apis/events/v1` conversion):
+(`http/`). The field mapping is kube-apiserver's (`pkg/apis/events/v1` conversion):
 
 | core/v1 | events.k8s.io/v1 |
 |---|---|
@@ -23,7 +23,22 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["CORE_TO_V1", "to_core", "to_events_v1"]
+from kubesim.apiserver.registry.core.event import COLUMNS
+from kubesim.apiserver.registry.resource import Resource
+from kubesim.apiserver.registry.resourcetype import ResourceType
+
+__all__ = ["CORE_TO_V1", "RESOURCE", "to_core", "to_events_v1"]
+
+TYPE = ResourceType(
+    "events.k8s.io",
+    "v1",
+    "Event",
+    "events",
+    True,
+    short_names=("ev",),
+    storage=("", "v1", "events"),
+)
+RESOURCE = Resource(TYPE, columns=COLUMNS)
 
 # core/v1 field -> events.k8s.io/v1 field; the fields with the same name in both are listed
 # too, so anything else (unknown fields) is dropped in either direction, as a typed decode does.

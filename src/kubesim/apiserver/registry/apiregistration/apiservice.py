@@ -1,19 +1,34 @@
 """`apiregistration.k8s.io/v1` APIService, stored and validated as kube-apiserver's aggregator
 does (`ValidateAPIService`): the name is `spec.version + "." + spec.group`, priorities in
 range, a Service reference with namespace, name and a valid port (443 by default), no CA
-bundle or TLS skip for a local one. Its strategy is in `strategies.py`; availability is `controllers/apiservices.py`'s."""
+bundle or TLS skip for a local one. The port defaults to 443 and status is written only through its subresource;
+availability is `controllers/apiservices.py`'s."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from kubesim.apiserver.registry.columns import age, name
+from kubesim.apiserver.registry.resource import Resource, always
+from kubesim.apiserver.registry.resourcetype import ResourceType
+from kubesim.apiserver.registry.strategy import Strategy
 from kubesim.machinery import field as fe
 from kubesim.machinery import gobase64
 from kubesim.machinery.errors import Cause
 from kubeutil import names
 
-__all__ = ["validate_apiservice"]
+__all__ = ["RESOURCE", "APIServiceStrategy", "validate_apiservice"]
+
+TYPE = ResourceType(
+    "apiregistration.k8s.io",
+    "v1",
+    "APIService",
+    "apiservices",
+    False,
+    subresources=frozenset(("status",)),
+    categories=("api-extensions",),
+)
 
 
 def _path_segment(name: str) -> list[str]:
@@ -92,3 +107,57 @@ def validate_apiservice(obj: Mapping[str, Any]) -> list[Cause]:
                 fe.invalid(f"spec.{key}", value or 0, f"must be positive and less than {top}")
             )
     return causes + _service(spec)
+
+
+class APIServiceStrategy(Strategy):
+    """apiregistration.k8s.io/v1 APIService: the Service port defaults to 443; status is
+    written only through its subresource."""
+
+    def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        spec = dict(obj.get("spec") or {})
+        if isinstance(spec.get("service"), dict):
+            spec["service"] = {"port": 443, **spec["service"]}
+        obj["spec"] = spec
+        obj["status"] = {}
+        return obj
+
+    def prepare_for_update(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any], subresource: str
+    ) -> dict[str, Any]:
+        if subresource == "status":
+            return {**obj, "spec": old.get("spec") or {}}
+        spec = dict(obj.get("spec") or {})
+        if isinstance(spec.get("service"), dict):
+            spec["service"] = {"port": 443, **spec["service"]}
+        return {**obj, "spec": spec, "status": old.get("status") or {}}
+
+    def validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> list[Cause]:
+        return validate_apiservice(obj)
+
+
+def _apiservice_service(o: dict[str, Any]) -> str:
+    ref = (o.get("spec") or {}).get("service")
+    return f"{ref.get('namespace')}/{ref.get('name')}" if isinstance(ref, dict) else "Local"
+
+
+def _apiservice_available(o: dict[str, Any]) -> str:
+    """kubectl's AVAILABLE column: the condition's status, with the reason when not True."""
+    for c in (o.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Available":
+            status = str(c.get("status"))
+            return status if status == "True" else f"{status} ({c.get('reason')})"
+    return "Unknown"
+
+
+RESOURCE = Resource(
+    TYPE,
+    always(APIServiceStrategy()),
+    (
+        ("Name", "string", 0, name),
+        ("Service", "string", 0, _apiservice_service),
+        ("Available", "string", 0, _apiservice_available),
+        ("Age", "date", 0, age),
+    ),
+)

@@ -1,8 +1,8 @@
-"""OpenAPI schemas of `scheduling.k8s.io/v1alpha2` Workload and PodGroup (`workloads.py`).
+"""OpenAPI schemas of `scheduling.k8s.io/v1alpha2` Workload and PodGroup (`workload.py`, `podgroup.py`).
 
 kubectl v1.32 has no compiled-in knowledge of these alpha types, so `kubectl explain
 workload.spec` and client-side tooling read everything from the server's OpenAPI document;
-these schemas are published there (openapi.py) the way a CRD's are. Descriptions are short
+these schemas are published there (`http/openapi.py`) the way a CRD's are. Descriptions are short
 summaries of the Kubernetes API documentation, in this project's words.
 """
 
@@ -193,8 +193,3 @@ PODGROUP: Final = _top(
         ),
     },
 )
-
-SCHEMAS: Final[dict[tuple[str, str, str], Schema]] = {
-    ("scheduling.k8s.io", "v1alpha2", "Workload"): WORKLOAD,
-    ("scheduling.k8s.io", "v1alpha2", "PodGroup"): PODGROUP,
-}
