@@ -73,24 +73,25 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import errno
-import ipaddress
-import ssl
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-import aiohttp
 import jsonpatch
 import orjson
 import structlog
 from celpy import celtypes
 
-from kubesim.apiserver import certs
 from kubesim.apiserver.core.policies import PolicyAdmission
 from kubesim.apiserver.core.request import AdmissionAttributes
 from kubesim.apiserver.core.store import ResourceKey, Store
+from kubesim.apiserver.core.webhookclient import (
+    CallError,
+    PodHost,
+    ServiceResolver,
+    WebhookClient,
+)
 from kubesim.apiserver.core.webhookconfig import (
     Webhook,
     is_namespace,
@@ -103,41 +104,7 @@ from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.machinery.cel import CelError, LazyVariables
 from kubesim.machinery.errors import ApiError, Cause
 
-__all__ = [
-    "PodHost",
-    "ServiceResolver",
-    "ServiceUnavailable",
-    "Webhook",
-    "WebhookAdmission",
-    "admission_request",
-]
-
-
-class ServiceUnavailable(Exception):
-    """A Service cannot be reached; the message is what kube-apiserver reports."""
-
-
-# How an endpoint address of a pod is dialled: given the pod and its IP, the host to connect
-# to (the host itself for simulated pods, which listen nowhere; the IP for real ones).
-PodHost = Callable[[Mapping[str, Any], str], str]
-
-
-class ServiceEndpoint(Protocol):
-    """Where a call to a Service goes."""
-
-    @property
-    def host(self) -> str: ...
-    @property
-    def port(self) -> int: ...
-
-
-class ServiceResolver(Protocol):
-    """Resolves `service <namespace>/<name>` port `port` to an endpoint to dial, or raises
-    ServiceUnavailable with kube-apiserver's wording."""
-
-    def __call__(
-        self, store: Store, namespace: str, name: str, port: int, *, pod_host: PodHost
-    ) -> ServiceEndpoint: ...
+__all__ = ["WebhookAdmission", "admission_request"]
 
 
 log = structlog.get_logger("sim.admission")
@@ -174,7 +141,6 @@ _REASONS = {
     503: "ServiceUnavailable",
     504: "Timeout",
 }
-_MAX_ERROR_BODY = 512
 
 
 def admission_request(
@@ -236,39 +202,12 @@ def admission_request(
     return request
 
 
-class _CallError(Exception):
-    """The webhook could not be called or answered nonsense (kube-apiserver's
-    ErrCallingWebhook): the webhook's failurePolicy decides whether the request fails."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 @dataclass(frozen=True)
 class _Invocation:
     """A webhook that matched a request, and the resource version it matched as."""
 
     hook: Webhook
     rt: ResourceType
-
-
-@dataclass(frozen=True)
-class _Target:
-    """Where a call goes: `display` is the URL as kube-apiserver prints it in errors, `connect`
-    the URL actually dialled (different for services), plus the TLS name to verify."""
-
-    display: str
-    connect: str
-    server_hostname: str | None
-    host_header: str | None
-
-
-def _go_duration(seconds: float) -> str:
-    """A duration as Go's `time.Duration.String()` writes it in the `timeout` query parameter."""
-    if seconds == int(seconds):
-        return f"{int(seconds)}s"
-    return f"{seconds:g}s"
 
 
 def _labels(obj: dict[str, Any] | None) -> dict[str, str] | None:
@@ -329,37 +268,11 @@ def _internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}")
 
 
-def _tls_reason(err: ssl.SSLCertVerificationError, host: str) -> str:
-    """Word a certificate failure as Go's crypto/tls does, since that is what users search for."""
-    code = getattr(err, "verify_code", 0)
-    if code in (2, 18, 19, 20, 21):  # unknown issuer, self-signed, incomplete chain
-        why = "x509: certificate signed by unknown authority"
-    elif code == 62:  # hostname mismatch
-        why = f"x509: certificate is not valid for {host}"
-    elif code in (9, 10):
-        why = "x509: certificate has expired or is not yet valid"
-    else:
-        why = f"x509: {getattr(err, 'verify_message', '') or err}"
-    return f"tls: failed to verify certificate: {why}"
-
-
-def _conn_reason(err: aiohttp.ClientConnectorError) -> str:
-    """Word a connection failure as Go's net package does (`dial tcp h:p: connect: ...`)."""
-    addr = f"{err.host}:{err.port}"
-    os_err = err.os_error
-    if os_err.errno == errno.ECONNREFUSED:
-        return f"dial tcp {addr}: connect: connection refused"
-    if isinstance(os_err, ssl.SSLError):
-        return f"remote error: tls: {os_err.reason or os_err}"
-    text = os_err.strerror or str(os_err)
-    return f"dial tcp {addr}: {text.lower() if text else 'connect failed'}"
-
-
 class WebhookAdmission:
     """The simulated server's admission chain: registered mutating, then validating webhooks.
 
-    One shared aiohttp session (created on first use, closed by `close()`) keeps connections to
-    webhook servers alive between calls, as kube-apiserver's HTTP/1.1 client pool does.
+    Calls go through one `WebhookClient` (`webhookclient.py`), whose connections `close()`
+    closes.
     """
 
     def __init__(
@@ -372,36 +285,17 @@ class WebhookAdmission:
     ) -> None:
         self.registry = registry
         self.store = store
-        self.resolve_service = resolve_service
-        # How a pod endpoint of a webhook Service is dialled: the host for simulated pods; a
-        # runtime running real pods swaps in their IPs.
-        self.pod_host = pod_host
-        self._session: aiohttp.ClientSession | None = None
+        self.client = WebhookClient(store, resolve_service, pod_host, client_cert)
         self._parsed: dict[ResourceKey, dict[str, tuple[str, list[Webhook]]]] = {
             MUTATING: {},
             VALIDATING: {},
         }
-        self._ssl: dict[str, ssl.SSLContext] = {}
         self.policies = PolicyAdmission(store)
-        # The client certificate (PEM cert, key) presented to every webhook, as
-        # kube-apiserver does when --admission-control-config-file gives it one; None: none.
-        self.client_cert: tuple[bytes, bytes] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
-                trust_env=False,
-                json_serialize=lambda o: orjson.dumps(o).decode(),
-            )
-        return self._session
-
     async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        await self.client.close()
 
     # ------------------------------------------------------------------ configurations
 
@@ -519,60 +413,10 @@ class WebhookAdmission:
             elif not result:
                 return False
         if errors:
-            raise _CallError("; ".join(errors))
+            raise CallError("; ".join(errors))
         return True
 
     # ------------------------------------------------------------------ calling
-
-    def _ssl_context(self, ca_bundle: str) -> ssl.SSLContext:
-        ctx = self._ssl.get(ca_bundle)
-        if ctx is None:
-            if ca_bundle:
-                try:
-                    pem = base64.b64decode(ca_bundle, validate=True)
-                    ctx = certs.client_ssl_context(pem)
-                except (binascii.Error, ValueError, ssl.SSLError) as exc:
-                    raise _CallError(
-                        f"could not get REST client: unable to load root certificates: {exc}"
-                    ) from None
-            else:
-                ctx = ssl.create_default_context()
-            if self.client_cert is not None:
-                certs.present_client_cert(ctx, *self.client_cert)
-            self._ssl[ca_bundle] = ctx
-        return ctx
-
-    def _target(self, hook: Webhook) -> _Target:
-        cc = hook.client_config
-        timeout = f"timeout={_go_duration(hook.timeout)}"
-        url = cc.get("url")
-        if url:
-            url = str(url)
-            display = f"{url}{'&' if '?' in url else '?'}{timeout}"
-            return _Target(display, display, None, None)
-        svc = cc.get("service")
-        if not isinstance(svc, dict) or not svc.get("name"):
-            raise _CallError("could not get REST client: webhook has neither a url nor a service")
-        name, namespace = str(svc["name"]), str(svc.get("namespace") or "")
-        port = int(svc.get("port") or 443)
-        path = str(svc.get("path") or "/")
-        host = f"{name}.{namespace}.svc"
-        display = f"https://{host}:{port}{path}?{timeout}"
-        try:
-            endpoint = self.resolve_service(
-                self.store, namespace, name, port, pod_host=self.pod_host
-            )
-        except ServiceUnavailable as exc:
-            raise _CallError(f'failed to call webhook: Post "{display}": {exc}') from None
-        dial_host, target_port = endpoint.host, endpoint.port
-        dial_host = dial_host.strip("[]")
-        try:
-            if ipaddress.ip_address(dial_host).version == 6:
-                dial_host = f"[{dial_host}]"
-        except ValueError:
-            pass
-        connect = f"https://{dial_host}:{target_port}{path}?{timeout}"
-        return _Target(display, connect, host, f"{host}:{port}")
 
     def _review(
         self,
@@ -583,112 +427,6 @@ class WebhookAdmission:
     ) -> dict[str, Any]:
         """The AdmissionRequest for one call (a fresh uid each time, as upstream)."""
         return admission_request(attrs, inv.rt, obj, old)
-
-    async def _post(self, hook: Webhook, version: str, request: dict[str, Any]) -> dict[str, Any]:
-        """POST the review and return the decoded, verified `response`."""
-        target = self._target(hook)
-        ctx = self._ssl_context(str(hook.client_config.get("caBundle") or ""))
-        body = orjson.dumps(
-            {
-                "apiVersion": f"admission.k8s.io/{version}",
-                "kind": "AdmissionReview",
-                "request": request,
-            }
-        )
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json, */*",
-            "User-Agent": "kube-apiserver-admission",
-        }
-        if target.host_header:
-            headers["Host"] = target.host_header
-        prefix = f'failed to call webhook: Post "{target.display}"'
-        try:
-            async with asyncio.timeout(hook.timeout):
-                async with self._client().post(
-                    target.connect,
-                    data=body,
-                    headers=headers,
-                    ssl=ctx,
-                    server_hostname=target.server_hostname,
-                    allow_redirects=False,
-                ) as resp:
-                    status = resp.status
-                    raw = await resp.read()
-        except TimeoutError:
-            raise _CallError(f"{prefix}: context deadline exceeded") from None
-        except aiohttp.ClientConnectorCertificateError as exc:
-            host = target.server_hostname or exc.host
-            cert_error = exc.certificate_error
-            reason = (
-                _tls_reason(cert_error, host)
-                if isinstance(cert_error, ssl.SSLCertVerificationError)
-                else f"tls: {cert_error}"
-            )
-            raise _CallError(f"{prefix}: {reason}") from None
-        except aiohttp.ClientConnectorError as exc:
-            raise _CallError(f"{prefix}: {_conn_reason(exc)}") from None
-        except aiohttp.ServerDisconnectedError:
-            raise _CallError(f"{prefix}: EOF") from None
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            raise _CallError(f"{prefix}: {exc or type(exc).__name__}") from None
-        if status != 200:
-            message = ""
-            try:
-                decoded = orjson.loads(raw)
-                if isinstance(decoded, dict) and decoded.get("kind") == "Status":
-                    message = str(decoded.get("message") or "")
-            except orjson.JSONDecodeError:
-                pass
-            if not message:
-                text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace").strip()
-                message = (
-                    f'an error on the server ("{text}") has prevented the request from succeeding'
-                )
-            raise _CallError(f"failed to call webhook: {message}")
-        try:
-            review = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise _CallError(
-                f"failed to call webhook: couldn't get version/kind; json parse error: {exc}"
-            ) from None
-        return self._verify(hook, version, request["uid"], review)
-
-    def _verify(self, hook: Webhook, version: str, uid: str, review: Any) -> dict[str, Any]:
-        """Upstream's VerifyAdmissionResponse, for the review version that was sent."""
-
-        def invalid(why: str) -> _CallError:
-            return _CallError(f"received invalid webhook response: {why}")
-
-        if not isinstance(review, dict):
-            raise invalid("expected an AdmissionReview object")
-        response = review.get("response")
-        if not isinstance(response, dict):
-            raise invalid("webhook response was absent")
-        if version == "v1":
-            if response.get("uid") != uid:
-                raise invalid(f'expected response.uid="{uid}", got "{response.get("uid", "")}"')
-            api_version, kind = review.get("apiVersion", ""), review.get("kind", "")
-            if (api_version, kind) != ("admission.k8s.io/v1", "AdmissionReview"):
-                raise invalid(
-                    "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, "
-                    f"got {api_version}, Kind={kind}"
-                )
-        patch, patch_type = response.get("patch"), response.get("patchType")
-        if hook.mutating:
-            if version == "v1":
-                if patch and patch_type is None:
-                    raise invalid("webhook returned response.patch but not response.patchType")
-                if not patch and patch_type is not None:
-                    raise invalid("webhook returned response.patchType but not response.patch")
-                if patch_type is not None and patch_type != "JSONPatch":
-                    raise invalid(f'webhook returned invalid response.patchType of "{patch_type}"')
-        elif version == "v1":
-            if patch:
-                raise invalid("validating webhook may not return response.patch")
-            if patch_type is not None:
-                raise invalid("validating webhook may not return response.patchType")
-        return response
 
     async def _invoke(
         self,
@@ -711,11 +449,11 @@ class WebhookAdmission:
                 return None
             version = next((v for v in hook.review_versions if v in ("v1", "v1beta1")), None)
             if version is None:
-                raise _CallError(
+                raise CallError(
                     "webhook does not accept known AdmissionReview versions (v1, v1beta1)"
                 )
-            response = await self._post(hook, version, request)
-        except _CallError as err:
+            response = await self.client.post(hook, version, request)
+        except CallError as err:
             message = f'failed calling webhook "{hook.name}": {err.reason}'
             if hook.failure_policy == "Ignore":
                 log.warning("webhook call failed; ignored", webhook=hook.name, error=message)
