@@ -86,12 +86,7 @@ from celpy import celtypes
 from kubesim.apiserver.core.policies import PolicyAdmission
 from kubesim.apiserver.core.request import AdmissionAttributes
 from kubesim.apiserver.core.store import ResourceKey, Store
-from kubesim.apiserver.core.webhookclient import (
-    CallError,
-    PodHost,
-    ServiceResolver,
-    WebhookClient,
-)
+from kubesim.apiserver.core.webhookclient import CallError, PodHost, ServiceResolver, WebhookClient
 from kubesim.apiserver.core.webhookconfig import (
     Webhook,
     is_namespace,

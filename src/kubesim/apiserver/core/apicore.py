@@ -33,12 +33,7 @@ from kubesim.apiserver.core.objects import (
     validate_meta,
 )
 from kubesim.apiserver.core.reads import ListResult
-from kubesim.apiserver.core.request import (
-    Admission,
-    AdmissionAttributes,
-    ObjectHooks,
-    Request,
-)
+from kubesim.apiserver.core.request import Admission, AdmissionAttributes, ObjectHooks, Request
 from kubesim.apiserver.core.store import Store, Watcher, WatchEvent
 from kubesim.apiserver.registry import catalogue
 from kubesim.apiserver.registry.events import event as eventsapi

@@ -18,12 +18,8 @@ from kubesim.apiserver.registry.admissionregistration import (
     validatingadmissionpolicybinding,
     validatingwebhookconfiguration,
 )
-from kubesim.apiserver.registry.apiextensions import (
-    customresourcedefinition,
-)
-from kubesim.apiserver.registry.apiregistration import (
-    apiservice,
-)
+from kubesim.apiserver.registry.apiextensions import customresourcedefinition
+from kubesim.apiserver.registry.apiregistration import apiservice
 from kubesim.apiserver.registry.apps import (
     controllerrevision,
     daemonset,
@@ -31,22 +27,11 @@ from kubesim.apiserver.registry.apps import (
     replicaset,
     statefulset,
 )
-from kubesim.apiserver.registry.authentication import (
-    selfsubjectreview,
-    tokenreview,
-)
-from kubesim.apiserver.registry.authorization import (
-    selfsubjectaccessreview,
-    subjectaccessreview,
-)
-from kubesim.apiserver.registry.batch import (
-    cronjob,
-    job,
-)
+from kubesim.apiserver.registry.authentication import selfsubjectreview, tokenreview
+from kubesim.apiserver.registry.authorization import selfsubjectaccessreview, subjectaccessreview
+from kubesim.apiserver.registry.batch import cronjob, job
 from kubesim.apiserver.registry.columns import DEFAULT_COLUMNS, Column
-from kubesim.apiserver.registry.coordination import (
-    lease,
-)
+from kubesim.apiserver.registry.coordination import lease
 from kubesim.apiserver.registry.core import (
     configmap,
     endpoints,
@@ -63,34 +48,16 @@ from kubesim.apiserver.registry.core import (
     service,
     serviceaccount,
 )
-from kubesim.apiserver.registry.discovery import (
-    endpointslice,
-)
+from kubesim.apiserver.registry.discovery import endpointslice
 from kubesim.apiserver.registry.events import event as events_event
 from kubesim.apiserver.registry.features import FeatureGates
-from kubesim.apiserver.registry.networking import (
-    ingress,
-    networkpolicy,
-)
-from kubesim.apiserver.registry.policy import (
-    poddisruptionbudget,
-)
-from kubesim.apiserver.registry.rbac import (
-    clusterrole,
-    clusterrolebinding,
-    role,
-    rolebinding,
-)
+from kubesim.apiserver.registry.networking import ingress, networkpolicy
+from kubesim.apiserver.registry.policy import poddisruptionbudget
+from kubesim.apiserver.registry.rbac import clusterrole, clusterrolebinding, role, rolebinding
 from kubesim.apiserver.registry.resource import Resource
 from kubesim.apiserver.registry.resourcetype import ResourceType
-from kubesim.apiserver.registry.scheduling import (
-    podgroup,
-    priorityclass,
-    workload,
-)
-from kubesim.apiserver.registry.storage import (
-    storageclass,
-)
+from kubesim.apiserver.registry.scheduling import podgroup, priorityclass, workload
+from kubesim.apiserver.registry.storage import storageclass
 from kubesim.apiserver.registry.strategy import Strategy
 
 __all__ = ["CATALOGUE", "columns", "schemas", "served_types", "strategies"]

@@ -7,12 +7,7 @@ import time
 from typing import Any
 
 from kubesim.apiserver.core.store import Store
-from kubesim.apiserver.registry.columns import (
-    Obj,
-    age,
-    human_age,
-    name,
-)
+from kubesim.apiserver.registry.columns import Obj, age, human_age, name
 from kubesim.apiserver.registry.core.poddns import validate_pod_dns
 from kubesim.apiserver.registry.core.podvalidation import validate_pod_spec
 from kubesim.apiserver.registry.features import FeatureGates

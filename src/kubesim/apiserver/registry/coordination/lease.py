@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from kubesim.apiserver.registry.columns import (
-    age,
-    name,
-)
+from kubesim.apiserver.registry.columns import age, name
 from kubesim.apiserver.registry.resource import Resource
 from kubesim.apiserver.registry.resourcetype import ResourceType
 

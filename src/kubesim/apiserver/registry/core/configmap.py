@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.apiserver.registry.columns import (
-    age,
-    name,
-)
+from kubesim.apiserver.registry.columns import age, name
 from kubesim.apiserver.registry.core.secret import check_base64, key_causes
 from kubesim.apiserver.registry.resource import Resource, always
 from kubesim.apiserver.registry.resourcetype import ResourceType

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from kubesim.apiserver.registry.columns import (
-    Column,
-    Obj,
-    age_of,
-)
+from kubesim.apiserver.registry.columns import Column, Obj, age_of
 from kubesim.apiserver.registry.resource import Resource
 from kubesim.apiserver.registry.resourcetype import ResourceType
 

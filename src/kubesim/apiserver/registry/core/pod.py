@@ -7,11 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim.apiserver.core.store import Store
-from kubesim.apiserver.registry.columns import (
-    Obj,
-    age,
-    name,
-)
+from kubesim.apiserver.registry.columns import Obj, age, name
 from kubesim.apiserver.registry.core.poddns import validate_pod_dns
 from kubesim.apiserver.registry.core.podvalidation import validate_pod_spec
 from kubesim.apiserver.registry.features import FeatureGates
@@ -49,7 +45,7 @@ class PodStrategy(Strategy):
         spec.setdefault("enableServiceLinks", True)
         spec.setdefault("priority", 0)
         spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-        spec.pop("schedulingGroup", None)  # GenericWorkload off (workloads.py turns it on)
+        spec.pop("schedulingGroup", None)  # GenericWorkload off (GroupedPodStrategy keeps it)
         tolerations = list(spec.get("tolerations") or [])
         for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
             if not any(t.get("key") == key for t in tolerations):

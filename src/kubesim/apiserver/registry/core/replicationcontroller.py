@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.apiserver.registry.columns import (
-    age,
-    name,
-    workload_wide,
-)
+from kubesim.apiserver.registry.columns import age, name, workload_wide
 from kubesim.apiserver.registry.core.podvalidation import validate_replica_template
 from kubesim.apiserver.registry.resource import Resource, always
 from kubesim.apiserver.registry.resourcetype import ResourceType

@@ -5,10 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from kubesim.apiserver.registry.columns import (
-    age,
-    name,
-)
+from kubesim.apiserver.registry.columns import age, name
 from kubesim.apiserver.registry.resource import Resource, always
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.apiserver.registry.strategy import Strategy

@@ -7,11 +7,7 @@ import ipaddress
 import itertools
 from typing import Any
 
-from kubesim.apiserver.registry.columns import (
-    Obj,
-    age,
-    name,
-)
+from kubesim.apiserver.registry.columns import Obj, age, name
 from kubesim.apiserver.registry.resource import Resource, always
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.apiserver.registry.strategy import Strategy, immutable

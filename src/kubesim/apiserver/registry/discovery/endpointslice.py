@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from kubesim.apiserver.registry.columns import (
-    Obj,
-    age,
-    more,
-    name,
-)
+from kubesim.apiserver.registry.columns import Obj, age, more, name
 from kubesim.apiserver.registry.resource import Resource
 from kubesim.apiserver.registry.resourcetype import ResourceType
 

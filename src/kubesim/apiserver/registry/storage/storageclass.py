@@ -9,11 +9,7 @@ from typing import Any, Final
 from kubesim.apiserver.core.hooks import MutatingHook
 from kubesim.apiserver.core.request import Request
 from kubesim.apiserver.core.store import Store
-from kubesim.apiserver.registry.columns import (
-    Obj,
-    age,
-    name,
-)
+from kubesim.apiserver.registry.columns import Obj, age, name
 from kubesim.apiserver.registry.core.persistentvolumeclaim import spec_of
 from kubesim.apiserver.registry.resource import Resource, always
 from kubesim.apiserver.registry.resourcetype import ResourceType
