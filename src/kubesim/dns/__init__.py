@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.store import Store
 from kubesim.dns.feed import ClusterRecords
 from kubesim.dns.records import ApiEndpoint
 from kubesim.dns.server import DnsServer

@@ -8,7 +8,7 @@ import dns.message
 import dns.query
 import dns.rcode
 
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.store import Store
 from kubesim.dns import ClusterDns
 
 NAME = "kubernetes.default.svc.cluster.local."
