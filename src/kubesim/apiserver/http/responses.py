@@ -13,6 +13,7 @@ from kubesim.apiserver.http import tables
 from kubesim.apiserver.registry.events import event as eventsapi
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.machinery.errors import ApiError
+from kubeutil.gofmt import go_quote
 
 __all__ = [
     "JSON",
@@ -88,7 +89,8 @@ def object_response(
 ) -> web.Response:
     headers = {}
     if req is not None and req.warnings:
-        headers["Warning"] = ", ".join(f'299 - "{w}"' for w in req.warnings)
+        # quoted as Go quotes it: a warning may itself hold quotes (`unknown field "x"`)
+        headers["Warning"] = ", ".join(f"299 - {go_quote(w)}" for w in req.warnings)
     accept = request.headers.get("Accept", "")
     if tables.wants_table(accept):
         return json_response(
