@@ -1,5 +1,5 @@
 """`kubectl apply -f` of every example twice: the second apply of an unchanged manifest
-is no change (the JobSet's spec stays as the first left it), and a real
+is no change (the JobSet's spec and generation stay as the first left them), and a real
 change to an immutable field is still refused.
 
 kubectl's three-way merge replaces the lists a manifest holds (`replicatedJobs`,
@@ -53,6 +53,7 @@ def test_applying_an_unchanged_example_again_changes_nothing(
     assert again.returncode == 0, again.stderr
     second = _jobset(dev, example, namespace)
     assert second["spec"] == first["spec"]
+    assert second["metadata"]["generation"] == first["metadata"]["generation"]
 
 
 def test_a_real_change_is_still_refused(dev: SimProcess, tmp_path: Path) -> None:

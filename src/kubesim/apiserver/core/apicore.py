@@ -333,10 +333,9 @@ class ApiCore:
         obj = carry_over(rt, old, obj, subresource)
         strategy = self._strategy(rt)
         obj = strategy.prepare_for_update(rt, obj, old, subresource)
-        if tracks_generation(rt):
+        tracked = tracks_generation(rt)
+        if tracked:
             obj["metadata"]["generation"] = old_meta.get("generation", 1)
-            if subresource != "status" and content(obj) != content(old):
-                obj["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         else:
             obj["metadata"].pop("generation", None)
         obj = await self._off_loop(req, self._run_hooks, rt, obj, old, req)
@@ -346,6 +345,10 @@ class ApiCore:
             mutated = await admission.mutate(attrs, obj, old)
             if mutated is not obj:  # a webhook patched it: prune and default the result
                 obj = await self._off_loop(req, self._run_hooks, rt, mutated, old, req)
+        # After mutating admission, as kube-apiserver's PrepareForUpdate: a change a webhook
+        # takes back (defaults a re-applied manifest lacked) is no new generation.
+        if tracked and subresource != "status" and content(obj) != content(old):
+            obj["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         causes = await self._off_loop(req, self._validate, rt, strategy, obj, old)
         if causes:
             raise invalid(rt.group, rt.kind, name, causes)
