@@ -26,9 +26,10 @@ from kubesim.apiserver.resources import Registry
 from kubesim.apiserver.server import ApiHttpServer
 from kubesim.apiserver.storage import DefaultStorageClassHook
 from kubesim.apiserver.store import Store
+from kubesim.base.events import EventSink
+from kubesim.base.podhost import simulated_pod_host
 from kubesim.controllers.disruption import evict
-from kubesim.controllers.endpoints import resolve_service, simulated_pod_host
-from kubesim.controllers.events import EventSink
+from kubesim.controllers.endpoints import resolve_service
 from kubesim.controllers.gc import GarbageCollector
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait
@@ -307,14 +308,14 @@ class SimCluster:
                 component.start()
             return
         from kubesim.controllers.job import JobController
+        from kubesim.controllers.jobsim import StatusOnly
 
         self._start_storage()
         jobs = JobController(
             self.core,
-            level=level,
             time_scale=self.options.time_scale,
-            rng=self.rng,
             events=self.events,
+            status_only=StatusOnly(self.options.time_scale, self.rng) if level == "jobs" else None,
         )
         self.components.append(jobs)
         if level == "pods":

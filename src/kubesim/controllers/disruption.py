@@ -32,8 +32,8 @@ from typing import Any, Final
 from kubesim.apiserver.apicore import ApiCore, Request
 from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, Store, WatchEvent
+from kubesim.base.controller import PODS, Controller, controller_ref, meta_key
 from kubesim.clock import now_rfc3339, parse_rfc3339
-from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key
 from kubesim.controllers.rollout import IntOrPercentError, pod_ready, scaled_value
 from kubesim.machinery.errors import ApiError, Cause, not_found
 from kubesim.machinery.selectors import LabelSelector

@@ -67,9 +67,9 @@ import structlog
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.base.events import NO_EVENTS, WARNING, EventSink
+from kubesim.base.workqueue import WorkQueue
 from kubesim.clock import now_rfc3339, parse_rfc3339
-from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
-from kubesim.controllers.workqueue import WorkQueue
 from kubesim.kubelet import simfiles
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
 from kubesim.kubelet.restartrules import RESTART, RESTART_ALL, exit_action, has_restart_all_rule

@@ -45,8 +45,8 @@ from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
 from kubesim.apiserver.workloads import WorkloadGates
+from kubesim.base.events import NO_EVENTS, WARNING, EventSink
 from kubesim.clock import now_rfc3339
-from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.scheduler import gang
 from kubesim.controllers.scheduler.cost import ZERO, SchedulingCost, kube_scheduler_evaluations
 from kubesim.controllers.scheduler.scheduling import FilterScan, needs_scheduling, schedule

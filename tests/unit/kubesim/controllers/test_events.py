@@ -1,4 +1,4 @@
-"""The simulated components' event correlator (kubesim.controllers.events), without a server:
+"""The simulated components' event correlator (kubesim.base.events), without a server:
 client-go's aggregation of repeats and similar events, and its per-object spam filter."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from kubesim.apiserver.apicore import ApiCore
 from kubesim.apiserver.resources import Registry
 from kubesim.apiserver.store import Store
-from kubesim.controllers.events import (
+from kubesim.base.events import (
     COMBINED_PREFIX,
     EventCorrelator,
     EventSink,

@@ -13,7 +13,7 @@ import structlog
 from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.store import ResourceKey, WatchEvent
-from kubesim.controllers.workqueue import WorkQueue
+from kubesim.base.workqueue import WorkQueue
 from kubesim.machinery.errors import ApiError
 
 log = structlog.get_logger("sim.controllers")
