@@ -47,6 +47,7 @@ lint: $(STAMP)
 	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
 	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
 	$(BIN)/python tools/check_private_imports.py  # no _private name of src/ used outside its module
+	$(BIN)/python tools/check_import_cycles.py  # no import cycle in src/, lazy or TYPE_CHECKING ones included
 
 # src/ and benchmarks/ strict; tests/ with pyproject's override for them.
 typecheck: $(STAMP)
