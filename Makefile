@@ -45,6 +45,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
 	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
 	$(BIN)/python tools/check_names.py  # every Class.member, function() and module name the docs cite exists
+	$(BIN)/python tools/check_settings.py  # docs cite the goals and tuning values the code owns, never restate them
 	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
 	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
 	$(BIN)/python tools/check_private_imports.py  # no _private name of src/ used outside its module
