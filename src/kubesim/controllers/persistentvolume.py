@@ -25,8 +25,8 @@ from typing import Any, Final
 
 import structlog
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.base.controller import Controller
 from kubesim.base.events import NO_EVENTS, WARNING, EventSink
 from kubesim.clock import now_rfc3339

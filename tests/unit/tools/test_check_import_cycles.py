@@ -6,9 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.tools import load_tool
+from tests.unit.tools import REPO, load_tool
 
 check = load_tool("check_import_cycles")
+
+
+def test_src_has_no_import_cycle() -> None:
+    assert check.main([str(REPO / "src")]) == 0
 
 
 def _graph(edges: dict[str, set[str]]) -> dict[str, frozenset[str]]:

@@ -15,7 +15,7 @@ and the spec fields the filters read) share the verdict of the first that failed
 something gets bound — thousands of pods of one Job cost one search, not thousands.
 
 Events as `default-scheduler` (kube-scheduler records through events.k8s.io; here the same
-fields in core/v1, see `controllers/events.py`): `Scheduled` "Successfully assigned NS/POD to
+fields in core/v1, see `base/events.py`): `Scheduled` "Successfully assigned NS/POD to
 NODE" (action Binding) and `FailedScheduling` with the message of the condition (action
 Scheduling), recorded when that message changes - kube-scheduler's event series count
 repeats in memory and writes them rarely, so one Event per distinct verdict is what a user sees.
@@ -41,10 +41,11 @@ from typing import Any, Final
 import orjson
 import structlog
 
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
-from kubesim.apiserver.workloads import WorkloadGates
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.store import ADDED, DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.registry.features import FeatureGates
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.base.events import NO_EVENTS, WARNING, EventSink
 from kubesim.clock import now_rfc3339
 from kubesim.controllers.scheduler import gang
@@ -130,7 +131,7 @@ class Scheduler:
         core: ApiCore,
         rng: random.Random | None = None,
         events: EventSink | None = None,
-        gates: WorkloadGates | None = None,
+        gates: FeatureGates | None = None,
     ) -> None:
         self.core = core
         self.rng = rng or random.Random(0)
@@ -152,7 +153,7 @@ class Scheduler:
         self.cycles = 0  # scheduling cycles kube-scheduler would have run (one per pod tried)
         self.cost: SchedulingCost = ZERO  # what those cycles would have cost it
         # Pods of scheduling.k8s.io PodGroups, decided group by group (gang.py).
-        self.gangs = gang.GangPlanner(core.store, gates or WorkloadGates({}))
+        self.gangs = gang.GangPlanner(core.store, gates or FeatureGates({}))
 
     def debug_report(self) -> dict[str, Any]:
         """The counters served at /debug/scheduler."""
