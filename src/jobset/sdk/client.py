@@ -166,13 +166,15 @@ class JobSetClient:
         validate: bool = True,
         features: Mapping[str, bool] | None = None,
         dry_run: bool = False,
+        field_validation: str | None = None,
     ) -> JobSet:
         """Create `jobset` (validated client-side first unless `validate=False`).
 
         The namespace is the object's, else `namespace`, else the client's; an object whose
         namespace differs from an explicit `namespace` is refused, as kubectl does.
         `dry_run`: the server admits it (defaulting, webhooks, validation) but stores
-        nothing (`dryRun=All`, kubectl's `--dry-run=server`).
+        nothing (`dryRun=All`, kubectl's `--dry-run=server`). `field_validation`: the API
+        server's `fieldValidation` (`Strict`: an unknown field is an error, as kubectl asks).
         """
         model = jobset if isinstance(jobset, JobSet) else JobSet.from_dict(jobset)
         own = model.namespace
@@ -183,10 +185,13 @@ class JobSetClient:
             )
         if validate:
             check(model, features=features)
+        query = [("dryRun", "All")] if dry_run else []
+        if field_validation:
+            query.append(("fieldValidation", field_validation))
         created = await self.client.request(
             "POST",
             JOBSETS.path(own or self._ns(namespace)),
-            query=[("dryRun", "All")] if dry_run else [],
+            query=query,
             body=model.to_dict(),
             **self._timeout(),
         )
