@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Final
 
 from jobset.commands import delete, describe, get, submit, tree, watch
-from jobset.commands.common import EXIT_ERROR, error_line
+from jobset.commands.common import EXIT_ERROR, error_line, quiet_logging
+from jobset.commands.names import QUICK_COMMANDS, USER_COMMANDS
 
-__all__ = ["USER_COMMANDS", "add_user_commands", "run_user_command"]
+__all__ = ["QUICK_COMMANDS", "USER_COMMANDS", "add_user_commands", "run_user_command"]
 
 _MODULES = (get, describe, watch, tree, submit, delete)
-USER_COMMANDS: Final = frozenset({"get", "describe", "watch", "tree", "submit", "delete"})
 
 
 def add_user_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,16 +28,10 @@ def add_user_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         module.register(sub)
 
 
-def _quiet_logging() -> None:
-    """Client retries log through structlog; a user command keeps stdout for its output."""
-    from jobset.runtime.logging import configure_logging
-
-    configure_logging("console", "ERROR", stream=sys.stderr)
-
-
 def run_user_command(args: argparse.Namespace) -> int:
     """Run the parsed user command; the exit code (never raises, never a traceback)."""
-    _quiet_logging()
+    if args.command not in QUICK_COMMANDS:
+        quiet_logging()  # the quick ones do it when they connect the full way
     try:
         code: int = asyncio.run(args.user_command(args))
     except KeyboardInterrupt:
