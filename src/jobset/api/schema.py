@@ -79,24 +79,36 @@ def _value_errors(value: Any, node: Mapping[str, Any], path: str) -> list[FieldE
             errs.append(too_long(path, int(node["maxLength"])))
         if "minLength" in node and len(value) < node["minLength"]:
             limit = node["minLength"]
-            errs.append(invalid(path, value, f"{path} in body should be at least {limit} chars long"))
+            errs.append(
+                invalid(path, value, f"{path} in body should be at least {limit} chars long")
+            )
         if "pattern" in node and _pattern(str(node["pattern"])).search(value) is None:
             errs.append(invalid(path, value, f"{path} in body should match '{node['pattern']}'"))
     elif isinstance(value, int | float) and not isinstance(value, bool):
         if "maximum" in node and value > node["maximum"]:
             limit = _go_float(node["maximum"])
-            errs.append(invalid(path, value, f"{path} in body should be less than or equal to {limit}"))
+            errs.append(
+                invalid(path, value, f"{path} in body should be less than or equal to {limit}")
+            )
         if "minimum" in node and value < node["minimum"]:
             limit = _go_float(node["minimum"])
-            errs.append(invalid(path, value, f"{path} in body should be greater than or equal to {limit}"))
+            errs.append(
+                invalid(path, value, f"{path} in body should be greater than or equal to {limit}")
+            )
     elif isinstance(value, list):
         if "maxItems" in node and len(value) > node["maxItems"]:
             limit = int(node["maxItems"])
             unit = "item" if limit == 1 else "items"
-            errs.append(FieldError(path, ErrorType.TOO_MANY, f"must have at most {limit} {unit}", len(value)))
+            errs.append(
+                FieldError(
+                    path, ErrorType.TOO_MANY, f"must have at most {limit} {unit}", len(value)
+                )
+            )
         if "minItems" in node and len(value) < node["minItems"]:
             limit = node["minItems"]
-            errs.append(invalid(path, len(value), f"{path} in body should have at least {limit} items"))
+            errs.append(
+                invalid(path, len(value), f"{path} in body should have at least {limit} items")
+            )
     elif isinstance(value, dict):
         for req in node.get("required") or ():
             if req not in value:
@@ -104,13 +116,17 @@ def _value_errors(value: Any, node: Mapping[str, Any], path: str) -> list[FieldE
     enum = node.get("enum")
     if enum is not None and value not in enum:
         supported = ", ".join(go_quote(e) if isinstance(e, str) else str(e) for e in enum)
-        errs.append(FieldError(path, ErrorType.NOT_SUPPORTED, f"supported values: {supported}", value))
+        errs.append(
+            FieldError(path, ErrorType.NOT_SUPPORTED, f"supported values: {supported}", value)
+        )
     return errs  # fmt: skip
 
 
 def _walk(value: Any, node: Mapping[str, Any], path: str, errs: list[FieldError]) -> None:
     if value is None:
-        if not node.get("nullable") and (node.get("type") or node.get("x-kubernetes-int-or-string")):
+        if not node.get("nullable") and (
+            node.get("type") or node.get("x-kubernetes-int-or-string")
+        ):
             expected = "integer,string" if node.get("x-kubernetes-int-or-string") else node["type"]
             errs.append(_type_error(path, "null", expected))
         return  # fmt: skip
@@ -136,7 +152,10 @@ def _walk(value: Any, node: Mapping[str, Any], path: str, errs: list[FieldError]
 def _type_error(path: str, actual: str, expected: str) -> FieldError:
     where = f"{path} in body" if path else "in body"
     return FieldError(
-        path, ErrorType.TYPE_INVALID, f"{where} must be of type {expected}: {go_quote(actual)}", actual
+        path,
+        ErrorType.TYPE_INVALID,
+        f"{where} must be of type {expected}: {go_quote(actual)}",
+        actual,
     )
 
 

@@ -156,7 +156,9 @@ _RESTART_REASONS: Final = frozenset(
 
 
 def _is_restart_reason(reason: str) -> bool:
-    return reason in _RESTART_REASONS or reason.startswith(c.RESTARTING_REASON_FAILURE_POLICY_PREFIX)
+    return reason in _RESTART_REASONS or reason.startswith(
+        c.RESTARTING_REASON_FAILURE_POLICY_PREFIX
+    )
 
 
 def _restart_over_at(js: JobSet, jobs: Sequence[Mapping[str, Any]]) -> str | None:
