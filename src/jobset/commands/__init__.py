@@ -1,4 +1,4 @@
-"""The user-facing `jobset` commands: get, describe, watch, tree, submit, delete.
+"""The user-facing `jobset` commands: get, describe, watch, tree, submit, delete, logs.
 
 Wiring (in `jobset.cli`): `add_user_commands(sub)` on the sub-parsers object, and in
 `main`, `if args.command in USER_COMMANDS: return run_user_command(args)`.
@@ -13,13 +13,13 @@ import argparse
 import asyncio
 import sys
 
-from jobset.commands import delete, describe, get, submit, tree, watch
+from jobset.commands import delete, describe, get, logs, submit, tree, watch
 from jobset.commands.common import EXIT_ERROR, error_line, quiet_logging
 from jobset.commands.names import QUICK_COMMANDS, USER_COMMANDS
 
 __all__ = ["QUICK_COMMANDS", "USER_COMMANDS", "add_user_commands", "run_user_command"]
 
-_MODULES = (get, describe, watch, tree, submit, delete)
+_MODULES = (get, describe, watch, tree, submit, delete, logs)
 
 
 def add_user_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
