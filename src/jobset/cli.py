@@ -156,7 +156,7 @@ def _user_command(args_list: list[str]) -> int:
     from jobset.commands import add_user_commands, run_user_command
 
     parser = argparse.ArgumentParser(prog="jobset", description="JobSet controller and tools")
-    add_user_commands(parser.add_subparsers(dest="command", required=True))
+    add_user_commands(parser.add_subparsers(dest="command", required=True), only=args_list[0])
     return run_user_command(parser.parse_args(args_list))
 
 

@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import sys
 
-from jobset.commands import delete, describe, get, logs, submit, tree, watch
 from jobset.commands.common import EXIT_ERROR, error_line, quiet_logging
 from jobset.commands.names import QUICK_COMMANDS, USER_COMMANDS
 
 __all__ = ["QUICK_COMMANDS", "USER_COMMANDS", "add_user_commands", "run_user_command"]
 
-_MODULES = (get, describe, watch, tree, submit, delete, logs)
+# In help order; each is the module `jobset.commands.<name>`.
+_ORDER = ("get", "describe", "watch", "tree", "submit", "delete", "logs")
 
 
-def add_user_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register the user commands on the `jobset` command's sub-parsers."""
-    for module in _MODULES:
-        module.register(sub)
+def add_user_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], *, only: str | None = None
+) -> None:
+    """Register the user commands on the `jobset` command's sub-parsers (`only`: that one
+    alone, when it is known to be the one invoked; the others' modules are not loaded)."""
+    for name in _ORDER:
+        if only is None or name == only:
+            importlib.import_module(f"jobset.commands.{name}").register(sub)
 
 
 def run_user_command(args: argparse.Namespace) -> int:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from jobset.api import constants as c
-from jobset.commands.jsonpath import JsonPathError, Template
 from jobset.runtime.apitypes import ApiError
 
 if TYPE_CHECKING:
@@ -161,6 +160,8 @@ def _output_type(choices: Sequence[str]) -> Callable[[str], str]:
         if value in choices:
             return value
         if "jsonpath" in choices and value.startswith("jsonpath="):
+            from jobset.commands.jsonpath import JsonPathError, Template
+
             try:
                 Template(value.removeprefix("jsonpath="))
             except JsonPathError as exc:
@@ -206,6 +207,8 @@ def print_objects(
         else {"apiVersion": "v1", "kind": "List", "items": [dict(o) for o in objects]}
     )
     if fmt.startswith("jsonpath="):
+        from jobset.commands.jsonpath import Template
+
         text = Template(fmt.removeprefix("jsonpath=")).render(data)
         out.stream.write(text)
         if text and not text.endswith("\n"):

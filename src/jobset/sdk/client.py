@@ -474,16 +474,15 @@ class JobSetClient:
 
 
 def _user_agent() -> str:
-    """`jobset/VERSION (os/arch) python/X.Y.Z`, as kubectl names itself."""
-    import platform
+    """`jobset/VERSION (os/arch) python/X.Y.Z`, as kubectl names itself (`os.uname`, not
+    `platform`, which a quick command would load for this alone)."""
+    import os
     import sys
 
     from jobset import __version__
 
-    return (
-        f"jobset/{__version__} ({sys.platform}/{platform.machine()}) "
-        f"python/{platform.python_version()}"
-    )
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"jobset/{__version__} ({sys.platform}/{os.uname().machine}) python/{python}"
 
 
 def _key(obj: Mapping[str, Any]) -> str:

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import ssl
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
-
-import orjson
 
 from jobset.runtime.apitypes import ApiError, Object, Resource
 from jobset.sdk.kubeconfig import Entry, load_merged
@@ -75,6 +73,8 @@ def _ssl_context(cluster: Entry, user: Entry) -> ssl.SSLContext:
     key_data = user.value.get("client-key-data")
     if cert_data or key_data:
         # `load_cert_chain` reads files only: a private directory, gone once loaded.
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="jobset-") as tmp:
             if cert_data:
                 cert = os.path.join(tmp, "cert.pem")
@@ -166,7 +166,7 @@ class QuickClient:
         """Send one request and return its parsed JSON body (None when empty); a non-2xx
         answer raises `ApiError` with the server's Status."""
         target = path + ("?" + urlencode(list(query)) if query else "")
-        data = b"" if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
+        data = b"" if body is None else (body if isinstance(body, bytes) else _encode(body))
         head = [
             f"{method} {target} HTTP/1.1",
             f"Host: {self.config.host}:{self.config.port}",
@@ -182,7 +182,7 @@ class QuickClient:
             status, reason, payload = await self._exchange(raw)
         if status >= 400:
             raise _api_error(status, reason, payload)
-        return orjson.loads(payload) if payload else None
+        return json.loads(payload) if payload else None
 
     async def list(
         self,
@@ -278,10 +278,14 @@ async def _chunked(reader: asyncio.StreamReader) -> bytes:
         await reader.readexactly(2)
 
 
+def _encode(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
 def _api_error(status: int, reason: str, payload: bytes) -> ApiError:
     try:
-        parsed = orjson.loads(payload) if payload else None
-    except orjson.JSONDecodeError:
+        parsed = json.loads(payload) if payload else None
+    except ValueError:  # not JSON (a proxy's page), or not UTF-8
         parsed = None
     if isinstance(parsed, Mapping) and parsed.get("kind") == "Status":
         return ApiError.from_status(status, dict(parsed))
