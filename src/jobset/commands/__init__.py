@@ -19,6 +19,8 @@ from jobset.commands.names import QUICK_COMMANDS, USER_COMMANDS
 
 __all__ = ["QUICK_COMMANDS", "USER_COMMANDS", "add_user_commands", "run_user_command"]
 
+# As a shell reports a command SIGPIPE ended (kubectl's fate when its reader goes).
+EXIT_BROKEN_PIPE = 141
 # In help order; each is the module `jobset.commands.<name>`.
 _ORDER = ("get", "describe", "watch", "tree", "submit", "delete", "logs")
 
@@ -41,7 +43,19 @@ def run_user_command(args: argparse.Namespace) -> int:
         code: int = asyncio.run(args.user_command(args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `jobset logs -f NAME | head`: the reader has gone
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # every failure becomes one clear line
         print(error_line(exc), file=sys.stderr)
         return EXIT_ERROR
     return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing more."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

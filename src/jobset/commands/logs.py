@@ -230,6 +230,10 @@ async def _follow(sdk: JobSetClient, js: JobSet, printer: _Printer) -> None:
             for source in sources(await _pods(sdk, js, printer.args), printer.args.container):
                 if source.key not in tasks:
                     tasks[source.key] = asyncio.create_task(copy(source))
+            for task in tasks.values():  # a failed write (stdout closed) ends it all
+                failed = task.exception() if task.done() and not task.cancelled() else None
+                if failed is not None:
+                    raise failed
             if await _over(sdk, js, printer.args) and all(t.done() for t in tasks.values()):
                 return
             await asyncio.sleep(POLL_SECONDS)

@@ -49,10 +49,16 @@ def test_logs_follow_a_jobset_through_a_restart(dev: Path) -> None:
     assert cli.run("submit", "-", input=_manifest("talk")).returncode == 0
     follow = cli.start("logs", "talk", "-f")
     watch = cli.start("watch", "talk", "--explain-every", "1")
+    head = cli.start("logs", "talk", "-f")  # as `| head -1`: its reader goes after a line
     try:
+        assert head.stdout is not None and head.stdout.readline().startswith("workers-")
+        head.stdout.close()
         out, err = follow.communicate(timeout=150)
+        assert head.wait(timeout=60) == 141
+        assert head.stderr is not None and head.stderr.read() == ""
     finally:
-        follow.kill()
+        for proc in (follow, head):
+            proc.kill()
     assert follow.returncode == 0, err
     lines = out.splitlines()
     for job in (0, 1):
