@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.table import Table
 
-from benchmarks import pod_scale_report, rate_report, tenancy_report, train_recovery
+from benchmarks import cli_latency, pod_scale_report, rate_report, tenancy_report, train_recovery
 from benchmarks.admission import GOAL_P99_MS, GOAL_POD_RATE
 from benchmarks.fairness import GOAL_SECONDS
 from benchmarks.pod_scale import ANCHOR_PODS, ANCHOR_RATE, ANCHOR_SECONDS
@@ -22,6 +22,7 @@ from benchmarks.pod_scale import ANCHOR_PODS, ANCHOR_RATE, ANCHOR_SECONDS
 RESULTS = Path(__file__).parent / "results"
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
 TRAIN_RECOVERY = "train_recovery.json"  # benchmarks/train_recovery.py, run on its own
+CLI_LATENCY = "cli_latency.json"  # benchmarks/cli_latency.py, last step of `make bench`
 SIDES = ("baseline", "controller")
 
 # The span each scenario's throughput is taken over, and what it means.
@@ -679,6 +680,10 @@ def write_all(results: Path = RESULTS, out: Path = RESULTS_MD) -> list[Path]:
     if real_job.exists():
         section = train_recovery.markdown(json.loads(real_job.read_text()))
         sections.append("## Recovery of a real training job\n\n" + section)
+    cli = results / CLI_LATENCY
+    if cli.exists():
+        section = cli_latency.markdown(json.loads(cli.read_text()))
+        sections.append("## Commands against a running cluster\n\n" + section)
     out.write_text("\n".join(sections))
     written.append(out)
     return written
