@@ -697,7 +697,8 @@ def status_schema() -> Schema:
             ),
             "executionAttempts": integer(
                 "Runs so far, counting resumes and JobSet-wide restarts: 0 on the first "
-                "run, unset when never run or the ExecutionAttemptsTracking gate is off."
+                "run, unset when never run or the ExecutionAttemptsTracking gate is off.",
+                minimum=0,
             ),
             "terminalState": string("Completed or Failed once the JobSet has finished."),
             "replicatedJobsStatus": array(

@@ -32,9 +32,10 @@ __all__ = ["attempt_for_pass", "record_restart", "record_running", "stored_attem
 
 
 def stored_attempts(status: Mapping[str, Any]) -> int | None:
-    """`status.executionAttempts`, None when unset (or not an integer)."""
+    """`status.executionAttempts`, None when unset or not a count (a status written by
+    hand, past the schema's minimum): it then starts again from the restarts."""
     value = status.get(c.STATUS_EXECUTION_ATTEMPTS)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
 

@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-__all__ = ["PodLog", "PodLogKeeper", "failure_of", "story"]
+__all__ = [
+    "ATTEMPT_KEY",
+    "JOBSET_KEY",
+    "POD_INDEX_KEY",
+    "PodLog",
+    "PodLogKeeper",
+    "failure_of",
+    "story",
+]
 
 ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/restart-attempt"
 JOBSET_KEY: Final = "jobset.sigs.k8s.io/jobset-name"
@@ -119,7 +127,14 @@ class PodLogKeeper:
         return sorted(self._pods.values(), key=lambda p: (p.attempt, p.index, p.name))
 
 
-def _cut(line: str) -> str:
+# Control characters a pod may print (escape sequences that move the cursor, clear the
+# screen or retitle the terminal): shown escaped, never sent to the demo's terminal.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _shown(line: str) -> str:
+    """A log line as the demo prints it: control characters escaped, at most `MAX_LINE`."""
+    line = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line.expandtabs(4))
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
 
 
@@ -135,7 +150,8 @@ def story(logs: Sequence[PodLog], patterns: Sequence[str]) -> list[str]:
             attempt = log.attempt
             after = " (after a JobSet restart)" if attempt else ""
             out.append(f"  restart attempt {attempt}{after}:")
-        lines = [ln for ln in log.text.splitlines() if ln.strip()]
+        # Lines end at "\n" only: a "\r" or a form feed inside one is the pod's to show.
+        lines = [ln.rstrip("\r") for ln in log.text.split("\n") if ln.strip()]
         shown = [ln for ln in lines if any(c.search(ln) for c in compiled)]
         ended = log.failure or log.attempt < last_attempt
         if ended:
@@ -144,5 +160,5 @@ def story(logs: Sequence[PodLog], patterns: Sequence[str]) -> list[str]:
         pod = f"pod {log.index}" if log.index else "pod"
         how = f", {log.failure}" if log.failure else ""
         out.append(f"    {log.name} ({pod}{how}):")
-        out += [f"      {_cut(ln)}" for ln in shown] or ["      (nothing of note)"]
+        out += [f"      {_shown(ln)}" for ln in shown] or ["      (nothing of note)"]
     return out

@@ -250,3 +250,27 @@ def test_gate_is_off_by_default() -> None:
     p = plan(PlanInput(jobset=jobset(rjob("a", 1)), jobs=[], now=NOW, service_exists=True))
     assert "executionAttempts" not in p.status
     assert [_stamped(j) for j in p.create_jobs] == [(None, None)]
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        pytest.param("7", id="string"),
+        pytest.param(True, id="bool"),
+        pytest.param(-3, id="negative"),
+        pytest.param(1.5, id="float"),
+        pytest.param({"n": 1}, id="object"),
+    ],
+)
+def test_a_stored_value_that_is_not_a_count_starts_again_from_restarts(stored: Any) -> None:
+    """A status written past the schema (by hand, or by another writer) is not a count: the
+    counter starts again from `status.restarts`, as the upgrade rule would."""
+    js = jobset(rjob("a", 1), status={"restarts": 2, "executionAttempts": stored})
+    p = _plan(js, [child(js, "a", 0, ready=1)])
+    assert _attempts(p) == 2
+    resumed = jobset(
+        rjob("a", 1),
+        status={"restarts": 2, "executionAttempts": stored, "conditions": [_suspended_condition()]},
+    )
+    r = _plan(resumed, [child(resumed, "a", 0, suspend=True)])
+    assert r.resume_jobs[0].patch["metadata"]["annotations"] == {KEY: "2"}

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from jobset.dev.podlogs import PodLog, failure_of, story
+from pathlib import Path
+
+from jobset.dev.podlogs import (
+    ATTEMPT_KEY,
+    JOBSET_KEY,
+    POD_INDEX_KEY,
+    PodLog,
+    PodLogKeeper,
+    failure_of,
+    story,
+)
 
 
 def _pod(phase: str, exit_code: int | None = None) -> dict[str, object]:
@@ -58,3 +68,41 @@ def test_story_tells_the_failure_the_restart_and_the_resumed_step() -> None:
 def test_story_of_a_single_attempt_shows_only_the_named_lines() -> None:
     logs = [PodLog("p", "t", 0, "", "", "a\nb\nmatch me\nc\n")]
     assert story(logs, ["match"]) == ["  restart attempt 0:", "    p (pod):", "      match me"]
+
+
+def test_hostile_log_output_reaches_the_terminal_escaped() -> None:
+    """A pod's output is the pod's to choose: escape sequences (clear the screen, move the
+    cursor, retitle the terminal), carriage returns and C1 controls are shown escaped."""
+    text = "ok\x1b[2J\x1b]0;owned\x07\rover\x9b31m\tend\n"
+    logs = [PodLog("p", "t", 0, "", "failed", text)]
+    shown = story(logs, [])
+    assert shown[-1] == "      ok\\x1b[2J\\x1b]0;owned\\x07\\x0dover\\x9b31m    end"
+    assert not any(ch in line for line in shown for ch in "\x1b\x07\r\x9b")
+
+
+def test_keeper_reads_hostile_pod_metadata_without_following_unstarted_pods(
+    tmp_path: Path,
+) -> None:
+    """Labels are the pod's (its template's) to set: a restart attempt that is not a number
+    is attempt 0; pods of other JobSets, without metadata or not started are not followed
+    (no kubectl is started: the kubeconfig does not even exist)."""
+
+    def pod(name: str, labels: dict[str, str], phase: str = "Pending") -> dict[str, object]:
+        return {"metadata": {"name": name, "labels": labels}, "status": {"phase": phase}}
+
+    keeper = PodLogKeeper(tmp_path / "missing.kubeconfig", "ns", ["t"], tmp_path / "logs")
+    keeper.update(
+        [
+            pod("a", {JOBSET_KEY: "t", ATTEMPT_KEY: "x" * 300, POD_INDEX_KEY: "1"}),
+            pod("b", {JOBSET_KEY: "t", ATTEMPT_KEY: "-1"}, phase="Failed"),
+            pod("c", {JOBSET_KEY: "other", ATTEMPT_KEY: "2"}),
+            {},
+            {"metadata": None, "status": None},
+        ]
+    )
+    logs = keeper.stop()
+    assert [(p.name, p.attempt, p.index, p.failure) for p in logs] == [
+        ("b", 0, "", "failed"),
+        ("a", 0, "1", ""),
+    ]
+    assert not (tmp_path / "logs").exists()
