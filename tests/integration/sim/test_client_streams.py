@@ -24,8 +24,8 @@ from kubernetes import client as sync_client
 from kubernetes import config as sync_config
 from kubernetes.stream import portforward, stream
 from kubernetes.stream.ws_client import ERROR_CHANNEL
-from kubernetes_asyncio.stream import WsApiClient
 from kubernetes_asyncio import client
+from kubernetes_asyncio.stream import WsApiClient
 
 from tests.eventually import eventually
 from tests.integration.sim.test_processes import NS, Env, env, realpod, running, web_pod
@@ -316,9 +316,10 @@ async def test_the_kubernetes_client_forwards_several_ports_at_once(env: Env) ->
             'unable to parse "70000" as a port: strconv.ParseUint: parsing "70000": invalid syntax',
         ),
         ("?ports=0", 'port "0" must be > 0'),
-        (
+        (  # a digit to str.isdigit, not to strconv
             "?ports=%EF%BC%91",
-            'unable to parse "１" as a port: strconv.ParseUint: parsing "１": invalid syntax',
+            'unable to parse "\uff11" as a port: strconv.ParseUint: parsing "\uff11": '
+            "invalid syntax",
         ),
     ],
 )
