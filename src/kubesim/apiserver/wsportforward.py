@@ -136,13 +136,14 @@ async def forward(
         await session.send(2 * port.index + 1, prefix)
     pumps = [asyncio.create_task(session.pump(port)) for port in open_ports]
     reader = asyncio.create_task(session.read_client(open_ports))
+    all_done = asyncio.create_task(asyncio.wait(pumps))
     try:
-        all_done = asyncio.ensure_future(asyncio.gather(*pumps))
         await asyncio.wait([all_done, reader], return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (*pumps, reader):
+        tasks = (*pumps, reader, all_done)
+        for task in tasks:
             task.cancel()
-        for task in (*pumps, reader):
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         with contextlib.suppress(ConnectionError, RuntimeError):

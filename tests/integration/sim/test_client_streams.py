@@ -322,6 +322,7 @@ async def test_the_kubernetes_client_forwards_several_ports_at_once(env: Env) ->
             "invalid syntax",
         ),
     ],
+    ids=["missing", "empty", "not-a-number", "too-large", "zero", "unicode-digit"],
 )
 async def test_a_websocket_port_forward_with_bad_ports_is_refused(
     env: Env, query: str, message: str

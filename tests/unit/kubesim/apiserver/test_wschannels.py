@@ -20,6 +20,15 @@ from kubesim.apiserver import wschannels as w
         (["v5.channel.k8s.io", "v4.channel.k8s.io"], w.PORTFORWARD_PROTOCOLS, "v4.channel.k8s.io"),
         (["v5.channel.k8s.io"], w.PORTFORWARD_PROTOCOLS, None),
     ],
+    ids=[
+        "exec-v5-first",
+        "exec-v4",
+        "exec-skips-unknown",
+        "exec-none-named",
+        "exec-unknown-only",
+        "portforward-falls-back-to-v4",
+        "portforward-v5-only",
+    ],
 )
 def test_the_first_offered_supported_protocol_is_chosen(
     offered: list[str], supported: tuple[str, ...], chosen: str | None
