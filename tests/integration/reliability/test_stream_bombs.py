@@ -29,7 +29,7 @@ import psutil
 import pytest
 import yaml
 
-from kubesim.apiserver import podstreams, spdy
+from kubesim.apiserver.http import podstreams, spdy
 from kubesim.process import SimProcess, start_sim
 from tests.integration.sim.test_processes import readable_realpod
 

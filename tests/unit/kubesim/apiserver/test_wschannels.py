@@ -1,11 +1,11 @@
-"""The WebSocket channel protocols (`kubesim.apiserver.wschannels`): which one a client
+"""The WebSocket channel protocols (`kubesim.apiserver.http.wschannels`): which one a client
 gets, and the framing of each, hostile messages included."""
 
 from __future__ import annotations
 
 import pytest
 
-from kubesim.apiserver import wschannels as w
+from kubesim.apiserver.http import wschannels as w
 
 
 @pytest.mark.parametrize(
