@@ -33,7 +33,7 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
   (`DeletionByPodGC`) and are deleted, and unscheduled pods being deleted are marked Failed,
   as the pod garbage collector does.
 
-Events as `kubelet` (source host: the node; `controllers/events.py` correlates them), on a
+Events as `kubelet` (source host: the node; `base/events.py` correlates them), on a
 container's `spec.containers{NAME}`: Pulling / Pulled ("Container image "IMG" already present
 on machine" unless `imagePullPolicy: Always`), Created "Created container: NAME", Started
 "Started container NAME" each time a container starts, Failed "Error: ..." when a real one
