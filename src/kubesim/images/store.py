@@ -1,0 +1,159 @@
+"""The simulator's image store: archives loaded by name, each image unpacked once.
+
+`ImageStore(root)` keeps, under `root` (`DIR/images` with `--data-dir`, else a directory of the
+run):
+
+- `unpacked/<algorithm>-<hex>/rootfs`: an image's root file system, unpacked once per manifest
+  digest and shared read-only by every container of it (the runtime's overlay lower layer);
+- `images.json`: name -> digest and config, so a restart from the data directory keeps them.
+
+`load(archive)` stages the archive as an OCI layout (`archive.py`), checks and unpacks each
+image that is not unpacked yet (`unpack.py`) and points its names at it: a name loaded again
+moves to the new image, as `kind load` re-tags. Loads run one at a time in a worker thread:
+they unpack files and run skopeo and umoci, which must not hold the simulator's event loop.
+`lookup(reference)` is the `ImageLookup` the runtime asks (normalized as containerd does;
+`repo@sha256:...` matches an image of that repository with that manifest digest).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Final
+
+import structlog
+
+from kubesim.images.archive import ArchiveError, stage_archive
+from kubesim.images.reference import InvalidReference, parse
+from kubesim.images.types import ImageConfig, ImageRecord
+from kubesim.images.unpack import check_layers, image_of, unpack
+
+__all__ = ["ImageStore"]
+
+log = structlog.get_logger("sim.images")
+
+INDEX: Final = "images.json"
+
+
+def _config_json(config: ImageConfig) -> dict[str, Any]:
+    return {
+        "entrypoint": list(config.entrypoint),
+        "cmd": list(config.cmd),
+        "env": list(config.env),
+        "workingDir": config.working_dir,
+        "user": config.user,
+    }
+
+
+def _config_of(data: dict[str, Any]) -> ImageConfig:
+    return ImageConfig(
+        entrypoint=tuple(data.get("entrypoint") or ()),
+        cmd=tuple(data.get("cmd") or ()),
+        env=tuple(data.get("env") or ()),
+        working_dir=str(data.get("workingDir") or ""),
+        user=str(data.get("user") or ""),
+    )
+
+
+class ImageStore:
+    """Loaded images by normalized name (see the module docstring)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (root / "unpacked").mkdir(exist_ok=True, mode=0o700)
+        self._records: dict[str, ImageRecord] = {}
+        self._lock = threading.Lock()
+        self._read_index()
+
+    # ------------------------------------------------------------------ lookups
+
+    def lookup(self, reference: str) -> ImageRecord | None:
+        try:
+            ref = parse(reference)
+        except InvalidReference:
+            return None
+        if not ref.digest:
+            return self._records.get(str(ref))
+        for name, record in self._records.items():
+            if record.digest == ref.digest and parse(name).repository == ref.repository:
+                return record
+        return None
+
+    def has_repository(self, reference: str) -> bool:
+        """True when some image of `reference`'s repository is loaded (any tag or digest)."""
+        try:
+            repository = parse(reference).repository
+        except InvalidReference:
+            return False
+        return any(parse(name).repository == repository for name in self._records)
+
+    def images(self) -> list[ImageRecord]:
+        return sorted(self._records.values(), key=lambda r: r.name)
+
+    # ------------------------------------------------------------------ loading
+
+    async def load(self, archive: Path) -> list[ImageRecord]:
+        """Load `archive` off the event loop; its images' records (ArchiveError if refused)."""
+        return await asyncio.to_thread(self.load_blocking, archive)
+
+    def load_blocking(self, archive: Path) -> list[ImageRecord]:
+        with self._lock, tempfile.TemporaryDirectory(prefix="stage-", dir=self.root) as tmp:
+            layout = Path(tmp) / "layout"
+            layout.mkdir()
+            staged = stage_archive(archive, layout)
+            if not any(image.names for image in staged):
+                raise ArchiveError(f"{archive}: no image in it has a name to run it by")
+            loaded: list[ImageRecord] = []
+            for image in staged:
+                if not image.names:
+                    log.warning("image without a name not loaded", archive=str(archive))
+                    continue
+                rootfs, info = self._unpacked(layout, image.tag, Path(tmp))
+                for name in image.names:
+                    record = ImageRecord(name, info.digest, rootfs, info.config)
+                    self._records[name] = record
+                    loaded.append(record)
+                    log.info("image loaded", image=name, digest=info.digest)
+            self._write_index()
+            return loaded
+
+    def _unpacked(self, layout: Path, tag: str, scratch: Path) -> tuple[Path, Any]:
+        """The root of the layout's image `tag`, unpacked now unless it already is."""
+        info = image_of(layout, tag)
+        final = self.root / "unpacked" / info.digest.replace(":", "-")
+        if not (final / "rootfs").is_dir():
+            check_layers(layout, info, self.root)
+            bundle = scratch / f"bundle-{tag}"
+            unpack(layout, info, bundle)
+            shutil.rmtree(final, ignore_errors=True)
+            os.rename(bundle, final)
+        return final / "rootfs", info
+
+    # ------------------------------------------------------------------ index
+
+    def _read_index(self) -> None:
+        try:
+            data = json.loads((self.root / INDEX).read_text())
+        except (OSError, ValueError):
+            return
+        for name, entry in (data.get("images") or {}).items():
+            digest = str(entry.get("digest") or "")
+            rootfs = self.root / "unpacked" / digest.replace(":", "-") / "rootfs"
+            if rootfs.is_dir():
+                config = _config_of(entry.get("config") or {})
+                self._records[name] = ImageRecord(name, digest, rootfs, config)
+
+    def _write_index(self) -> None:
+        images = {
+            r.name: {"digest": r.digest, "config": _config_json(r.config)}
+            for r in self._records.values()
+        }
+        tmp = self.root / f"{INDEX}.tmp"
+        tmp.write_text(json.dumps({"images": images}, indent=1, sort_keys=True))
+        os.replace(tmp, self.root / INDEX)
