@@ -5,7 +5,8 @@ only builds the parser and hands the parsed arguments to where each command live
 
 * `jobset controller`: the product as a process, `jobset.wiring`;
 * `jobset sim`, `jobset dev`: the simulated cluster (with the product on it), `jobset.dev.commands`
-  (the only commands that import `kubesim`; they need the `[sim]` extra);
+  (the only commands that import `kubesim`; they need the `[sim]` extra); `jobset sim
+  load-image`, which loads images into a running one, `jobset.dev.loadimage`;
 * `jobset get/describe/watch/tree/submit/delete`: the user commands, `jobset.commands`
   (also the kubectl plugin `kubectl-jobset`, `jobset.commands.plugin`);
 * `jobset completion bash|zsh|fish`: a completion script of this parser,
@@ -119,6 +120,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from jobset.agent.run import main as agent_main
 
         return agent_main(args_list[1:])
+    if args_list[:2] == ["sim", "load-image"]:  # a client of a running `jobset sim`
+        from jobset.dev.loadimage import main as load_image_main
+
+        return load_image_main(args_list[2:])
     from jobset.commands import USER_COMMANDS, run_user_command
     from jobset.dev.commands import missing_sim_extra, run_dev, run_sim
     from jobset.wiring import run_controller

@@ -35,6 +35,7 @@ from kubeutil.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from kubesim.dns import ClusterDns
+    from kubesim.images.store import ImageStore
 
 SIM_LEVELS = ("pods", "jobs", "none")
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -57,6 +58,8 @@ class SimOptions:
     history_size: int = 50_000
     # `--run-image`: image repository -> directory; such containers run as real processes
     run_images: dict[str, str] = field(default_factory=dict)
+    # `--load-image`: image archives loaded at start; their images' pods run in their roots
+    load_images: list[str] = field(default_factory=list)
     # `--kube-feature-gates`: Kubernetes feature gates of the API server (strategies.py
     # KUBE_FEATURE_GATES lists the ones modelled), all off by default as in Kubernetes.
     kube_feature_gates: dict[str, bool] = field(default_factory=dict)
@@ -102,6 +105,7 @@ class SimCluster:
         self.components: list[Any] = []
         self.runtime: Any = None  # kubelet.processes.ProcessRuntime with --run-image
         self.dns: ClusterDns | None = None  # with --run-image or --dns-address
+        self.images: ImageStore | None = None  # loaded images, at sim level pods
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
         self._scratch: list[Path] = []  # directories of this run, removed by stop()
@@ -163,14 +167,17 @@ class SimCluster:
                 )
         self.gc.start()
         hosts = ["localhost", opts.host]
-        if opts.run_images:
+        await self._start_images()
+        if opts.run_images or opts.load_images:
             if opts.sim_level != "pods":
-                raise ValueError("--run-image needs --sim-level pods")
+                flag = "--run-image" if opts.run_images else "--load-image"
+                raise ValueError(f"{flag} needs --sim-level pods")
             from kubesim.kubelet.processes import ProcessRuntime
 
             self.runtime = ProcessRuntime(
                 self.core, self.http, opts.run_images, cluster_domain=self.cluster_domain
             )
+            self.runtime.image_store = self.images  # what a pod's image runs (images/types.py)
             self.admission.pod_host = self.runtime.pod_host  # webhooks served by real pods
             hosts.append(await self.runtime.open())  # pods reach the API server there
         await self._start_dns()
@@ -203,6 +210,30 @@ class SimCluster:
             self.dns.records.set_api(ApiEndpoint(*(api or (opts.host, self.port))))
         if opts.kubeconfig:
             certs.write_kubeconfig(opts.kubeconfig, self.url, self.ca_pem, self.token)
+
+    async def _start_images(self) -> None:
+        """The image store (at sim level pods): under the data directory, kept across
+        restarts, or a directory of this run; `--load-image` archives loaded into it, and
+        `POST /sim/images` to load more into the running cluster (admin only)."""
+        if self.options.sim_level != "pods":
+            return
+        from kubesim.images.endpoint import LOAD_PATH, load_handler
+        from kubesim.images.store import ImageStore
+
+        if self.options.data_dir:
+            root = Path(self.options.data_dir) / "images"
+        else:
+            root = Path(tempfile.mkdtemp(prefix="jobset-sim-images-"))
+            self._scratch.append(root)
+        self.images = store = ImageStore(root)
+        for archive in self.options.load_images:
+            await store.load(Path(archive))
+        self.http.admin_routes[("POST", LOAD_PATH)] = load_handler(
+            store, lambda: self.runtime is not None
+        )
+        self.http.debug_views["images"] = lambda: {
+            "images": [{"name": r.name, "digest": r.digest} for r in store.images()]
+        }
 
     async def _start_dns(self) -> None:
         """Cluster DNS on the pod network's gateway (UDP and TCP 53: where real pods'
@@ -342,6 +373,7 @@ class SimCluster:
                 rng=self.rng,
                 runtime=self.runtime,
                 events=self.events,
+                images=self.images if self.runtime is not None else None,
             )
             self.components.append(kubelet)
             self.http.log_source = kubelet.logs
