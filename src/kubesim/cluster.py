@@ -217,7 +217,6 @@ class SimCluster:
         `POST /sim/images` to load more into the running cluster (admin only)."""
         if self.options.sim_level != "pods":
             return
-        from kubesim.images.endpoint import LOAD_PATH, load_handler
         from kubesim.images.store import ImageStore
 
         if self.options.data_dir:
@@ -228,9 +227,6 @@ class SimCluster:
         self.images = store = ImageStore(root)
         for archive in self.options.load_images:
             await store.load(Path(archive))
-        self.http.admin_routes[("POST", LOAD_PATH)] = load_handler(
-            store, lambda: self.runtime is not None
-        )
         self.http.debug_views["images"] = lambda: {
             "images": [{"name": r.name, "digest": r.digest} for r in store.images()]
         }
