@@ -38,7 +38,9 @@ container's `spec.containers{NAME}`: Pulling / Pulled ("Container image "IMG" al
 on machine" unless `imagePullPolicy: Always`), Created "Created container: NAME", Started
 "Started container NAME" each time a container starts, Failed "Error: ..." when a real one
 cannot be created, BackOff "Back-off restarting failed container NAME in pod POD_NS(UID)" on
-a crash, Killing "Stopping container NAME" on deletion; DeadlineExceeded on the pod.
+a crash, Killing "Stopping container NAME" on deletion; DeadlineExceeded on the pod. For a
+reference of a loaded image's repository that is not loaded, the image pull's failures and
+back-off as on kind (`imagepull.py`).
 
 Containers of images mapped with `--run-image` run as real processes instead
 (`processes.py`): this machine still drives them, the runtime starts them, reports their exits
