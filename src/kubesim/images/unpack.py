@@ -79,7 +79,7 @@ def _open_layer(layout: Path, layer: dict[str, Any]) -> IO[bytes]:
         raw.close()
         raise ArchiveError(f"layer {layer.get('digest')}: zstd layers are not supported")
     if media.endswith("gzip") or raw.peek(2)[:2] == b"\x1f\x8b":  # type: ignore[attr-defined]
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
 
 

@@ -95,7 +95,7 @@ class ImagePuller:
             return None
         if policy == "Never":
             msg = f'Container image "{image}" is not present with pull policy of Never'
-            events = (
+            events: tuple[tuple[str, str, str], ...] = (
                 (WARNING, "ErrImageNeverPull", msg),
                 (WARNING, "Failed", "Error: ErrImageNeverPull"),
             )

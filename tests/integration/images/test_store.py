@@ -12,6 +12,7 @@ from kubesim.images.archive import ArchiveError
 from kubesim.images.store import ImageStore
 from tests.images import (
     MARKER,
+    TinyImage,
     escape_layer,
     huge_layer,
     oci_archive_of_layer,
@@ -20,15 +21,15 @@ from tests.images import (
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyImage:
     return tiny_image(tmp_path_factory.mktemp("tiny"), name="tiny:v1")
 
 
 @pytest.mark.parametrize("fmt", ["oci_archive", "docker_archive"])
 async def test_loads_an_archive_under_its_normalized_name(
-    tiny,
+    tiny: TinyImage,
     fmt: str,
-    tmp_path: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
 ) -> None:
     store = ImageStore(tmp_path / "store")
     (record,) = await store.load(getattr(tiny, fmt))
@@ -45,7 +46,9 @@ async def test_loads_an_archive_under_its_normalized_name(
     assert not store.has_repository("busybox")
 
 
-async def test_an_image_is_unpacked_once_and_kept_across_a_restart(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_an_image_is_unpacked_once_and_kept_across_a_restart(
+    tiny: TinyImage, tmp_path: Path
+) -> None:
     store = ImageStore(tmp_path / "store")
     (first,) = await store.load(tiny.oci_archive)
     marker = first.rootfs / "srv" / "marker"
