@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -38,6 +39,7 @@ __all__ = ["ImageStore"]
 log = structlog.get_logger("sim.images")
 
 INDEX: Final = "images.json"
+_DIGEST: Final = re.compile(r"[a-z0-9]+:[a-f0-9]{32,128}")
 
 
 def _config_json(config: ImageConfig) -> dict[str, Any]:
@@ -64,9 +66,12 @@ class ImageStore:
     """Loaded images by normalized name (see the module docstring)."""
 
     def __init__(self, root: Path) -> None:
+        from kubesim.apiserver.statedir import private_dir
+
         self.root = root
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        (root / "unpacked").mkdir(exist_ok=True, mode=0o700)
+        # under --data-dir: only this user's, as the rest of the cluster's state
+        private_dir(root)
+        private_dir(root / "unpacked")
         self._records: dict[str, ImageRecord] = {}
         self._lock = threading.Lock()
         self._read_index()
@@ -144,6 +149,8 @@ class ImageStore:
             return
         for name, entry in (data.get("images") or {}).items():
             digest = str(entry.get("digest") or "")
+            if not _DIGEST.fullmatch(digest):
+                continue  # a digest names a directory: nothing else is trusted as one
             rootfs = self.root / "unpacked" / digest.replace(":", "-") / "rootfs"
             if rootfs.is_dir():
                 config = _config_of(entry.get("config") or {})

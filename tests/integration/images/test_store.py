@@ -3,6 +3,7 @@ containerd normalizes them, each image unpacked once, and hostile archives kept 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -111,3 +112,12 @@ async def test_an_archive_without_names_is_refused(tmp_path: Path) -> None:
     archive = oci_archive_of_layer(tmp_path, escape_layer(tmp_path), "v1")  # a bare tag
     with pytest.raises(ArchiveError, match="no image in it has a name"):
         await ImageStore(tmp_path / "store").load(archive)
+
+
+async def test_a_forged_index_never_names_a_directory_outside_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    ImageStore(store)
+    (tmp_path / "etc" / "rootfs").mkdir(parents=True)
+    forged = {"images": {"docker.io/library/evil:1": {"digest": "sha256:../../../etc"}}}
+    (store / "images.json").write_text(json.dumps(forged))
+    assert ImageStore(store).lookup("evil:1") is None
