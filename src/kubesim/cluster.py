@@ -225,8 +225,13 @@ class SimCluster:
             root = Path(tempfile.mkdtemp(prefix="jobset-sim-images-"))
             self._scratch.append(root)
         self.images = store = ImageStore(root)
-        for archive in self.options.load_images:
-            await store.load(Path(archive))
+        try:
+            for archive in self.options.load_images:
+                await store.load(Path(archive))
+        except BaseException:
+            if not self.options.data_dir:
+                shutil.rmtree(root, ignore_errors=True)
+            raise
         self.http.debug_views["images"] = lambda: {
             "images": [{"name": r.name, "digest": r.digest} for r in store.images()]
         }

@@ -223,3 +223,27 @@ def test_load_image_refusals(sim: SimProcess, tmp_path: Path) -> None:
     other.write_text(yaml.safe_dump(config))
     refused = load_image(other, junk)
     assert refused.returncode == 1 and "forbidden" in refused.stderr.lower(), refused.stderr
+
+
+def test_a_bad_archive_at_start_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.tar"
+    junk.write_bytes(b"\0" * 4096)
+    done = subprocess.run(
+        [sys.executable, "-m", "jobset.cli", "sim", "--kubeconfig", str(tmp_path / "kc"),
+         "--load-image", str(junk)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith(f"jobset sim: {junk}: neither"), (
+        done.stderr
+    )
+    missing = subprocess.run(
+        [sys.executable, "-m", "jobset.cli", "sim", "--kubeconfig", str(tmp_path / "kc"),
+         "--load-image", str(tmp_path / "nope.tar")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (
+        missing.returncode == 2
+        and "--load-image" in missing.stderr
+        and "no such file" in missing.stderr
+    )
