@@ -175,9 +175,12 @@ class SimCluster:
             from kubesim.kubelet.processes import ProcessRuntime
 
             self.runtime = ProcessRuntime(
-                self.core, self.http, opts.run_images, cluster_domain=self.cluster_domain
+                self.core,
+                self.http,
+                opts.run_images,
+                cluster_domain=self.cluster_domain,
+                images=self.images,  # what a pod's image runs (images/types.py)
             )
-            self.runtime.image_store = self.images  # what a pod's image runs (images/types.py)
             self.admission.pod_host = self.runtime.pod_host  # webhooks served by real pods
             hosts.append(await self.runtime.open())  # pods reach the API server there
         await self._start_dns()

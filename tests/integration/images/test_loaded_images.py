@@ -106,6 +106,8 @@ def test_load_image_into_the_running_cluster(sim: SimProcess, images: Any) -> No
     assert f"loaded {V2} (sha256:" in done.stdout
     listed = json.loads(sim.kubectl("get", "--raw", "/debug/images").stdout)
     assert {i["name"] for i in listed["images"]} == {V1, V2}
+    start(sim, "second", V2)  # its own Cmd: the ticker
+    eventually_sync(lambda: sim.kubectl("logs", "second").stdout, lambda t: "tick 1" in t)
 
 
 def test_a_loaded_images_pod_runs_its_own_cmd_in_its_own_root(sim: SimProcess) -> None:
@@ -135,7 +137,7 @@ def test_a_loaded_images_pod_runs_its_own_cmd_in_its_own_root(sim: SimProcess) -
 
 
 def test_exec_cp_attach_logs_follow_and_port_forward(sim: SimProcess, tmp_path: Path) -> None:
-    start(sim, "ticker", V2)
+    start(sim, "ticker", V1, command=["sh", "-c", TICKER])
     assert sim.kubectl("exec", "ticker", "--", "cat", "/srv/marker").stdout == MARKER + "\n"
     assert sim.kubectl("exec", "ticker", "--", "pwd").stdout == "/srv\n"
     # cp both ways (tar through exec, the image's busybox tar)
