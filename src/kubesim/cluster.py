@@ -216,25 +216,20 @@ class SimCluster:
 
     async def _start_images(self) -> None:
         """The image store (at sim level pods): under the data directory, kept across
-        restarts, or a directory of this run; `--load-image` archives loaded into it, and
-        `POST /sim/images` to load more into the running cluster (admin only)."""
+        restarts, or the user's cache of unpacked images with this run's names; `--load-image`
+        archives loaded into it, and `POST /sim/images` to load more into the running cluster
+        (admin only)."""
         if self.options.sim_level != "pods":
             return
-        from kubesim.images.store import ImageStore
+        from kubesim.images.store import ImageStore, cache_dir
 
         if self.options.data_dir:
-            root = Path(self.options.data_dir) / "images"
+            store = ImageStore(Path(self.options.data_dir) / "images")
         else:
-            root = Path(tempfile.mkdtemp(prefix="jobset-sim-images-"))
-            self._scratch.append(root)
-        self.images = store = ImageStore(root)
-        try:
-            for archive in self.options.load_images:
-                await store.load(Path(archive))
-        except BaseException:
-            if not self.options.data_dir:
-                shutil.rmtree(root, ignore_errors=True)
-            raise
+            store = ImageStore(cache_dir(), keep_names=False)
+        self.images = store
+        for archive in self.options.load_images:
+            await store.load(Path(archive))
         self.http.debug_views["images"] = lambda: {
             "images": [{"name": r.name, "digest": r.digest} for r in store.images()]
         }

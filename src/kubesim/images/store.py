@@ -1,11 +1,17 @@
 """The simulator's image store: archives loaded by name, each image unpacked once.
 
-`ImageStore(root)` keeps, under `root` (`DIR/images` with `--data-dir`, else a directory of the
-run):
+`ImageStore(root)` keeps, under `root`:
 
 - `unpacked/<algorithm>-<hex>/rootfs`: an image's root file system, unpacked once per manifest
   digest and shared read-only by every container of it (the runtime's overlay lower layer);
-- `images.json`: name -> digest and config, so a restart from the data directory keeps them.
+- with `keep_names` (the cluster's `--data-dir`, `DIR/images`), `images.json`: name -> digest
+  and config, so a restart from the data directory keeps them.
+
+Without a data directory the cluster's store is the user's image cache (`cache_dir()`): its
+names are the run's own, and the unpacked images stay for the next run, which finds an
+image it loads again already unpacked (unpacking a large image takes a while, and so would
+removing it at exit). Simulators sharing it publish an image by renaming a finished
+directory into place: the first wins, the others use it.
 
 `load(archive)` stages the archive as an OCI layout (`archive.py`), checks and unpacks each
 image that is not unpacked yet (`unpack.py`) and points its names at it: a name loaded again
@@ -21,7 +27,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -34,11 +39,12 @@ from kubesim.images.reference import InvalidReference, parse
 from kubesim.images.types import ImageConfig, ImageRecord
 from kubesim.images.unpack import check_layers, image_of, unpack
 
-__all__ = ["ImageStore"]
+__all__ = ["CACHE_ENV", "ImageStore", "cache_dir"]
 
 log = structlog.get_logger("sim.images")
 
 INDEX: Final = "images.json"
+CACHE_ENV: Final = "JOBSET_SIM_IMAGE_CACHE"  # where unpacked images are cached, if set
 _DIGEST: Final = re.compile(r"[a-z0-9]+:[a-f0-9]{32,128}")
 
 
@@ -62,19 +68,30 @@ def _config_of(data: dict[str, Any]) -> ImageConfig:
     )
 
 
+def cache_dir() -> Path:
+    """The user's cache of unpacked images: $JOBSET_SIM_IMAGE_CACHE, else
+    $XDG_CACHE_HOME/jobset-sim/images (~/.cache/jobset-sim/images)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "jobset-sim" / "images"
+
+
 class ImageStore:
     """Loaded images by normalized name (see the module docstring)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, keep_names: bool = True) -> None:
         from kubesim.apiserver.statedir import private_dir
 
         self.root = root
+        self.keep_names = keep_names
         # under --data-dir: only this user's, as the rest of the cluster's state
         private_dir(root)
         private_dir(root / "unpacked")
         self._records: dict[str, ImageRecord] = {}
         self._lock = threading.Lock()
-        self._read_index()
+        if keep_names:
+            self._read_index()
 
     # ------------------------------------------------------------------ lookups
 
@@ -125,7 +142,8 @@ class ImageStore:
                     self._records[name] = record
                     loaded.append(record)
                     log.info("image loaded", image=name, digest=info.digest)
-            self._write_index()
+            if self.keep_names:
+                self._write_index()
             return loaded
 
     def _unpacked(self, layout: Path, tag: str, scratch: Path) -> tuple[Path, Any]:
@@ -136,8 +154,12 @@ class ImageStore:
             check_layers(layout, info, self.root)
             bundle = scratch / f"bundle-{tag}"
             unpack(layout, info, bundle)
-            shutil.rmtree(final, ignore_errors=True)
-            os.rename(bundle, final)
+            try:
+                os.rename(bundle, final)
+            except OSError:
+                if not (final / "rootfs").is_dir():
+                    raise  # not another simulator's copy of the same image
+                log.info("image unpacked meanwhile by another simulator", digest=info.digest)
         return final / "rootfs", info
 
     # ------------------------------------------------------------------ index

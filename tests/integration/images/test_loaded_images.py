@@ -12,6 +12,7 @@ pull as on kind, and images of simulated programs are left alone. Needs root, as
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import urllib.request
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesim.images.store import CACHE_ENV
 from kubesim.process import SimProcess, free_port, start_sim
 from tests.eventually import eventually_sync
 from tests.images import MARKER, TinyImage, tiny_image
@@ -39,6 +41,21 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> tuple[TinyImage, TinyIma
     v1 = tiny_image(tmp_path_factory.mktemp("v1"), name=V1)
     v2 = tiny_image(tmp_path_factory.mktemp("v2"), name=V2, cmd=(TICKER,))
     return v1, v2
+
+
+@pytest.fixture(scope="module", autouse=True)
+def image_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The simulators' cache of unpacked images, this module's own (not the user's)."""
+    cache = tmp_path_factory.mktemp("image-cache")
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(cache)
+    try:
+        yield cache
+    finally:
+        if before is None:
+            del os.environ[CACHE_ENV]
+        else:
+            os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,18 @@ async def test_an_image_is_unpacked_once_and_kept_across_a_restart(
     assert reopened.lookup("tiny:v1") == first
 
 
+async def test_a_cache_keeps_unpacked_images_but_not_a_runs_names(
+    tiny: TinyImage, tmp_path: Path
+) -> None:
+    (first,) = await ImageStore(tmp_path / "cache", keep_names=False).load(tiny.oci_archive)
+    inode = os.stat(first.rootfs / "srv" / "marker").st_ino
+    later = ImageStore(tmp_path / "cache", keep_names=False)
+    assert later.lookup("tiny:v1") is None  # another run's names are its own
+    (again,) = await later.load(tiny.oci_archive)
+    assert again == first and os.stat(again.rootfs / "srv" / "marker").st_ino == inode
+    assert not (tmp_path / "cache" / "images.json").exists()
+
+
 async def test_a_hostile_layer_writes_only_inside_the_images_root(tmp_path: Path) -> None:
     host = tmp_path / "host"
     host.mkdir()
