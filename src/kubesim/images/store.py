@@ -81,7 +81,7 @@ class ImageStore:
     """Loaded images by normalized name (see the module docstring)."""
 
     def __init__(self, root: Path, keep_names: bool = True) -> None:
-        from kubesim.apiserver.statedir import private_dir
+        from kubesim.apiserver.core.statedir import private_dir
 
         self.root = root
         self.keep_names = keep_names
