@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the simulated cluster: an API server on 127.0.0.1 plus a simulated "
         "job controller, scheduler, kubelet and garbage collector. The cluster starts with "
         "one node (pool-0-node-0), as kind does, unless --nodes says otherwise (--nodes 0: "
-        "none). Prints a line with 'ready' once it serves; stops on SIGINT/SIGTERM.",
+        "none). Prints a line with 'ready' once it serves; stops on SIGINT/SIGTERM. "
+        "`jobset sim load-image ARCHIVE...` loads images into a running one.",
         formatter_class=argparse.RawTextHelpFormatter,
     )
     add_sim_flags(sim)
