@@ -44,6 +44,7 @@ from kubeutil.aio import cancel_and_wait
 if TYPE_CHECKING:
     from kubesim.dns import ClusterDns
     from kubesim.images.store import ImageStore
+    from kubesim.kubelet.imagepull import ImagePuller
 
 SIM_LEVELS = ("pods", "jobs", "none")
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -187,7 +188,21 @@ class SimCluster:
             rng=self.rng,
             runtime=self.runtime,
             events=self.events,
-            images=self.images if self.runtime is not None else None,
+            puller=self._image_puller(),
+        )
+
+    def _image_puller(self) -> ImagePuller | None:
+        """imagePullPolicy for the repositories of loaded images, where the runtime runs
+        them (a `--run-image` mapping pulls nothing)."""
+        runtime = self.runtime
+        if runtime is None or self.images is None:
+            return None
+        from kubesim.kubelet.imagepull import ImagePuller
+
+        return ImagePuller(
+            self.images,
+            self.options.time_scale,
+            exempt=lambda container: runtime.directory_for(container) is not None,
         )
 
     def _node_services(self) -> NodeServices:

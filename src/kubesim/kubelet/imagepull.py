@@ -21,6 +21,7 @@ Pure apart from the back-off it keeps per pod and image.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -80,10 +81,13 @@ class ImagePuller:
 
     images: Images
     time_scale: float = 1.0
+    # containers whose image no pull concerns (those a `--run-image` mapping claims)
+    exempt: Callable[[dict[str, Any]], bool] = lambda container: False
     _backoff: dict[tuple[str, str], _Backoff] = field(default_factory=dict)
 
     def decides(self, container: dict[str, Any]) -> bool:
-        return self.images.has_repository(str(container.get("image") or ""))
+        image = str(container.get("image") or "")
+        return self.images.has_repository(image) and not self.exempt(container)
 
     def ensure(self, pod_uid: str, container: dict[str, Any], now: float) -> PullOutcome | None:
         """None when the image is there (the kubelet starts the container and says so as it

@@ -74,7 +74,7 @@ from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.workqueue import WorkQueue
 from kubesim.kubelet import simfiles
-from kubesim.kubelet.imagepull import ImagePuller, Images
+from kubesim.kubelet.imagepull import ImagePuller
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
 from kubesim.kubelet.restartrules import RESTART, RESTART_ALL, exit_action, has_restart_all_rule
 from kubesim.kubelet.taints import no_execute_taints, node_ready, tolerations_for
@@ -158,14 +158,14 @@ class Kubelet:
         rng: random.Random | None = None,
         runtime: ProcessRuntime | None = None,
         events: EventSink | None = None,
-        images: Images | None = None,
+        puller: ImagePuller | None = None,
     ) -> None:
         self.core = core
         self.runtime = runtime
         self.recorder = NO_EVENTS if events is None else events.recorder("kubelet")
         self.time_scale = max(float(time_scale), 0.0)
         # imagePullPolicy for the repositories of loaded images (imagepull.py); None: no store
-        self.puller = None if images is None else ImagePuller(images, self.time_scale)
+        self.puller = puller
         self.rng = rng or random.Random(0)
         pods_rt = core.registry.get("", "v1", "pods")
         assert pods_rt is not None
@@ -523,8 +523,6 @@ class Kubelet:
         ErrImagePull, ImagePullBackOff or ErrImageNeverPull (imagepull.py)."""
         if self.puller is None or not self.puller.decides(dict(source)):
             return False
-        if self.runtime is not None and self.runtime.directory_for(source) is not None:
-            return False  # a --run-image mapping has no image to pull
         outcome = self.puller.ensure(run.uid, dict(source), now)
         if outcome is None:
             return False

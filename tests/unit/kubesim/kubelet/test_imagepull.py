@@ -78,3 +78,9 @@ def test_a_failed_pull_then_back_off_doubling_as_the_kubelets() -> None:
 def test_default_policy_of_a_latest_tag_is_always() -> None:
     out = ImagePuller(Store()).ensure("uid", container("tiny"), 0.0)
     assert out is not None and out.reason == "ErrImagePull"
+
+
+def test_containers_a_run_image_mapping_claims_pull_nothing() -> None:
+    puller = ImagePuller(Store(), exempt=lambda c: c["image"].startswith("tiny:v2"))
+    assert not puller.decides(container("tiny:v2"))
+    assert puller.decides(container("tiny:v3"))
