@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kubesim.images.archive import ArchiveError
+from kubesim.images.resolve import process_of
 from kubesim.images.store import ImageStore
+from kubesim.images.types import ImageRecord
 from tests.images import (
     MARKER,
     TinyImage,
@@ -133,3 +136,14 @@ async def test_a_forged_index_never_names_a_directory_outside_the_store(tmp_path
     forged = {"images": {"docker.io/library/evil:1": {"digest": "../../etc"}}}
     (store / "images.json").write_text(json.dumps(forged))
     assert ImageStore(store).lookup("evil:1") is None
+
+
+async def test_a_loaded_images_process_uses_its_own_passwd(tiny: TinyImage, tmp_path: Path) -> None:
+    (record,) = await ImageStore(tmp_path / "store").load(tiny.oci_archive)
+    named = ImageRecord(
+        record.name, record.digest, record.rootfs, replace(record.config, user="app")
+    )
+    p = process_of({"env": []}, named, env=[("GREETING", "from-pod")], hostname="tiny-0")
+    assert p.argv == ("/bin/sh", "-c", *record.config.cmd)
+    assert (p.uid, p.gid, p.cwd) == (1000, 1000, "/srv")
+    assert "GREETING=from-pod" in p.env and "HOSTNAME=tiny-0" in p.env
