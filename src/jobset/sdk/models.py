@@ -236,6 +236,7 @@ class JobSetStatus(Model):
     conditions: list[Condition] | None = None
     restarts: int | None = None
     restarts_count_towards_max: int | None = None
+    execution_attempts: int | None = None
     terminal_state: str | None = None
     replicated_jobs_status: list[ReplicatedJobStatus] | None = None
     previous_in_place_restart_attempt: int | None = None
