@@ -77,6 +77,7 @@ def load_handler(store: ImageStore, runs_images: Callable[[], bool]) -> Handler:
                 "this cluster runs no containers of images: start it with --load-image "
                 "(or --run-image) to load images into it later",
             )
+        await asyncio.to_thread(store.make_dirs)
         path = await _receive(request, store)
         try:
             records = await store.load(path)

@@ -81,13 +81,11 @@ class ImageStore:
     """Loaded images by normalized name (see the module docstring)."""
 
     def __init__(self, root: Path, keep_names: bool = True) -> None:
-        from kubesim.apiserver.core.statedir import private_dir
+        from kubesim.apiserver.core.statedir import check_existing
 
         self.root = root
         self.keep_names = keep_names
-        # under --data-dir: only this user's, as the rest of the cluster's state
-        private_dir(root)
-        private_dir(root / "unpacked")
+        check_existing(root)  # under --data-dir: only this user's, as the rest of its state
         self._records: dict[str, ImageRecord] = {}
         self._lock = threading.Lock()
         if keep_names:
@@ -125,7 +123,18 @@ class ImageStore:
         return await asyncio.to_thread(self.load_blocking, archive)
 
     def load_blocking(self, archive: Path) -> list[ImageRecord]:
-        with self._lock, tempfile.TemporaryDirectory(prefix="stage-", dir=self.root) as tmp:
+        with self._lock:
+            self.make_dirs()  # on the first load: a cluster that loads nothing makes nothing
+            return self._load(archive)
+
+    def make_dirs(self) -> None:
+        from kubesim.apiserver.core.statedir import private_dir
+
+        private_dir(self.root)
+        private_dir(self.root / "unpacked")
+
+    def _load(self, archive: Path) -> list[ImageRecord]:
+        with tempfile.TemporaryDirectory(prefix="stage-", dir=self.root) as tmp:
             layout = Path(tmp) / "layout"
             layout.mkdir()
             staged = stage_archive(archive, layout)

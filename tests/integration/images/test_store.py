@@ -131,7 +131,7 @@ async def test_an_archive_without_names_is_refused(tmp_path: Path) -> None:
 
 async def test_a_forged_index_never_names_a_directory_outside_the_store(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    ImageStore(store)
+    store.mkdir(mode=0o700)
     (tmp_path / "etc" / "rootfs").mkdir(parents=True)
     forged = {"images": {"docker.io/library/evil:1": {"digest": "../../etc"}}}
     (store / "images.json").write_text(json.dumps(forged))
