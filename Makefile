@@ -2,24 +2,30 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-HASH   := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# The three distributions of this tree: jobset-py (pyproject.toml), kubesim and
+# jobset-kubeutil (packaging/*/pyproject.toml); a change to any reinstalls.
+PROJECTS := pyproject.toml packaging/kubesim/pyproject.toml packaging/kubeutil/pyproject.toml
+HASH   := $(shell cat $(PROJECTS) | sha1sum | cut -c1-12)
 STAMP  := $(VENV)/.installed-$(HASH)
 # What `make demo` needs and no more: the package and the simulator's extra.
 DEMO_STAMP := $(VENV)/.installed-sim-$(HASH)
 
-.PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables
+.PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables image-tools
 
-$(STAMP): pyproject.toml
+# Editable, all three: the extras' `kubesim` and the `jobset-kubeutil` dependency resolve to
+# this tree's packaging/ projects, named in the same pip command.
+LOCAL := -e packaging/kubeutil -e packaging/kubesim
+$(STAMP): $(PROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,bench,sim]'
+	$(BIN)/python -m pip install -q $(LOCAL) -e '.[test,bench,sim]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-$(DEMO_STAMP): pyproject.toml
+$(DEMO_STAMP): $(PROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[sim]'
+	$(BIN)/python -m pip install -q $(LOCAL) -e '.[sim]'
 	rm -f $(VENV)/.installed-sim-*
 	touch $@
 
@@ -44,9 +50,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks tools examples
 	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
 	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
+	$(BIN)/python tools/check_names.py  # every Class.member, function() and module name the docs cite exists
+	$(BIN)/python tools/check_settings.py  # docs cite the goals and tuning values the code owns, never restate them
 	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
 	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
 	$(BIN)/python tools/check_private_imports.py  # no _private name of src/ used outside its module
+	$(BIN)/python tools/check_import_cycles.py  # no import cycle in src/, lazy or TYPE_CHECKING ones included
 
 # src/ and benchmarks/ strict; tests/ with pyproject's override for them.
 typecheck: $(STAMP)
@@ -62,7 +71,7 @@ typecheck: $(STAMP)
 # floor of pyproject's [tool.coverage.report].
 TEST_WORKERS ?= 2
 COVERAGE := --cov --cov-report=term --cov-report=html
-test: lint typecheck prometheus iptables train-venv
+test: lint typecheck prometheus iptables image-tools train-venv
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak" $(COVERAGE)
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
@@ -94,17 +103,27 @@ prometheus:
 iptables:
 	$(call debian_tool,iptables,iptables,iptables,the in-cluster chaos test's network cut)
 
+# The image store of `--load-image` (skopeo reads docker archives, umoci unpacks layers) and
+# the tiny image its tests build without network (busybox-static's /bin/busybox).
+image-tools:
+	$(call debian_tool,image-tools,umoci,umoci,unpacking the images --load-image loads)
+	$(call debian_tool,image-tools,skopeo,skopeo,reading the docker archives --load-image loads)
+	@test -x /bin/busybox && ! ldd /bin/busybox >/dev/null 2>&1 || { \
+	  echo "make image-tools: INSTALLING the Debian package 'busybox-static' (system-wide, apt-get, needs root) for the tiny image the image tests build"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends busybox-static; }
+
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
 # The demo starts `jobset dev` and runs a multislice job, a restarting job and a dependsOn pipeline.
 demo: $(DEMO_STAMP)
-	$(BIN)/python -m jobset.dev.demo
+	JOBSET_DEMO_COMMAND="make demo" $(BIN)/python -m jobset.dev.demo
 
 # A real JAX training run (examples/jax-train) under `jobset dev --run-image`: a worker
 # fails once, the JobSet restarts, training resumes from its checkpoint. Needs root.
 demo-train: $(DEMO_STAMP) $(TRAIN_STAMP)
-	JOBSET_TRAIN_BIN=$(CURDIR)/$(TRAIN_VENV)/bin $(BIN)/python -m jobset.dev.demo jax-train
+	JOBSET_DEMO_COMMAND="make demo-train" JOBSET_TRAIN_BIN=$(CURDIR)/$(TRAIN_VENV)/bin \
+		$(BIN)/python -m jobset.dev.demo jax-train
 
 # Controller vs a minimal baseline client at 1k/4k/16k Jobs on `jobset sim` (< 10 min on 2 cores);
 # bench-large adds 64k Jobs and the pod-scale climb to 200k pods, and has no time budget.
@@ -137,16 +156,23 @@ chart: $(STAMP)
 # requirements/build.lock the build backend. Run after changing [project] dependencies (a
 # test checks the lock matches them); resolves for this Python, which must be the image's
 # (3.11). pip-tools is pinned and lives in its own venv, outside the project's.
+# jobset-kubeutil is built from this tree (packaging/kubeutil), as the image does: pip-compile
+# finds its wheel in LOCK_WHEELS and, as an "unsafe" package, leaves it out of the lock
+# (the controller's lock has no other unsafe package), keeping its dependencies.
 LOCK_VENV := .cache/lock-venv
+LOCK_WHEELS := .cache/lock-wheels
 PIP_TOOLS := pip-tools==7.6.2
-PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile -q --generate-hashes --allow-unsafe \
-	--no-emit-index-url --no-emit-find-links --no-emit-trusted-host
+PIP_COMPILE_ARGS := -q --generate-hashes --no-emit-index-url --no-emit-find-links \
+	--no-emit-trusted-host --strip-extras --upgrade
+PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile $(PIP_COMPILE_ARGS)
 .PHONY: lock
 lock:
 	test -x $(LOCK_VENV)/bin/pip-compile || \
 	  ($(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install -q '$(PIP_TOOLS)')
-	$(PIP_COMPILE) --strip-extras --upgrade -o requirements/controller.lock pyproject.toml
-	$(PIP_COMPILE) --strip-extras --upgrade -o requirements/build.lock requirements/build.in
+	rm -rf $(LOCK_WHEELS) && $(LOCK_VENV)/bin/pip wheel -q --no-deps -w $(LOCK_WHEELS) packaging/kubeutil
+	$(PIP_COMPILE) --find-links $(LOCK_WHEELS) --unsafe-package jobset-kubeutil \
+	  -o requirements/controller.lock pyproject.toml
+	$(PIP_COMPILE) --allow-unsafe -o requirements/build.lock requirements/build.in
 
 # The controller image from Dockerfile, built with buildah on a debootstrapped Debian base (no
 # registry; root; installs debootstrap and buildah if missing). Not in `make test`: a fresh

@@ -5,7 +5,8 @@ only builds the parser and hands the parsed arguments to where each command live
 
 * `jobset controller`: the product as a process, `jobset.wiring`;
 * `jobset sim`, `jobset dev`: the simulated cluster (with the product on it), `jobset.dev.commands`
-  (the only commands that import `kubesim`; they need the `[sim]` extra);
+  (the only commands that import `kubesim`; they need the `[sim]` extra); `jobset sim
+  load-image`, which loads images into a running one, `jobset.dev.loadimage`;
 * `jobset get/describe/watch/tree/submit/delete`: the user commands, `jobset.commands`
   (also the kubectl plugin `kubectl-jobset`, `jobset.commands.plugin`);
 * `jobset completion bash|zsh|fish`: a completion script of this parser,
@@ -23,17 +24,17 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from jobset import __version__
-
 # Nothing else is imported at module level: `from jobset.cli import main` (the console
 # script) must be instant, so that a Ctrl-C while the commands' modules load is caught by
-# `main` (exit 130) instead of ending in a traceback.
+# `main` (exit 130) instead of ending in a traceback, and so that a user command loads only
+# its own modules (a command's start-up is most of its time).
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole `jobset` parser (the tests render the chart's and kustomize's flags against it)."""
+    from jobset import __version__
     from jobset.commands import add_user_commands
     from jobset.commands.completion import add_completion_command
     from jobset.dev.commands import DEV_DEFAULT_NODES, SIM_DEFAULT_NODES, add_sim_flags
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the simulated cluster: an API server on 127.0.0.1 plus a simulated "
         "job controller, scheduler, kubelet and garbage collector. The cluster starts with "
         "one node (pool-0-node-0), as kind does, unless --nodes says otherwise (--nodes 0: "
-        "none). Prints a line with 'ready' once it serves; stops on SIGINT/SIGTERM.",
+        "none). Prints a line with 'ready' once it serves; stops on SIGINT/SIGTERM. "
+        "`jobset sim load-image ARCHIVE...` loads images into a running one.",
         formatter_class=argparse.RawTextHelpFormatter,
     )
     add_sim_flags(sim)
@@ -119,15 +121,25 @@ def _main(argv: Sequence[str] | None) -> int:
         from jobset.agent.run import main as agent_main
 
         return agent_main(args_list[1:])
-    from jobset.commands import USER_COMMANDS, run_user_command
+    if args_list[:2] == ["sim", "load-image"]:  # a client of a running `jobset sim`
+        from jobset.dev.loadimage import main as load_image_main
+
+        return load_image_main(args_list[2:])
+    from jobset.commands.names import USER_COMMANDS
+
+    if args_list[:1] and args_list[0] in USER_COMMANDS:
+        return _user_command(args_list)
+    from jobset.commands import run_user_command
     from jobset.dev.commands import missing_sim_extra, run_dev, run_sim
     from jobset.wiring import run_controller
 
+    # Before parsing: without the simulator installed its flags are not declared either.
+    if args_list[:1] in (["sim"], ["dev"]) and not {"-h", "--help"} & set(args_list):
+        if missing := missing_sim_extra(args_list[0]):
+            _error_line(_log_format_only(args_list), missing)
+            return 2
     parser = build_parser()
     args = parser.parse_args(args_list)
-    if args.command in ("sim", "dev") and (missing := missing_sim_extra(args.command)):
-        _error_line(args, missing)
-        return 2
     if args.command in ("sim", "controller", "dev"):
         runner = {"sim": run_sim, "controller": run_controller, "dev": run_dev}[args.command]
         try:
@@ -139,10 +151,28 @@ def _main(argv: Sequence[str] | None) -> int:
         except ValueError as exc:
             _error_line(args, f"jobset {args.command}: {exc}")
             return 2
-    if args.command in USER_COMMANDS or args.command == "completion":
+    if args.command == "completion":
         return run_user_command(args)
     parser.error(f"unknown command {args.command}")
     return 2
+
+
+def _log_format_only(args_list: Sequence[str]) -> argparse.Namespace:
+    """`--log-format` of a command line that is not parsed as a whole."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--log-format", default=None)
+    return pre.parse_known_args(args_list)[0]
+
+
+def _user_command(args_list: list[str]) -> int:
+    """`jobset get|describe|...`: parsed by the user commands' parser alone, the same
+    sub-parser the full one holds (usage lines and errors read the same), without loading
+    the controller's, the simulator's and the agent's flags."""
+    from jobset.commands import add_user_commands, run_user_command
+
+    parser = argparse.ArgumentParser(prog="jobset", description="JobSet controller and tools")
+    add_user_commands(parser.add_subparsers(dest="command", required=True), only=args_list[0])
+    return run_user_command(parser.parse_args(args_list))
 
 
 def _error_line(args: argparse.Namespace, message: str) -> None:
