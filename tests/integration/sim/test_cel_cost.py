@@ -1,7 +1,8 @@
 """CEL cost limits in the simulated API server, through kubectl: a CRD rule whose evaluation
 passes kube-apiserver's per-call limit is cancelled and the object refused with
 apiextensions-apiserver's text, a cheap object of the same CRD is stored, and the server
-answers as before."""
+answers as before; a ValidatingAdmissionPolicy expression past the limit fails with
+kube-apiserver's text and its failurePolicy denies."""
 
 from __future__ import annotations
 
@@ -86,3 +87,42 @@ def test_an_expensive_rule_is_cancelled_with_kube_apiservers_text(sim: SimProces
     assert (
         sim.kubectl("get", "pile", "small", "-o", "name").stdout.strip() == "pile.example.com/small"
     )
+
+
+def test_an_expensive_policy_expression_is_cancelled(sim: SimProcess) -> None:
+    numbers = "[" + ", ".join(str(i) for i in range(100)) + "]"
+    expression = f"{numbers}.all(a, {numbers}.all(b, {numbers}.all(c, a + b + c >= 0)))"
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "spin"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                     "resources": ["configmaps"]}
+                ]
+            },
+            "validations": [{"expression": expression}],
+        },
+    }  # fmt: skip
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "spin"},
+        "spec": {"policyName": "spin", "validationActions": ["Deny"]},
+    }
+    sim.kubectl("apply", "-f", "-", input=json.dumps({"kind": "List", "apiVersion": "v1",
+                                                      "items": [policy, binding]}))  # fmt: skip
+    try:
+        out = sim.kubectl("create", "configmap", "spun", check=False)
+        assert out.returncode != 0
+        assert (
+            "ValidatingAdmissionPolicy 'spin' with binding 'spin' denied request: expression "
+            f"'{expression}' resulted in error: operation cancelled: actual cost limit exceeded"
+        ) in out.stderr
+        assert sim.kubectl("get", "--raw", "/healthz").stdout == "ok"
+    finally:
+        sim.kubectl("delete", "validatingadmissionpolicybinding", "spin")
+    sim.kubectl("create", "configmap", "after")
