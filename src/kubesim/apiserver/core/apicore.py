@@ -398,7 +398,7 @@ class ApiCore:
                     "API server: apply the core/v1 object instead",
                 )
             view, rt = rt, self._stored(rt)
-        checking = req.field_validation in ("Warn", "Strict")
+        checking = req.field_validation in ("Warn", "Strict") and subresource != "status"
         if checking and content_type in fieldmanagers.APPLY_TYPES and isinstance(body, dict):
             fieldvalidation.enforce(fieldvalidation.apply_problems(rt, body), req)
         for attempt in range(8):
