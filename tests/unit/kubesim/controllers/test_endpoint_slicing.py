@@ -234,3 +234,17 @@ def test_truncation_shares_the_room_between_subsets_in_proportion() -> None:
     assert truncated and [len(s["addresses"]) for s in out] == [750, 250]
     assert out[0]["addresses"][0] == {"ip": "a0"}  # each subset keeps its first addresses
     assert endpoints.truncate_subsets(subsets, 1200) == (subsets, False)
+
+
+def test_addresses_sort_numerically_ipv4_first_and_unparsable_last() -> None:
+    from kubesim.controllers.endpointslices import ip_sort_key
+
+    ips = ["fd00::2", "10.0.0.10", "not-an-ip", "10.0.0.2", "fd00::10", "9.255.0.1"]
+    assert sorted(ips, key=ip_sort_key) == [
+        "9.255.0.1",
+        "10.0.0.2",
+        "10.0.0.10",
+        "fd00::2",
+        "fd00::10",
+        "not-an-ip",
+    ]
