@@ -49,7 +49,7 @@ from typing import Any, Final
 
 import psutil
 
-from benchmarks import profiling
+from benchmarks import profiling, sim_parts
 from benchmarks.harness import (
     Options,
     controller_metrics,
@@ -402,7 +402,10 @@ def stop_profiles(spies: list[profiling.Spy]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for spy in spies:
         profiling.stop(spy)
-        out[spy.name] = profiling.summarise_file(spy.out, ("kubesim", "jobset", "kubeutil"))
+        parts = sim_parts.part_of if spy.name == "sim" else None
+        out[spy.name] = profiling.summarise_file(
+            spy.out, ("kubesim", "jobset", "kubeutil"), parts=parts
+        )
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.table import Table
 
-from benchmarks import pod_scale_report, rate_report, tenancy_report, train_recovery
+from benchmarks import cpu_guard, pod_scale_report, rate_report, tenancy_report, train_recovery
 
 RESULTS = Path(__file__).parent / "results"
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
@@ -664,6 +664,9 @@ def write_all(results: Path = RESULTS, out: Path = RESULTS_MD) -> list[Path]:
         written += pod_plot
         title = data.get("command") or name
         sections.append(f"## `{title}`\n\n" + _section(data, name, with_plots, bool(pod_plot)))
+    guard = cpu_guard.markdown(cpu_guard.load(results / cpu_guard.SERIES_FILE.name))
+    if guard:
+        sections.append("\n".join(guard))
     real_job = results / TRAIN_RECOVERY
     if real_job.exists():
         section = train_recovery.markdown(json.loads(real_job.read_text()))
