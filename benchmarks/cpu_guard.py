@@ -143,11 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     rec = sub.add_parser("record", help="append the guard-size step of a pod_scale JSON")
     rec.add_argument("json", help="the --out file of benchmarks.pod_scale")
+    rec.add_argument("--commit", default=None, help="the commit measured (default: this one)")
     sub.add_parser("show", help="print the series' verdict")
     args = p.parse_args(argv)
     if args.cmd == "record":
         data = json.loads(Path(args.json).read_text())
-        new = entry(data, commit() or "", f"benchmarks.pod_scale ({Path(args.json).name})")
+        measured = args.commit or commit() or ""
+        new = entry(data, measured, f"benchmarks.pod_scale --pods {GUARD_PODS}")
         if new is None:
             p.error(f"{args.json}: no completed step of {GUARD_PODS} pods")
         record(new)
