@@ -553,7 +553,7 @@ def one_line(s: dict[str, Any]) -> str:
 def _record(name: str, data: dict[str, Any], started: str, argv: list[str] | None) -> None:
     """The step's data as a run of `benchmarks.run` holding only its pod-scale section."""
     args = sys.argv[1:] if argv is None else argv
-    run = {
+    run: dict[str, Any] = {
         "benchmark": "scale",
         "machine": machine(),
         "started": started,
