@@ -372,7 +372,7 @@ def _scenario_runs(
     return runs
 
 
-def _guard(console: Console, data: dict[str, Any]) -> None:
+def _guard(console: Console, data: dict[str, Any], path: Path = cpu_guard.SERIES_FILE) -> None:
     """Append the simulator's CPU per pod at the guard's size to its series and say whether
     it rose more than the guard allows (benchmarks/cpu_guard.py)."""
     new = cpu_guard.entry(
@@ -380,7 +380,7 @@ def _guard(console: Console, data: dict[str, Any]) -> None:
     )
     if new is None:
         return
-    entries = cpu_guard.record(new)
+    entries = cpu_guard.record(new, path)
     data["sim_cpu_guard"] = {"entry": new, "verdicts": cpu_guard.verdicts(entries)}
     for v in data["sim_cpu_guard"]["verdicts"]:
         style = "bold red" if v["flagged"] else "green"

@@ -58,3 +58,29 @@ def test_the_series_is_kept_in_order_and_shown_in_full(tmp_path: Path) -> None:
     text = "\n".join(cpu_guard.markdown(entries))
     assert "| 2.00 |" in text and "| 3.00 |" in text
     assert "REGRESSION" in text
+
+
+def test_a_bench_run_appends_its_figure_and_prints_the_verdict(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from benchmarks import run
+
+    path = tmp_path / "series.json"
+    n = cpu_guard.GUARD_PODS
+    for sim_cpu in (2.0, 3.0):  # +50 %: flagged
+        out = io.StringIO()
+        data = {
+            "pod_scale": _pod_scale({n: sim_cpu}),
+            "commit": "c",
+            "command": "x",
+            "started": "t",
+        }
+        run._guard(Console(file=out, width=200), data, path)
+    assert len(cpu_guard.load(path)) == 2
+    assert "REGRESSION" in out.getvalue()
+    assert data["sim_cpu_guard"]["verdicts"][0]["flagged"] is True
+    # A run without the guard's step (--pod-scale none) leaves the series alone.
+    run._guard(Console(file=io.StringIO()), {"commit": "c", "command": "x", "started": "t"}, path)
+    assert len(cpu_guard.load(path)) == 2
