@@ -550,7 +550,9 @@ def one_line(s: dict[str, Any]) -> str:
     return text
 
 
-def _record(name: str, data: dict[str, Any], started: str, argv: list[str] | None) -> None:
+def _record(
+    name: str, data: dict[str, Any], started: str, argv: list[str] | None, wall: float
+) -> None:
     """The step's data as a run of `benchmarks.run` holding only its pod-scale section."""
     args = sys.argv[1:] if argv is None else argv
     run: dict[str, Any] = {
@@ -559,6 +561,10 @@ def _record(name: str, data: dict[str, Any], started: str, argv: list[str] | Non
         "started": started,
         "commit": commit(),
         "command": " ".join(["python -m benchmarks.pod_scale", *args]),
+        "wall_seconds": round(wall, 1),
+        "options": {
+            "sizes": [s["pods"] for s in data["series"][0]["steps"]] if data["series"] else []
+        },
         "runs": [],
         "pod_scale": data,
     }
@@ -603,6 +609,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--profile needs py-spy on PATH (pip install py-spy)")
     sizes = [int(x) for x in args.pods.split(",") if x]
     started = datetime.now(UTC).isoformat(timespec="seconds")
+    t_start = time.monotonic()
     configure_logging("console", "WARNING")
     data = asyncio.run(
         run(
@@ -619,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         Path(args.out).write_text(json.dumps(data, indent=2) + "\n")
     if args.record:
-        _record(args.record, data, started, argv)
+        _record(args.record, data, started, argv, time.monotonic() - t_start)
     for ser in data["series"]:
         print(json.dumps({k: v for k, v in ser.items() if k != "steps"}, indent=2))
     return 0 if all(ser["largest"] is not None for ser in data["series"]) else 1

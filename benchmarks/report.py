@@ -450,19 +450,26 @@ def _placement_row(strategy: str, v: dict[str, Any]) -> list[str]:
 def _section(
     data: dict[str, Any], prefix: str, with_plots: bool = True, pod_plot: bool = False
 ) -> str:
+    # A run of one benchmark on its own (no scenarios) lists only the goals it measured.
+    goals = [g for g in data.get("goals", []) if data.get("runs") or g["met"] is not None]
     lines = [
         f"Run `{data.get('command')}` on {data.get('started')} at commit "
         f"{data.get('commit') or '(not recorded)'}, {data.get('machine')}; "
         f"{data.get('wall_seconds', 0):.0f} s wall. Options: "
         + ", ".join(f"{k} {v}" for k, v in (data.get("options") or {}).items()),
         "",
-        "### Goals",
-        "",
-        markdown_table(
-            ["goal", "measured", "status"],
-            [[g["goal"], g["measured"], _met(g["met"])] for g in data.get("goals", [])],
-        ),
-        "",
+    ]
+    if goals:
+        lines += [
+            "### Goals",
+            "",
+            markdown_table(
+                ["goal", "measured", "status"],
+                [[g["goal"], g["measured"], _met(g["met"])] for g in goals],
+            ),
+            "",
+        ]
+    lines += [
         *rate_report.section(data, prefix, with_plots),
         *tenancy_report.section(data),
         *pod_scale_report.section(data, prefix, pod_plot),
