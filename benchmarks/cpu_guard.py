@@ -108,6 +108,21 @@ def verdict_line(v: dict[str, Any]) -> str:
     )
 
 
+def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The guard's verdicts as goals of the run that recorded them (`benchmarks.run`)."""
+    out = []
+    for v in (data.get("sim_cpu_guard") or {}).get("verdicts") or []:
+        out.append(
+            {
+                "goal": f"simulator CPU per pod at {GUARD_PODS:,} pods, {v['series']}: "
+                f"<= +{MAX_RISE:.0%} over the last recorded run",
+                "measured": f"{v['previous']:.2f} -> {v['latest']:.2f} ms ({v['rise']:+.0%})",
+                "met": not v["flagged"],
+            }
+        )
+    return out
+
+
 def markdown(entries: list[dict[str, Any]]) -> list[str]:
     """RESULTS.md's section: the series, newest last, and the verdict on the newest."""
     if not entries:

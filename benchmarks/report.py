@@ -104,6 +104,8 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
     out += tenancy_report.goals(data)
     # The largest JobSet at --sim-level pods against the published anchor.
     out += pod_scale_report.goals(data)
+    # The regression guard on the simulator's CPU per pod, when the run recorded it.
+    out += cpu_guard.goals(data)
     return out
 
 

@@ -81,6 +81,8 @@ def test_a_bench_run_appends_its_figure_and_prints_the_verdict(tmp_path: Path) -
     assert len(cpu_guard.load(path)) == 2
     assert "REGRESSION" in out.getvalue()
     assert data["sim_cpu_guard"]["verdicts"][0]["flagged"] is True
+    (goal,) = cpu_guard.goals(data)
+    assert goal["met"] is False and "+50%" in goal["measured"]
     # A run without the guard's step (--pod-scale none) leaves the series alone.
     run._guard(Console(file=io.StringIO()), {"commit": "c", "command": "x", "started": "t"}, path)
     assert len(cpu_guard.load(path)) == 2
