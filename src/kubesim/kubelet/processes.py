@@ -52,7 +52,7 @@ from aiohttp import web
 
 from kubesim.apiserver import reviews
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
-from kubesim.controllers.endpoints import simulated_pod_host
+from kubesim.base.podhost import simulated_pod_host
 from kubesim.kubelet import containerlogs, network, podfiles, probes, security
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
