@@ -34,8 +34,9 @@ PARTS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("scheduler: queue, snapshot, bind", ("controllers/scheduler/",)),
     ("Job controller", ("controllers/job",)),
     ("kubelet", ("kubesim/kubelet/",)),
-    ("Events", ("controllers/events.py",)),
+    ("Events", ("kubesim/base/events.py",)),
     ("other controllers", ("kubesim/controllers/",)),
+    ("controller loops + work queues", ("kubesim/base/",)),
 )
 PASSED_OVER: Final = ("kubesim/machinery/", "kubeutil/")
 

@@ -23,6 +23,10 @@ def test_a_sample_goes_to_its_innermost_part_past_shared_machinery() -> None:
     # ... and a label match inside a watcher's filter is watch fan-out, not validation.
     assert sim_parts.part_of([LOOP, SYNC, UPDATE, OFFER, MATCH]) == "API server: watch fan-out"
     assert sim_parts.part_of([LOOP, FILTER]) == "scheduler: filter"
+    record = "EventRecorder.event (kubesim/base/events.py:40)"
+    assert sim_parts.part_of([LOOP, "Kubelet._start (kubesim/kubelet/kubelet.py:1)", record]) == (
+        "Events"
+    )
     assert sim_parts.part_of([LOOP, "select (selectors.py:468)"]) == sim_parts.OTHER
 
 
