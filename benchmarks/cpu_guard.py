@@ -48,12 +48,20 @@ def entry(
     figures = ms_per_pod(pod_scale_data)
     if not figures:
         return None
+    loads = [
+        float(step["load_1m_max"])
+        for ser in pod_scale_data.get("series") or []
+        for step in ser.get("steps") or []
+        if step.get("pods") == GUARD_PODS and step.get("load_1m_max") is not None
+    ]
     return {
         "started": started or datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit,
         "command": command,
         "pods": GUARD_PODS,
         "sim_cpu_ms_per_pod": figures,
+        # A loaded machine inflates CPU time too (contended caches): shown beside a rise.
+        "load_1m_max": max(loads) if loads else None,
     }
 
 
@@ -135,12 +143,14 @@ def markdown(entries: list[dict[str, Any]]) -> list[str]:
         "(`make bench`), one row per recorded run; the newest is flagged when it is more than "
         f"{MAX_RISE:.0%} above the one before.",
         "",
-        "| run | commit | " + " | ".join(names) + " |",
-        "|---|---|" + "---|" * len(names),
+        "| run | commit | " + " | ".join(names) + " | load (1 min, max) |",
+        "|---|---|" + "---|" * (len(names) + 1),
     ]
     for e in entries:
         figures = e.get("sim_cpu_ms_per_pod") or {}
         cells = [f"{figures[n]:.2f}" if n in figures else "-" for n in names]
+        load = e.get("load_1m_max")
+        cells.append("-" if load is None else f"{load:.1f}")
         lines.append(
             f"| {e.get('started', '')} | {e.get('commit', '')} | " + " | ".join(cells) + " |"
         )

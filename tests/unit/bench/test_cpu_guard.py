@@ -14,7 +14,12 @@ NO_SERVICE = "no Service"
 
 def _pod_scale(sim_cpu: dict[int, float], completed: bool = True) -> dict[str, Any]:
     steps = [
-        {"pods": pods, "completed": completed, "cpu_seconds": {"sim": cpu, "controller": 9.0}}
+        {
+            "pods": pods,
+            "completed": completed,
+            "cpu_seconds": {"sim": cpu, "controller": 9.0},
+            "load_1m_max": 3.5,
+        }
         for pods, cpu in sim_cpu.items()
     ]
     return {"series": [{"series": SERVICE, "steps": steps}]}
@@ -31,6 +36,9 @@ def test_reads_the_simulator_cpu_of_the_guard_size_step_only() -> None:
     assert cpu_guard.ms_per_pod(data) == {SERVICE: round(3000.0 / n, 3)}
     assert cpu_guard.ms_per_pod(_pod_scale({n: 3.0}, completed=False)) == {}
     assert cpu_guard.entry(_pod_scale({4 * n: 40.0}), "abc", "cmd") is None
+    new = cpu_guard.entry(data, "abc", "cmd")
+    assert new is not None and new["load_1m_max"] == 3.5
+    assert "| 3.5 |" in "\n".join(cpu_guard.markdown([new]))
 
 
 def test_a_rise_over_the_limit_is_flagged_and_one_within_it_is_not() -> None:
