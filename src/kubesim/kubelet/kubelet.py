@@ -38,7 +38,9 @@ container's `spec.containers{NAME}`: Pulling / Pulled ("Container image "IMG" al
 on machine" unless `imagePullPolicy: Always`), Created "Created container: NAME", Started
 "Started container NAME" each time a container starts, Failed "Error: ..." when a real one
 cannot be created, BackOff "Back-off restarting failed container NAME in pod POD_NS(UID)" on
-a crash, Killing "Stopping container NAME" on deletion; DeadlineExceeded on the pod.
+a crash, Killing "Stopping container NAME" on deletion; DeadlineExceeded on the pod. For a
+reference of a loaded image's repository that is not loaded, the image pull's failures and
+back-off as on kind (`imagepull.py`).
 
 Containers of images mapped with `--run-image` run as real processes instead
 (`processes.py`): this machine still drives them, the runtime starts them, reports their exits
@@ -72,6 +74,7 @@ from kubesim.base.events import NO_EVENTS, WARNING, EventSink
 from kubesim.base.workqueue import WorkQueue
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.kubelet import simfiles
+from kubesim.kubelet.imagepull import ImagePuller
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
 from kubesim.kubelet.restartrules import RESTART, RESTART_ALL, exit_action, has_restart_all_rule
 from kubesim.kubelet.taints import no_execute_taints, node_ready, tolerations_for
@@ -155,11 +158,14 @@ class Kubelet:
         rng: random.Random | None = None,
         runtime: ProcessRuntime | None = None,
         events: EventSink | None = None,
+        puller: ImagePuller | None = None,
     ) -> None:
         self.core = core
         self.runtime = runtime
         self.recorder = NO_EVENTS if events is None else events.recorder("kubelet")
         self.time_scale = max(float(time_scale), 0.0)
+        # imagePullPolicy for the repositories of loaded images (imagepull.py); None: no store
+        self.puller = puller
         self.rng = rng or random.Random(0)
         pods_rt = core.registry.get("", "v1", "pods")
         assert pods_rt is not None
@@ -271,6 +277,8 @@ class Kubelet:
         self._logs.pop(str(meta.get("uid") or ""), None)
         self._stopping.discard(str(meta.get("uid") or ""))
         self._previous_logs.pop(str(meta.get("uid") or ""), None)
+        if self.puller is not None:
+            self.puller.forget(str(meta.get("uid") or ""))
         self._missing_since.pop(key, None)
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
@@ -503,8 +511,32 @@ class Kubelet:
 
     # ------------------------------------------------------------------ container machine
 
+    def _image_waits(
+        self,
+        c: Container,
+        source: Mapping[str, Any],
+        pod: Mapping[str, Any],
+        run: PodRun,
+        now: float,
+    ) -> bool:
+        """True when `c`'s image (of a loaded repository) cannot be had: it waits in
+        ErrImagePull, ImagePullBackOff or ErrImageNeverPull (imagepull.py)."""
+        if self.puller is None or not self.puller.decides(dict(source)):
+            return False
+        outcome = self.puller.ensure(run.uid, dict(source), now)
+        if outcome is None:
+            return False
+        c.state = "waiting"
+        c.waiting_reason, c.waiting_message = outcome.reason, outcome.message
+        c.retry_at = outcome.retry_at
+        for type_, reason, message in outcome.events:
+            self._container_event(pod, c, run, type_, reason, message)
+        return True
+
     def _start(self, c: Container, pod: Mapping[str, Any], run: PodRun, now: float) -> None:
         source = _source(pod, c)
+        if self._image_waits(c, source, pod, run, now):
+            return
         self._flush_writes(run, now)
         c.mounts = simfiles.emptydir_mounts(pod, source)
         c.program = program_for(

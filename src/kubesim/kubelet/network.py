@@ -124,7 +124,22 @@ async def _remove_bridge_resources(index: int) -> None:
         ifname = parts[1].strip().split("@", 1)[0]
         if ifname == name or ifname.startswith(f"{name}v"):
             await _ip("link", "del", ifname, check=False)
-    shutil.rmtree(STATE_ROOT / name, ignore_errors=True)
+    await asyncio.to_thread(_remove_state, name)
+
+
+def _remove_state(name: str) -> None:
+    """The simulator's containers in runc, its mounts (subPath binds, image roots), then its
+    files: removing files under a mount left behind would reach a volume's own."""
+    from kubesim.kubelet import runc, subpaths
+
+    state = STATE_ROOT / name
+    runc.sweep(state, name)
+    try:
+        subpaths.unmount_all(state)
+    except OSError as exc:
+        log.error("kept a stopped simulator's state: a mount is left", error=str(exc))
+        return
+    shutil.rmtree(state, ignore_errors=True)
 
 
 async def sweep_stale() -> list[int]:

@@ -15,12 +15,10 @@ import asyncio
 import contextlib
 import ctypes
 import fcntl
-import json
 import os
 import signal
 import socket
 import struct
-import sys
 import termios
 import threading
 from collections.abc import Mapping
@@ -29,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kubesim.apiserver.http.podstreams import ExecProcess, StreamError
 from kubesim.kubelet import network
-from kubesim.kubelet.processes import DEFAULT_PATH, LAUNCHER
+from kubesim.kubelet.processes import DEFAULT_PATH
 
 if TYPE_CHECKING:
     from kubesim.kubelet.processes import ProcessRuntime
@@ -206,11 +204,31 @@ class _AttachProcess:
         self.file.close()
 
 
-def _receive_terminal(sock: socket.socket) -> int | None:
-    """The terminal's master end, sent by the launcher; None when it ended without one."""
-    with sock:
-        _, fds, _, _ = socket.recv_fds(sock, 16, 1)
-    return fds[0] if fds else None
+async def _receive_terminal(
+    listener: socket.socket, proc: asyncio.subprocess.Process
+) -> int | None:
+    """The terminal's master end, which runc sends over its console socket; None when the
+    exec ended without one."""
+    loop = asyncio.get_running_loop()
+    listener.setblocking(False)
+    accept = asyncio.ensure_future(loop.sock_accept(listener))
+    ended = asyncio.ensure_future(proc.wait())
+    try:
+        await asyncio.wait({accept, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if not accept.done():
+            return None
+        conn, _ = accept.result()
+        with conn:
+            conn.setblocking(True)
+            _, fds, _, _ = await asyncio.to_thread(socket.recv_fds, conn, 4096, 1)
+        return fds[0] if fds else None
+    finally:
+        accept.cancel()
+        ended.cancel()
+        path = listener.getsockname()
+        listener.close()
+        with contextlib.suppress(OSError, TypeError):
+            os.unlink(path)
 
 
 def _connect_in_netns(netns: Path, port: int) -> socket.socket:
@@ -268,18 +286,19 @@ class RuntimeStreams:
             raise StreamError(f'container not found ("{container}")')
         return inst
 
-    async def _join_spec(
-        self, pod: Mapping[str, Any], container: str, command: list[str]
-    ) -> dict[str, Any]:
-        """How to enter the container; the pod can be Running a moment before the launcher has
-        finished building the container and runs its command (a runtime's StartContainer
-        returns only then), so that moment is waited out."""
+    async def _process_file(
+        self, pod: Mapping[str, Any], container: str, command: list[str], tty: bool
+    ) -> tuple[Any, Path]:
+        """The process JSON for `runc exec`; the pod can be Running a moment before runc has
+        started the container's command (a runtime's StartContainer returns only then), so
+        that moment is waited out."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + START_WAIT
         while True:
-            spec = self.runtime.join_spec(self._instance(pod, container), command)
-            if spec is not None:
-                return spec
+            inst = self._instance(pod, container)
+            path = self.runtime.process_file(inst, command, tty)
+            if path is not None:
+                return inst, path
             if loop.time() >= deadline:
                 raise StreamError(f'container not found ("{container}")')
             await asyncio.sleep(START_POLL)
@@ -287,38 +306,35 @@ class RuntimeStreams:
     async def exec(
         self, pod: Mapping[str, Any], container: str, command: list[str], stdin: bool, tty: bool
     ) -> ExecProcess:
-        spec = await self._join_spec(pod, container, command)
-        console = ours = None
-        pass_fds = []
+        inst, process = await self._process_file(pod, container, command, tty)
+        runtime = self.runtime.runc
+        if runtime is None:
+            raise StreamError("the container runtime is stopped")
+        listener = None
         if tty:
-            ours, console = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            spec["console_fd"] = console.fileno()
-            pass_fds.append(console.fileno())
-        read_fd, write_fd = os.pipe()
-        pass_fds.append(read_fd)
+            socket_path = str(process.with_suffix(".sock"))
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(socket_path)
+            listener.listen(1)
+        argv = runtime.exec_command(inst.cid, process, socket_path if tty else None)
         pipe = asyncio.subprocess.PIPE
         devnull = asyncio.subprocess.DEVNULL
         try:
             proc = await asyncio.create_subprocess_exec(
-                *(sys.executable, "-I", "-S", LAUNCHER, "--spec-fd", str(read_fd)),
+                *argv,
                 stdin=devnull if tty or not stdin else pipe,
                 stdout=devnull if tty else pipe,
                 stderr=devnull if tty else pipe,
-                pass_fds=pass_fds,
                 start_new_session=True,
                 env={"PATH": DEFAULT_PATH},
             )
         except OSError as exc:
-            os.close(write_fd)
+            if listener is not None:
+                listener.close()
             raise StreamError(f"failed to exec in container: {exc}") from None
-        finally:
-            os.close(read_fd)
-            if console is not None:
-                console.close()
-        await asyncio.to_thread(_write_all, write_fd, json.dumps(spec).encode())
-        if ours is None:
+        if listener is None:
             return _PipeProcess(proc)
-        master = await asyncio.to_thread(_receive_terminal, ours)
+        master = await _receive_terminal(listener, proc)
         if master is None:
             code = _exit_code(await proc.wait())
             raise StreamError(f"failed to start the terminal in the container (exit {code})")

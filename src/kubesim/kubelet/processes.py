@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import json
 import math
 import os
@@ -39,7 +40,6 @@ import pwd
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,7 +53,18 @@ from aiohttp import web
 from kubesim.apiserver import reviews
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.base.podhost import simulated_pod_host
-from kubesim.kubelet import containerlogs, network, podfiles, probes, security
+from kubesim.images.types import ImageLookup, ImageRecord
+from kubesim.kubelet import (
+    containerlogs,
+    hostroot,
+    network,
+    ocispec,
+    podfiles,
+    probes,
+    runc,
+    security,
+    subpaths,
+)
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
     SA_VOLUME,
@@ -71,17 +82,26 @@ if TYPE_CHECKING:
     from kubesim.apiserver.core.apicore import ApiCore
     from kubesim.apiserver.http.auth import IssuedToken
 
-__all__ = ["NOT_YET", "ProcessRuntime", "Sandbox", "image_repository", "parse_run_images"]
+__all__ = [
+    "NOT_YET",
+    "ProcessRuntime",
+    "Sandbox",
+    "image_repository",
+    "parse_run_images",
+    "release_bundle",
+]
 
 log = structlog.get_logger("sim.processes")
 
-LAUNCHER: Final = str(Path(__file__).with_name("launch.py"))
 HOST_RESOLV_CONF: Final = "/etc/resolv.conf"  # the node's, for dnsPolicy Default
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 VOLUME_SYNC: Final = 2.0  # seconds between re-publications of Secret/ConfigMap volumes
 CONFIG_RETRY: Final = 1.0  # seconds before retrying a container that could not be configured
 STOP_GRACE: Final = 2.0  # seconds the simulator's own shutdown gives processes after SIGTERM
 START_ERROR: Final = 128
+OOM_EXIT: Final = 137  # SIGKILL, as the OOM killer ends a container's process
+# Volume types the kubelet always mounts read-only.
+FORCED_READ_ONLY: Final = ("configMap", "secret", "downwardAPI", "projected")
 
 _PODS: Final[ResourceKey] = ("", "pods")
 _NODES: Final[ResourceKey] = ("", "nodes")
@@ -141,7 +161,9 @@ class _Instance:
     log_path: Path
     identity: dict[str, Any]
     env: dict[str, str]
-    root_dir: Path  # its overlay's layers and mount point, and its /tmp and /run
+    root_dir: Path  # its OCI bundle: config.json, its root, runc's log and init.pid
+    cid: str = ""  # runc's container id (the status's containerID without its scheme)
+    spec_json: dict[str, Any] | None = None
     proc: subprocess.Popen[bytes] | None = None
     pidfd: int = -1
     exit_code: int | None = None
@@ -185,6 +207,7 @@ class ProcessRuntime:
         sa_tokens: dict[str, IssuedToken],
         run_images: Mapping[str, Path | str],
         cluster_domain: str = "cluster.local",
+        images: ImageLookup | None = None,
     ) -> None:
         self.core = core
         # The API server's issued ServiceAccount tokens: the pods' projected tokens join them.
@@ -192,6 +215,8 @@ class ProcessRuntime:
         # The cluster's DNS domain (`--cluster-domain`): pods' search path and FQDNs.
         self.cluster_domain = cluster_domain
         self.images = {image_repository(k): Path(v) for k, v in run_images.items()}
+        self.image_store = images
+        self.runc: runc.Runc | None = None
         self.bridge: network.Bridge | None = None
         self.api_port = 0
         self.ca_pem = b""
@@ -209,7 +234,10 @@ class ProcessRuntime:
     async def open(self) -> str:
         """Sweep leftovers of crashed runs, make this simulator's bridge; its gateway address
         (where the API server must listen too) is returned."""
+        binary = runc.find_runc()
         self.bridge = await network.open_bridge()
+        self.runc = runc.Runc(binary, self.bridge.state_dir, self.bridge.name)
+        self.runc.start_reaper()
         return self.bridge.gateway
 
     @property
@@ -254,6 +282,9 @@ class ProcessRuntime:
                 await task
         if self._session is not None:
             await self._session.close()
+        if self.runc is not None:
+            await asyncio.to_thread(self.runc.close)
+            self.runc = None
         if self.bridge is not None:
             await self.bridge.close()
             self.bridge = None
@@ -264,8 +295,15 @@ class ProcessRuntime:
         image = str(container.get("image") or "")
         return self.images.get(image_repository(image)) if image else None
 
+    def image_of(self, container: Mapping[str, Any]) -> ImageRecord | None:
+        """The loaded image the container names (a `--run-image` mapping wins)."""
+        image = str(container.get("image") or "")
+        if not image or self.image_store is None or self.directory_for(container) is not None:
+            return None
+        return self.image_store.lookup(image)
+
     def claims(self, container: Mapping[str, Any]) -> bool:
-        return self.directory_for(container) is not None
+        return self.directory_for(container) is not None or self.image_of(container) is not None
 
     def pod_host(self, pod: Mapping[str, Any], ip: str) -> str:
         """How the API server dials a pod endpoint (`WebhookAdmission.pod_host`): real pods
@@ -323,57 +361,135 @@ class ProcessRuntime:
     def start(
         self, key: PodKey, c: Any, source: Mapping[str, Any], pod: Mapping[str, Any], run: Any
     ) -> None:
-        """Start container `c` of `pod` as a process. Raises ConfigError / MountError when it
+        """Start container `c` of `pod` under runc. Raises ConfigError / MountError when it
         cannot be configured yet (the kubelet retries); a container that cannot run at all is
         started as an instance that ended with StartError."""
         sandbox = self._sandboxes.get(run.uid)
-        if sandbox is None or self.bridge is None:
+        if sandbox is None or self.bridge is None or self.runc is None:
             raise MountError("the pod sandbox is not ready")
         directory = self.directory_for(source)
-        assert directory is not None
+        record = self.image_of(source)
         pod = self._with_ip(pod, sandbox)
-        mounts = self._mounts(sandbox, pod, source)
-        identity = _identity(pod, source)
-        env = self._env(pod, source, directory, identity)
-        argv = [expand(str(a), env) for a in source.get("command") or []]
-        args = [expand(str(a), env) for a in source.get("args") or []]
-        entrypoint = directory / "entrypoint"
-        inst = self._new_instance(sandbox, key, c, run, source, identity, env)
+        identity = _identity(pod, source, record)
+        env = self._env(pod, source, directory, identity, record)
+        argv = self._argv(source, env, directory, record)
+        bundle = self._fresh_bundle(sandbox, c)
+        try:
+            mounts = self._mounts(sandbox, pod, source, bundle)
+            spec = self._oci_spec(sandbox, pod, source, identity, env, argv or [], mounts)
+            self._make_root(bundle, directory, record)
+        except BaseException:
+            release_bundle(bundle)
+            raise
+        inst = self._new_instance(sandbox, key, c, run, source, identity, env, bundle)
         if not argv:
-            if not (entrypoint.is_file() and os.access(entrypoint, os.X_OK)):
-                self._ended(
-                    inst,
-                    START_ERROR,
-                    "StartError",
-                    f"the image {source.get('image')} has no entrypoint here: give the "
-                    f"container a command, or put an executable {entrypoint}",
-                )
-                return
-            argv = [str(entrypoint)]
-        status_file = sandbox.directory / f".status-{c.name}"
-        spec = {
-            "mode": "run",
-            "netns": str(network.NETNS_DIR / sandbox.net.netns),
-            "hostname": podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
-            "volumes": str(sandbox.volumes),
-            "pod_files": str(sandbox.files),
-            "container_dir": str(inst.root_dir),
-            "hide": [str(p) for p in self.hidden],
-            "mounts": mounts,
-            "read_only_root": bool(
-                (source.get("securityContext") or {}).get("readOnlyRootFilesystem")
-            ),
-            "workdir": str(source.get("workingDir") or "/"),
-            "argv": argv + args,
-            "env": env,
-            "status_file": str(status_file),
-            **identity,
-        }
-        proc = self._launch(inst, spec, status_file)
+            self._ended(
+                inst,
+                START_ERROR,
+                "StartError",
+                f"the image {source.get('image')} has no entrypoint here: give the "
+                f"container a command, or put an executable {directory}/entrypoint",
+            )
+            self._release(inst)
+            return
+        spec["root"]["path"] = str(bundle / "rootfs")
+        spec["linux"]["cgroupsPath"] = self.runc.cgroup(inst.cid)
+        inst.spec_json = spec
+        proc = self._launch(inst, spec)
         self._start_probes(inst, sandbox)
         log.info(
             "container process started", pod=f"{key[0]}/{key[1]}", container=c.name, pid=proc.pid
         )
+
+    def _argv(
+        self,
+        source: Mapping[str, Any],
+        env: Mapping[str, str],
+        directory: Path | None,
+        record: ImageRecord | None,
+    ) -> list[str] | None:
+        """The container's command line as containerd makes it: `command` replaces the
+        image's entrypoint, `args` its cmd; `$(VAR)` expanded. A `--run-image` DIR's
+        `entrypoint` file plays the image's ENTRYPOINT. None when there is nothing to run."""
+        command = [expand(str(a), env) for a in source.get("command") or []]
+        args = [expand(str(a), env) for a in source.get("args") or []]
+        if record is not None:  # the single place the image's config decides the command
+            if command:
+                return command + args
+            entry = list(record.config.entrypoint)
+            return (entry + (args or list(record.config.cmd))) or None
+        if command:
+            return command + args
+        assert directory is not None
+        entrypoint = directory / "entrypoint"
+        if entrypoint.is_file() and os.access(entrypoint, os.X_OK):
+            return [str(entrypoint), *args]
+        return None
+
+    def _fresh_bundle(self, sandbox: Sandbox, c: Any) -> Path:
+        """The OCI bundle directory of the container's next instance (a fresh writable root)."""
+        bundle = sandbox.directory / "containers" / f"{c.name}-{c.restarts}"
+        release_bundle(bundle)
+        bundle.mkdir(parents=True, mode=0o700)
+        return bundle
+
+    def _make_root(self, bundle: Path, directory: Path | None, record: ImageRecord | None) -> None:
+        rootfs = bundle / "rootfs"
+        if record is None:
+            hostroot.make_root(rootfs)
+            return
+        # An image's root: an overlay whose lower layer is the image's unpacked root.
+        upper, work = bundle / "upper", bundle / "work"
+        for path in (rootfs, upper, work):
+            path.mkdir(mode=0o755)
+        subpaths.mount_overlay(record.rootfs, upper, work, rootfs)
+
+    def _oci_spec(
+        self,
+        sandbox: Sandbox,
+        pod: Mapping[str, Any],
+        source: Mapping[str, Any],
+        identity: Mapping[str, Any],
+        env: Mapping[str, str],
+        argv: list[str],
+        mounts: list[ocispec.BindMount],
+    ) -> dict[str, Any]:
+        sc = source.get("securityContext") or {}
+        files = [
+            ocispec.BindMount(str(sandbox.files / name), f"/etc/{name}")
+            for name in ("hosts", "resolv.conf", "hostname")
+        ]
+        qos = str((pod.get("status") or {}).get("qosClass") or "BestEffort")
+        uid = identity.get("uid")
+        gid = identity.get("gid")
+        spec = ocispec.ContainerSpec(
+            root="",
+            args=argv,
+            env=[f"{k}={v}" for k, v in env.items()],
+            cwd=str(source.get("workingDir") or identity.get("workdir") or "/"),
+            uid=0 if uid is None else int(uid),
+            gid=0 if gid is None else int(gid),
+            groups=list(identity.get("groups") or []),
+            capabilities=security.capability_names(
+                [c for c in identity.get("capabilities") or [] if c in _host_bounding_set()]
+            ),
+            no_new_privileges=bool(identity.get("no_new_privs")),
+            read_only_root=bool(sc.get("readOnlyRootFilesystem")),
+            privileged=bool(sc.get("privileged")),
+            seccomp=ocispec.seccomp_mode(pod, source),
+            hostname=podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
+            netns=str(network.NETNS_DIR / sandbox.net.netns),
+            mounts=[*self._root_mounts(source), *files, *mounts],
+            resources=ocispec.resources_of(source, qos),
+        )
+        return ocispec.build(spec)
+
+    def _root_mounts(self, source: Mapping[str, Any]) -> list[ocispec.BindMount]:
+        if self.image_of(source) is not None:
+            return []
+        directory = self.directory_for(source)
+        assert directory is not None
+        return hostroot.host_mounts(directory)
 
     def _new_instance(
         self,
@@ -384,6 +500,7 @@ class ProcessRuntime:
         source: Mapping[str, Any],
         identity: dict[str, Any],
         env: dict[str, str],
+        bundle: Path,
     ) -> _Instance:
         """The container's next instance, with an empty log; the previous one's probes stop,
         and the kubelet's container state says it is a real process from now on."""
@@ -392,9 +509,7 @@ class ProcessRuntime:
             self._stop_probes(old)
         container_dir = sandbox.logs / c.name
         container_dir.mkdir(parents=True, exist_ok=True)
-        root_dir = sandbox.directory / "containers" / f"{c.name}-{c.restarts}"
-        shutil.rmtree(root_dir, ignore_errors=True)  # a fresh writable layer per instance
-        root_dir.mkdir(parents=True, mode=0o700)
+        cid = os.urandom(32).hex()
         inst = _Instance(
             key,
             c.name,
@@ -404,36 +519,25 @@ class ProcessRuntime:
             container_dir / f"{c.restarts}.log",
             identity,
             env,
-            root_dir,
+            bundle,
+            cid,
         )
         inst.log_path.write_bytes(b"")
         sandbox.instances[c.name] = inst
         c.real = True
         c.ends_at = math.inf
         c.program = Program(math.inf, 0, "")
-        c.container_id = f"containerd://{os.urandom(32).hex()}"
+        c.container_id = f"containerd://{cid}"
         return inst
 
-    def _launch(
-        self, inst: _Instance, spec: dict[str, Any], status_file: Path
-    ) -> subprocess.Popen[bytes]:
-        """Run `launch.py` with the instance's spec; its exit is watched through a pidfd."""
+    def _launch(self, inst: _Instance, spec: dict[str, Any]) -> subprocess.Popen[bytes]:
+        """`runc run` the instance's bundle; its exit is watched through a pidfd."""
+        assert self.runc is not None
         with open(inst.log_path, "ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", LAUNCHER],
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-                close_fds=True,
-                env={"PATH": DEFAULT_PATH},
-            )
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(spec).encode())
-        proc.stdin.close()
+            proc = self.runc.run(inst.cid, inst.root_dir, spec, out)
         inst.proc = proc
         inst.pidfd = os.pidfd_open(proc.pid)
-        asyncio.get_running_loop().add_reader(inst.pidfd, self._on_exit, inst, status_file)
+        asyncio.get_running_loop().add_reader(inst.pidfd, self._on_exit, inst)
         return proc
 
     def _start_probes(self, inst: _Instance, sandbox: Sandbox) -> None:
@@ -460,8 +564,9 @@ class ProcessRuntime:
         self,
         pod: Mapping[str, Any],
         source: Mapping[str, Any],
-        directory: Path,
+        directory: Path | None,
         identity: Mapping[str, Any],
+        record: ImageRecord | None = None,
     ) -> dict[str, str]:
         node = (
             self.core.store.get(_NODES, ("", str((pod.get("spec") or {}).get("nodeName") or "")))
@@ -478,13 +583,16 @@ class ProcessRuntime:
                 home = pwd.getpwuid(int(uid)).pw_dir
             except KeyError:
                 home = "/"
-        base = {
-            "PATH": DEFAULT_PATH,
+        base = {"PATH": DEFAULT_PATH}
+        if record is not None:  # the image's environment, then the container's
+            base |= dict(e.partition("=")[::2] for e in record.config.env)
+        base |= {
             "HOSTNAME": podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
             "HOME": home,
         }
         env = {**base, **env}
-        env["PATH"] = f"{directory}:{env['PATH']}"
+        if directory is not None:
+            env["PATH"] = f"{directory}:{env['PATH']}"
         return env
 
     def _get(self, plural: str, namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -555,21 +663,22 @@ class ProcessRuntime:
         return volumes
 
     def _mounts(
-        self, sandbox: Sandbox, pod: Mapping[str, Any], source: Mapping[str, Any]
-    ) -> list[dict[str, Any]]:
+        self, sandbox: Sandbox, pod: Mapping[str, Any], source: Mapping[str, Any], bundle: Path
+    ) -> list[ocispec.BindMount]:
+        """The container's volume mounts as binds. ConfigMap, Secret, downwardAPI and
+        projected volumes are read-only, as the kubelet forces; a subPath is bound from a
+        checked handle (`subpaths.py`)."""
         self._publish(sandbox, pod)
         by_name = {str(v.get("name")): v for v in self._volumes(pod)}
         namespace = str(pod["metadata"].get("namespace") or "default")
         out = []
-        for m in container_mounts(pod, source):
+        for i, m in enumerate(container_mounts(pod, source)):
             volume = by_name[m.volume]
-            read_only = m.read_only
+            read_only = m.read_only or any(k in volume for k in FORCED_READ_ONLY)
             if "persistentVolumeClaim" in volume:
                 # The claim's volume, shared by every pod that mounts it and kept after them.
                 path, claim_read_only = claim_directory(volume, namespace, self._get)
                 read_only = read_only or claim_read_only
-                if m.sub_path:  # the kubelet makes a missing subPath in the volume
-                    os.makedirs(os.path.join(path, m.sub_path), mode=0o777, exist_ok=True)
                 volume = {"hostPath": {"path": path, "type": "DirectoryOrCreate"}}
             if "hostPath" in volume:
                 base = str(volume["hostPath"].get("path") or "")
@@ -579,39 +688,48 @@ class ProcessRuntime:
                             f'MountVolume.SetUp failed for volume "{m.volume}" : hostPath {base} does not exist'
                         )
                     os.makedirs(base, exist_ok=True)
-                src = os.path.join(base, m.sub_path) if m.sub_path else base
             else:
-                src = f"{m.volume}/{m.sub_path}" if m.sub_path else m.volume
-                full = sandbox.volumes / src
-                if m.sub_path and not full.exists():
-                    full.mkdir(parents=True, exist_ok=True, mode=0o777)
-            out.append({"source": src, "target": m.path, "read_only": read_only})
+                base = str(sandbox.volumes / m.volume)
+            src = base
+            if m.sub_path:
+                target = bundle / "subpaths" / str(i)
+                src = subpaths.bind_sub_path(base, m.sub_path, target, m.volume, source["name"])
+            out.append(ocispec.BindMount(src, m.path, read_only))
         return out
 
     # ------------------------------------------------------------------ exits
 
-    def _on_exit(self, inst: _Instance, status_file: Path) -> None:
+    def _on_exit(self, inst: _Instance) -> None:
+        """runc has exited: the container's status (runc's exit code is the container's),
+        StartError when its command never ran, OOMKilled when the kernel's OOM killer
+        ended it (read from its cgroup before the container is deleted)."""
         loop = asyncio.get_running_loop()
         loop.remove_reader(inst.pidfd)
         os.close(inst.pidfd)
         inst.pidfd = -1
-        assert inst.proc is not None
+        assert inst.proc is not None and self.runc is not None
         rc = inst.proc.wait()
         code = 128 - rc if rc < 0 else rc
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(inst.proc.pid, signal.SIGKILL)  # what is left of the container
-        message = ""
-        with contextlib.suppress(OSError):
-            message = status_file.read_text().strip()
-            status_file.unlink()
-        if code == START_ERROR and message:
-            self._ended(inst, code, "StartError", message)
+        started = runc.Runc.init_pid(inst.root_dir) is not None
+        if not started and code != 0:
+            message = runc.Runc.start_error(inst.root_dir) or f"runc exited with {code}"
+            self._ended(inst, START_ERROR, "StartError", message)
+        elif runc.oom_killed(self.runc.cgroup(inst.cid)):
+            self._ended(inst, OOM_EXIT, "OOMKilled", "")
         else:
             self._ended(inst, code, "", "")
-        # The instance's writable layer goes with it (its mounts went with its namespace).
-        task = asyncio.get_running_loop().create_task(
-            asyncio.to_thread(shutil.rmtree, inst.root_dir, True)
-        )
+        self._release(inst)
+
+    def _release(self, inst: _Instance) -> None:
+        """Delete the instance's container and bundle (its writable root goes with it)."""
+        runtime = self.runc
+
+        def release() -> None:
+            if runtime is not None:
+                runtime.delete(inst.cid)
+            release_bundle(inst.root_dir)
+
+        task = asyncio.get_running_loop().create_task(asyncio.to_thread(release))
         self._cleanups.add(task)
         task.add_done_callback(self._cleanups.discard)
 
@@ -638,16 +756,16 @@ class ProcessRuntime:
         self._wake(inst.key)
 
     def _signal(self, inst: _Instance, sig: int) -> None:
-        """A signal for the container's PID 1, as a runtime's kill sends it: SIGKILL to it
-        directly (with it the kernel ends every process of the container, and the shim, its
-        parent, reaps it and exits); any other through the shim, which passes it on. Before
-        the init exists, SIGKILL goes to the shim's process group."""
+        """A signal for the container's init, as a runtime's kill sends it: SIGKILL to it
+        directly (with it the kernel ends every process of the container, and runc
+        reports the exit); any other through runc, which passes it on. Before the init
+        runs the command, SIGKILL goes to runc's process group."""
         if inst.proc is None or inst.exit_code is not None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             if sig != signal.SIGKILL:
                 os.kill(inst.proc.pid, sig)
-            elif (init := _init_pid(inst)) is not None:
+            elif (init := runc.Runc.init_pid(inst.root_dir)) is not None:
                 os.kill(init, sig)
             else:
                 os.killpg(inst.proc.pid, sig)
@@ -686,44 +804,41 @@ class ProcessRuntime:
             inst.probe_task.cancel()
         inst.probe_task = None
 
-    def join_spec(self, inst: _Instance, command: list[str]) -> dict[str, Any] | None:
-        """What `launch.py` needs to run `command` inside the running container `inst`
-        (`join` mode: its namespaces, user, capabilities and environment); None when it is
-        not running its command (yet)."""
-        pid = _init_pid(inst, started=True)
-        if pid is None:
+    def process_file(self, inst: _Instance, command: list[str], tty: bool) -> Path | None:
+        """The OCI process JSON that runs `command` in the running container `inst` with its
+        user, capabilities, environment and working directory (`runc exec --process`);
+        None when it does not run its command (yet)."""
+        if inst.spec_json is None or runc.Runc.init_pid(inst.root_dir) is None:
             return None
-        workdir = str(inst.spec.get("workingDir") or "/")
-        return {
-            "mode": "join",
-            "pid": pid,
-            "argv": command,
-            "env": inst.env,
-            "workdir": workdir,
-            **inst.identity,
-        }
+        if inst.exit_code is not None:
+            return None
+        process = {**inst.spec_json["process"], "args": command, "terminal": tty}
+        process.pop("oomScoreAdj", None)
+        path = inst.root_dir / f"exec-{os.urandom(6).hex()}.json"
+        path.write_text(json.dumps(process))
+        return path
 
     async def _exec_in(self, inst: _Instance, command: list[str], limit: float) -> int:
-        spec = self.join_spec(inst, command)
-        if spec is None:
+        process = self.process_file(inst, command, False)
+        if process is None or self.runc is None:
             return 1
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            "-S",
-            LAUNCHER,
-            stdin=asyncio.subprocess.PIPE,
+            *self.runc.exec_command(inst.cid, process),
+            stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,
         )
         try:
-            await asyncio.wait_for(proc.communicate(json.dumps(spec).encode()), limit)
+            await asyncio.wait_for(proc.wait(), limit)
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
             raise
+        finally:
+            with contextlib.suppress(OSError):
+                process.unlink()
         return int(proc.returncode or 0)
 
     async def _probe_loop(
@@ -860,7 +975,7 @@ class ProcessRuntime:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         await asyncio.to_thread(inst.proc.wait, 5)
                     if inst.pidfd >= 0:
-                        self._on_exit(inst, sandbox.directory / f".status-{inst.name}")
+                        self._on_exit(inst)
             if self.bridge is not None:
                 await self.bridge.remove_pod(uid)
         if remove_dir:
@@ -890,31 +1005,15 @@ class ProcessRuntime:
                     log.exception("volume refresh failed", pod=f"{sandbox.key[0]}/{sandbox.key[1]}")
 
 
-def _init_pid(inst: _Instance, started: bool = False) -> int | None:
-    """The host pid of the container's init (PID 1 in its namespace): the shim's child.
-    With `started`, only once it runs the container's command (before, it is the launcher
-    still building the container's root, which nothing may enter)."""
-    if inst.proc is None or inst.exit_code is not None:
-        return None
-    pid = inst.proc.pid
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        if not children:
-            return None
-        if started and LAUNCHER.encode() in Path(f"/proc/{children[0]}/cmdline").read_bytes():
-            return None
-    except OSError:
-        return None
-    return int(children[0])
-
-
 def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
     pod = core.store.get(_PODS, key) or {}
     value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
     return 30.0 if value is None else float(value)
 
 
-def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
+def _identity(
+    pod: Mapping[str, Any], container: Mapping[str, Any], record: ImageRecord | None = None
+) -> dict[str, Any]:
     """uid, gid, supplementary groups, capabilities and no_new_privs from the pod's and the
     container's securityContext (the container's wins); `runAsNonRoot` without a non-zero
     uid cannot start."""
@@ -922,6 +1021,11 @@ def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str,
     sc = container.get("securityContext") or {}
     uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
     gid = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
+    image_uid, _, image_gid = (record.config.user if record is not None else "").partition(":")
+    if uid is None and image_uid.isdigit():  # a numeric USER of the image
+        uid = int(image_uid)
+        if gid is None and image_gid.isdigit():
+            gid = int(image_gid)
     non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
     if non_root and not uid:
         raise ConfigError(
@@ -938,4 +1042,24 @@ def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str,
         "groups": sorted(set(groups)),
         "capabilities": security.capabilities(container),
         "no_new_privs": security.no_new_privs(container),
+        "workdir": record.config.working_dir if record is not None else "",
     }
+
+
+@functools.cache
+def _host_bounding_set() -> frozenset[int]:
+    """The capabilities this process may give (a privileged container gets all of them, as
+    containerd gives every capability it holds)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapBnd:"):
+                mask = int(line.split()[1], 16)
+                return frozenset(n for n in range(64) if mask >> n & 1)
+    return frozenset(range(64))
+
+
+def release_bundle(bundle: Path) -> None:
+    """Remove an instance's bundle: first every mount under it (its subPath binds, an
+    image root's overlay), so that removing the files never reaches a volume's."""
+    subpaths.unmount_all(bundle)
+    shutil.rmtree(bundle, ignore_errors=True)

@@ -8,7 +8,13 @@ from typing import Any, Final
 
 from kubesim.kubelet.envvars import ConfigError
 
-__all__ = ["CAPABILITIES", "DEFAULT_CAPABILITIES", "capabilities", "no_new_privs"]
+__all__ = [
+    "CAPABILITIES",
+    "DEFAULT_CAPABILITIES",
+    "capabilities",
+    "capability_names",
+    "no_new_privs",
+]
 
 # Linux capability numbers (linux/capability.h).
 CAPABILITIES: Final = {
@@ -65,3 +71,9 @@ def no_new_privs(container: Mapping[str, Any]) -> bool:
     """`allowPrivilegeEscalation: false` sets no_new_privs (a privileged container never)."""
     sc = container.get("securityContext") or {}
     return sc.get("allowPrivilegeEscalation") is False and not sc.get("privileged")
+
+
+def capability_names(numbers: list[int]) -> list[str]:
+    """OCI names (`CAP_CHOWN`) of capability numbers."""
+    names = {number: name for name, number in CAPABILITIES.items()}
+    return [f"CAP_{names[n]}" for n in sorted(numbers)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -289,7 +290,7 @@ def publish(directory: Path, files: Files, owner_gid: int | None = None) -> bool
     for rel in files:
         checked_name("path", directory.name, rel)
     data_link = directory / "..data"
-    if data_link.is_symlink() and _current(directory) == files:
+    if _data_dir(directory) is not None and _current(directory) == files:
         return False
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o755)
@@ -303,7 +304,7 @@ def publish(directory: Path, files: Files, owner_gid: int | None = None) -> bool
         os.chmod(path, mode)
         if owner_gid is not None:
             os.chown(path, -1, owner_gid)
-    old = os.readlink(data_link) if data_link.is_symlink() else None
+    old = _data_dir(directory)
     tmp_link = directory / "..data_tmp"
     if tmp_link.is_symlink():
         tmp_link.unlink()
@@ -319,17 +320,43 @@ def publish(directory: Path, files: Files, owner_gid: int | None = None) -> bool
         link = directory / top
         if not link.is_symlink():
             os.symlink(f"..data/{top}", link)
-    if old is not None:
+    if old is not None and old != stamp:
         shutil.rmtree(directory / old, ignore_errors=True)
     return True
 
 
+def _data_dir(directory: Path) -> str | None:
+    """The name of the timestamped directory `..data` points to; None unless `..data` is a
+    link to a `..<ts>` directory right inside `directory` (never a link out of it: a
+    container that could write the volume might have relinked it, and the refresh must not
+    read or delete what such a link leads to)."""
+    try:
+        target = os.readlink(directory / "..data")
+    except OSError:
+        return None
+    if "/" in target or not target.startswith("..") or target in ("..", "..data"):
+        return None
+    try:
+        st = os.lstat(directory / target)
+    except OSError:
+        return None
+    return target if stat.S_ISDIR(st.st_mode) else None
+
+
 def _current(directory: Path) -> Files:
+    """What the volume holds now, read without following any symlink."""
     out: Files = {}
-    root = directory / "..data"
-    for dirpath, _dirs, names in os.walk(root, followlinks=True):
+    name = _data_dir(directory)
+    if name is None:
+        return out
+    root = directory / name
+    for dirpath, _dirs, names in os.walk(root, followlinks=False):
         for n in names:
             path = Path(dirpath) / n
-            rel = str(path.relative_to(root))
-            out[rel] = (path.read_bytes(), path.stat().st_mode & 0o7777)
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode):
+                return {}  # not what the writer made: rewritten
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as f:
+                out[str(path.relative_to(root))] = (f.read(), st.st_mode & 0o7777)
     return out

@@ -36,6 +36,8 @@ from tests.eventually import eventually
 T = TypeVar("T")
 NS = "default"
 IMAGE = "example.com/web:v1"
+# The tests' own virtualenv: a container of this image sees it and its base interpreter.
+VENV_IMAGE = "example.com/venv"
 REALPOD = Path(__file__).with_name("realpod")
 
 
@@ -160,7 +162,7 @@ async def real_cluster(tmp_path: Path, realpod: Path | None = None) -> AsyncIter
             kubeconfig=str(kubeconfig),
             nodes="2",
             time_scale=0.1,
-            run_images={"example.com/web": str(realpod)},
+            run_images={"example.com/web": str(realpod), VENV_IMAGE: str(Path(sys.prefix) / "bin")},
         )
     )
     await cluster.start()
@@ -328,7 +330,7 @@ async def test_in_cluster_client_lists_pods_with_its_service_account(env: Env) -
         "        print('pods:', sorted(p.metadata.name for p in pods.items), flush=True)\n"
         "asyncio.run(main())\n"
     )
-    pod = web_pod("incluster", command=[sys.executable, "-c", script])
+    pod = web_pod("incluster", command=["python", "-c", script], image=VENV_IMAGE)
     pod["spec"]["restartPolicy"] = "Never"
     await env.create(pod)
     done = await eventually(

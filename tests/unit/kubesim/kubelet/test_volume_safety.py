@@ -133,3 +133,21 @@ async def test_a_bad_secret_does_not_stop_other_pods_refresh(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+@pytest.mark.parametrize("relink", ["absolute", "relative"])
+def test_a_relinked_data_link_is_never_followed_out(tmp_path: Path, relink: str) -> None:
+    """A container that could write its ConfigMap volume relinks `..data` to a host directory:
+    the refresh neither reads nor deletes what the link leads to, and writes a fresh copy."""
+    outside = tmp_path / "host-dir"
+    (outside / "keep").mkdir(parents=True)
+    (outside / "keep" / "file").write_text("host data")
+    volume = tmp_path / "volumes" / "cfg"
+    publish(volume, {"mode": (b"first", 0o644)})
+    link = volume / "..data"
+    link.unlink()
+    link.symlink_to(outside if relink == "absolute" else Path("../..") / "host-dir")
+    assert publish(volume, {"mode": (b"second", 0o644)})
+    assert (outside / "keep" / "file").read_text() == "host data"
+    assert (volume / "mode").read_text() == "second"
+    assert not (volume / "..data").resolve().is_relative_to(outside)
