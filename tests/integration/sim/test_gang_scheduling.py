@@ -248,5 +248,10 @@ def test_a_pod_cannot_give_itself_a_priority_its_class_does_not(sim: SimProcess,
         _apply(sim, ns, pod("plain", None, "1"))
         got = json.loads(sim.kubectl("get", "pod", "-n", ns, "plain", "-o", "json").stdout)
         assert (got["spec"]["priorityClassName"], got["spec"]["priority"]) == (f"{ns}-default", 7)
+        second = {**default, "metadata": {"name": f"{ns}-second"}}
+        out = sim.kubectl("apply", "-f", "-", input=json.dumps(second), check=False)
+        assert (
+            f"PriorityClass {ns}-default is already marked as default. Only one default can exist"
+        ) in out.stderr
     finally:
         sim.kubectl("delete", "priorityclass", f"{ns}-default")
