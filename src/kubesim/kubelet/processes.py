@@ -67,13 +67,11 @@ from kubesim.kubelet import (
 )
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
-    SA_VOLUME,
     MountError,
     checked_volume,
     claim_directory,
     container_mounts,
     publish,
-    sa_volume,
     volume_files,
 )
 from kubesim.programs import Program
@@ -656,11 +654,7 @@ class ProcessRuntime:
                     os.chown(target, -1, int(gid))
 
     def _volumes(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        volumes = list((pod.get("spec") or {}).get("volumes") or [])
-        sa = sa_volume(pod)
-        if sa is not None and not any(v.get("name") == SA_VOLUME for v in volumes):
-            volumes.append(sa)
-        return volumes
+        return list((pod.get("spec") or {}).get("volumes") or [])
 
     def _mounts(
         self, sandbox: Sandbox, pod: Mapping[str, Any], source: Mapping[str, Any], bundle: Path
