@@ -578,3 +578,30 @@ def test_without_runc_the_command_names_the_package(tmp_path: Path) -> None:
         "jobset dev: --run-image needs the OCI runtime runc: install the Debian package "
         "`runc` (apt-get install runc; `make test` installs it)"
     ]
+
+
+STUBBORN_YAML = """
+apiVersion: v1
+kind: Pod
+metadata: {name: w}
+spec:
+  terminationGracePeriodSeconds: 600
+  containers:
+  - {name: web, image: example.com/web:v2, command: [sh, -c, "trap '' TERM; sleep 1000"]}
+"""
+
+
+def test_sigterm_stops_the_simulator_without_waiting_out_grace_periods(
+    tmp_path: Path, realpod: Path
+) -> None:
+    """As `kind delete cluster` kills containers, the simulator's own shutdown gives a pod a
+    short budget, not its grace period: a container that ignores SIGTERM, with 600 s of grace,
+    is killed, and the command exits 0 (`stop` would kill it after 20 s)."""
+    sim = start_sim(tmp_path, "--nodes", "1", "--run-image", f"example.com/web={realpod}")
+    sim.kubectl("apply", "-f", "-", input=STUBBORN_YAML)
+    _wait_running(sim)
+    inode = os.stat(f"/run/netns/{pod_netns(sim, 'w')[0]}").st_ino
+    assert pids_in_netns(inode)
+    assert sim.stop(signal.SIGTERM) == 0
+    assert any("container process ended" in line and "code=137" in line for line in sim.output)
+    assert pids_in_netns(inode) == []
