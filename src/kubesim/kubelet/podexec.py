@@ -1,8 +1,9 @@
 """`kubectl exec`, `attach` and `port-forward` for real containers: the kubelet's side.
 
-- exec runs `launch.py` in `join` mode, the one way into a running container (its PID,
-  network, UTS and mount namespaces, user, capabilities, environment and working directory), with the command's standard streams on pipes, or
-  with `tty` on a new pseudo-terminal whose size follows the client's resize messages;
+- exec is `runc exec` of a process JSON (the container's user, capabilities, environment and
+  working directory with the command), with the command's standard streams on pipes, or with
+  `tty` on a pseudo-terminal runc makes in the container: its master end comes back over a
+  console socket, and the client's resize messages set its size (TIOCSWINSZ);
 - attach streams what the container writes from now on (its log), until it exits;
 - port-forward connects, from inside the pod's network namespace, to the port on localhost, as
   the kubelet's runtime does, so a server bound to 127.0.0.1 in the pod is reachable: a

@@ -8,16 +8,17 @@ asks this runtime to run the container for real instead of a simulated program:
   `status.podIP`;
 - the pod gets the kubelet's /etc/hosts, /etc/resolv.conf and /etc/hostname (`podfiles.py`),
   written once into its directory;
-- each container instance is `launch.py`: a shim that keeps a PID namespace whose init is the
-  container's command, in the pod's network namespace, with its own mount and UTS namespaces
-  and root (an overlay of the host's root with a writable layer per instance, removed when the
-  instance ends), volumes bind-mounted, capabilities cut to the container's set, uid/gid
-  switched; the command and args are resolved with DIR first on PATH; with no `command`,
-  `DIR/entrypoint` plays the image's ENTRYPOINT (args are passed to it) and without one the
-  container fails with StartError;
+- each container instance is an OCI bundle run by runc (`runc.py`): `config.json` built as
+  containerd's CRI plugin builds it (`ocispec.py`: namespaces with the pod's network
+  namespace, capabilities, seccomp, cgroup values, masked paths), a root of its own
+  (`hostroot.py`, or an image's unpacked root under an overlay), volumes as bind mounts with
+  subPaths checked (`subpaths.py`); the bundle goes when the instance ends. The command and
+  args are resolved with DIR first on PATH; with no `command`, `DIR/entrypoint` plays the
+  image's ENTRYPOINT (args are passed to it) and without one the container fails with
+  StartError; an image's config gives its own (`_argv`);
 - its output goes to a log file per instance (`kubectl logs`, `--previous`, `-f`);
 - probes run on a task per container (`probes.py`) and set readiness, or kill the container;
-- deletion sends SIGTERM to the container's PID 1 (through the shim), SIGKILL after the grace
+- deletion sends SIGTERM to the container's PID 1 (through runc), SIGKILL after the grace
   period (wall seconds: `--time-scale` does not shorten a real process's shutdown); when PID 1
   ends, the kernel ends every other process of the container;
 - Secret / ConfigMap / projected / downwardAPI volumes are re-published every

@@ -146,7 +146,10 @@ async def test_proc_sys_is_read_only(env: Env) -> None:
 
 async def test_host_tmp_files_are_not_in_the_container(env: Env, planted: dict[str, Path]) -> None:
     paths = [planted["tmp"] / "secret", planted["var-tmp"] / "secret"]
-    script = "; ".join(f"cat {p} || echo missing" for p in paths) + "; echo listed=$(ls -A /tmp /var/tmp | grep -c kubesim-planted)"
+    script = (
+        "; ".join(f"cat {p} || echo missing" for p in paths)
+        + "; echo listed=$(ls -A /tmp /var/tmp | grep -c kubesim-planted)"
+    )
     await env.create(script_pod("reader", script, securityContext=LOCKED))
     logs = await finished(env, "reader")
     assert "host-secret" not in logs

@@ -430,7 +430,9 @@ async def test_a_container_cannot_read_other_claims_or_the_cluster_state(env: En
     stored = await asyncio.to_thread(lambda: [str(p) for p in root.rglob("secret-file")])
     assert len(stored) == 1  # on the host, in the claim's volume
     state = env.cluster.runtime.bridge.state_dir
-    look = f"cat {stored[0]}; test -e {root} && echo sees-volumes; test -e {state} && echo sees-state"
+    look = (
+        f"cat {stored[0]}; test -e {root} && echo sees-volumes; test -e {state} && echo sees-state"
+    )
     await env.create(script_pod("snooper", look + "; true"))
     lines = (await finished(env, "snooper")).splitlines()
     assert "s3cret" not in lines
