@@ -6,7 +6,8 @@
   `podstate.py`; the NoExecute taints and tolerations it evicts by, `taints.py`; what it does
   when a container exits (restart rules, RestartAllContainers), `restartrules.py`; the
   emptyDir files of simulated containers, `simfiles.py`.
-  Containers whose image is mapped with `--run-image` run for real instead:
+  It talks to runtimes through `cri.py`: `simruntime.py` for simulated programs, and for
+  containers whose image is mapped with `--run-image`, which run for real:
 - `processes.py`: the runtime for those, behind the kubelet's CRI-shaped calls: each pod in
   its own network namespace (`network.py`), each container an OCI bundle (`ocispec.py`,
   `hostroot.py`, `subpaths.py`) that runc runs (`runc.py`), with the environment

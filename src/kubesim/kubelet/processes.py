@@ -66,6 +66,7 @@ from kubesim.kubelet import (
     security,
     subpaths,
 )
+from kubesim.kubelet.cri import NOT_YET
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
     SA_VOLUME,
@@ -107,8 +108,6 @@ FORCED_READ_ONLY: Final = ("configMap", "secret", "downwardAPI", "projected")
 _PODS: Final[ResourceKey] = ("", "pods")
 _NODES: Final[ResourceKey] = ("", "nodes")
 PodKey = tuple[str, str]
-# What `start` raises for a container that cannot be configured yet (the kubelet retries).
-NOT_YET: Final = (ConfigError, MountError)
 
 
 def _normalize(repository: str) -> str:
@@ -912,12 +911,17 @@ class ProcessRuntime:
             return None
         return containerlogs.instance_logs(sandbox.logs / container)
 
-    def logs(self, pod: Mapping[str, Any], container: str) -> str | None:
-        """The current instance's output, or None for a container that is not real."""
-        files = self._instance_logs(pod, container)
-        if not files:
-            return None
-        return files[-1].read_bytes().decode("utf-8", "replace")
+    def logs(self, pod: Mapping[str, Any], container: str, previous: bool = False) -> str | None:
+        """The current instance's output (the one before it with `previous`; None when there
+        was none); a container that has not run yet has an empty log."""
+        files = self._instance_logs(pod, container) or []
+        if previous:
+            return files[-2].read_bytes().decode("utf-8", "replace") if len(files) > 1 else None
+        return files[-1].read_bytes().decode("utf-8", "replace") if files else ""
+
+    def forget(self, uid: str) -> None:
+        """The pod object is gone: its sandbox goes with the store's DELETED event."""
+        return None
 
     async def log_response(
         self, request: web.Request, pod: Mapping[str, Any], container: str
