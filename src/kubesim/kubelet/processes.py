@@ -224,9 +224,6 @@ class ProcessRuntime:
         self._session: aiohttp.ClientSession | None = None
         self._sync_task: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Task[None]] = set()
-        # Host directories no container may see (the cluster's state: its data directory,
-        # every claim's volume); the simulator's own state directory always.
-        self.hidden: list[Path] = [network.STATE_ROOT]
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -31,6 +31,7 @@ from kubernetes_asyncio import client, config
 
 from kubesim.cluster import SimCluster, SimOptions
 from kubesim.kubelet.network import pids_in_netns
+from kubesim.kubelet.runc import cgroup_dirs
 from kubesim.process import SimProcess, start_sim
 from tests.eventually import eventually, eventually_sync
 
@@ -176,10 +177,12 @@ async def real_cluster(tmp_path: Path, realpod: Path | None = None) -> AsyncIter
     finally:
         await api.close()
         await cluster.stop()
-    # Nothing is left behind: namespaces, interfaces, state directories.
+    # Nothing is left behind: namespaces, interfaces, state directories (runc's with them),
+    # cgroups.
     assert netns_of(index) == []
     assert links_of(index) == []
     assert not exists(f"/run/kubesim/ksim{index}")
+    assert not any(p.exists() for p in cgroup_dirs(f"kubesim/ksim{index}"))
 
 
 def web_pod(name: str, **container: Any) -> dict[str, Any]:
