@@ -373,19 +373,19 @@ class ProcessRuntime:
         try:
             mounts = self._mounts(sandbox, pod, source, bundle)
             spec = self._oci_spec(sandbox, pod, source, identity, env, argv or [], mounts)
-            self._make_root(bundle, directory, record)
+            self._make_root(bundle, record)
         except BaseException:
             release_bundle(bundle)
             raise
         inst = self._new_instance(sandbox, key, c, run, source, identity, env, bundle)
         if not argv:
-            self._ended(
-                inst,
-                START_ERROR,
-                "StartError",
-                f"the image {source.get('image')} has no entrypoint here: give the "
-                f"container a command, or put an executable {directory}/entrypoint",
+            missing = (
+                "has no command"
+                if directory is None
+                else f"has no entrypoint here: put an executable {directory}/entrypoint"
             )
+            message = f"the image {source.get('image')} {missing}, or give the container a command"
+            self._ended(inst, START_ERROR, "StartError", message)
             self._release(inst)
             return
         spec["root"]["path"] = str(bundle / "rootfs")
@@ -429,7 +429,7 @@ class ProcessRuntime:
         bundle.mkdir(parents=True, mode=0o700)
         return bundle
 
-    def _make_root(self, bundle: Path, directory: Path | None, record: ImageRecord | None) -> None:
+    def _make_root(self, bundle: Path, record: ImageRecord | None) -> None:
         rootfs = bundle / "rootfs"
         if record is None:
             hostroot.make_root(rootfs)
