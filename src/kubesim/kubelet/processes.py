@@ -983,7 +983,10 @@ class ProcessRuntime:
             self._sandboxes.pop(uid, None)
             for token, _ in sandbox.tokens.values():
                 self.http.sa_tokens.pop(token, None)
-            shutil.rmtree(sandbox.directory, ignore_errors=True)
+            try:  # never through a subPath bind that an instance's release has not undone
+                await asyncio.to_thread(release_bundle, sandbox.directory)
+            except OSError as exc:
+                log.error("kept a pod's directory: a mount is left", uid=uid, error=str(exc))
 
     async def _sync_volumes(self) -> None:
         while True:
