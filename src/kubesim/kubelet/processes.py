@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import functools
 import json
 import math
@@ -369,7 +370,8 @@ class ProcessRuntime:
         identity = _identity(pod, source, record)
         env = self._env(pod, source, directory, identity, record)
         argv = self._argv(source, env, directory, record)
-        bundle = self._fresh_bundle(sandbox, c)
+        cid = os.urandom(32).hex()
+        bundle = self._fresh_bundle(sandbox, c, cid)
         try:
             mounts = self._mounts(sandbox, pod, source, bundle)
             spec = self._oci_spec(sandbox, pod, source, identity, env, argv or [], mounts)
@@ -377,7 +379,7 @@ class ProcessRuntime:
         except BaseException:
             release_bundle(bundle)
             raise
-        inst = self._new_instance(sandbox, key, c, run, source, identity, env, bundle)
+        inst = self._new_instance(sandbox, key, c, run, source, identity, env, bundle, cid)
         if not argv:
             missing = (
                 "has no command"
@@ -422,10 +424,11 @@ class ProcessRuntime:
             return [str(entrypoint), *args]
         return None
 
-    def _fresh_bundle(self, sandbox: Sandbox, c: Any) -> Path:
-        """The OCI bundle directory of the container's next instance (a fresh writable root)."""
-        bundle = sandbox.directory / "containers" / f"{c.name}-{c.restarts}"
-        release_bundle(bundle)
+    def _fresh_bundle(self, sandbox: Sandbox, c: Any, cid: str) -> Path:
+        """The OCI bundle directory of the container's next instance (a fresh writable root),
+        named by its container id too: the previous instance's, with the same restart count
+        after an in-place restart, may still be being removed."""
+        bundle = sandbox.directory / "containers" / f"{c.name}-{c.restarts}-{cid[:12]}"
         bundle.mkdir(parents=True, mode=0o700)
         return bundle
 
@@ -476,7 +479,7 @@ class ProcessRuntime:
             hostname=podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
             netns=str(network.NETNS_DIR / sandbox.net.netns),
             mounts=[*self._root_mounts(source), *files, *mounts],
-            resources=ocispec.resources_of(source, qos),
+            resources=_settable(ocispec.resources_of(source, qos)),
         )
         return ocispec.build(spec)
 
@@ -497,6 +500,7 @@ class ProcessRuntime:
         identity: dict[str, Any],
         env: dict[str, str],
         bundle: Path,
+        cid: str,
     ) -> _Instance:
         """The container's next instance, with an empty log; the previous one's probes stop,
         and the kubelet's container state says it is a real process from now on."""
@@ -505,7 +509,6 @@ class ProcessRuntime:
             self._stop_probes(old)
         container_dir = sandbox.logs / c.name
         container_dir.mkdir(parents=True, exist_ok=True)
-        cid = os.urandom(32).hex()
         inst = _Instance(
             key,
             c.name,
@@ -1060,6 +1063,21 @@ def _host_bounding_set() -> frozenset[int]:
                 mask = int(line.split()[1], 16)
                 return frozenset(n for n in range(64) if mask >> n & 1)
     return frozenset(range(64))
+
+
+CAP_SYS_RESOURCE: Final = 24
+
+
+def _settable(resources: ocispec.Resources) -> ocispec.Resources:
+    """Lowering a process's OOM score below its parent's needs CAP_SYS_RESOURCE; without it
+    (a simulator in a restricted container) the score stays at the simulator's own."""
+    if CAP_SYS_RESOURCE in _host_bounding_set():
+        return resources
+    try:
+        own = int(Path("/proc/self/oom_score_adj").read_text())
+    except (OSError, ValueError):
+        own = 0
+    return dataclasses.replace(resources, oom_score_adj=max(resources.oom_score_adj, own))
 
 
 def release_bundle(bundle: Path) -> None:
