@@ -103,12 +103,13 @@ unit: $(STAMP)
 
 # The demo starts `jobset dev` and runs a multislice job, a restarting job and a dependsOn pipeline.
 demo: $(DEMO_STAMP)
-	$(BIN)/python -m jobset.dev.demo
+	JOBSET_DEMO_COMMAND="make demo" $(BIN)/python -m jobset.dev.demo
 
 # A real JAX training run (examples/jax-train) under `jobset dev --run-image`: a worker
 # fails once, the JobSet restarts, training resumes from its checkpoint. Needs root.
 demo-train: $(DEMO_STAMP) $(TRAIN_STAMP) runc
-	JOBSET_TRAIN_BIN=$(CURDIR)/$(TRAIN_VENV)/bin $(BIN)/python -m jobset.dev.demo jax-train
+	JOBSET_DEMO_COMMAND="make demo-train" JOBSET_TRAIN_BIN=$(CURDIR)/$(TRAIN_VENV)/bin \
+		$(BIN)/python -m jobset.dev.demo jax-train
 
 # Controller vs a minimal baseline client at 1k/4k/16k Jobs on `jobset sim` (< 10 min on 2 cores);
 # bench-large adds 64k Jobs and the pod-scale climb to 200k pods, and has no time budget.

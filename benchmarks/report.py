@@ -14,11 +14,12 @@ from typing import Any
 
 from rich.table import Table
 
-from benchmarks import pod_scale_report, rate_report, tenancy_report, train_recovery
+from benchmarks import cli_latency, pod_scale_report, rate_report, tenancy_report, train_recovery
 
 RESULTS = Path(__file__).parent / "results"
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
 TRAIN_RECOVERY = "train_recovery.json"  # benchmarks/train_recovery.py, run on its own
+CLI_LATENCY = "cli_latency.json"  # benchmarks/cli_latency.py, last step of `make bench`
 SIDES = ("baseline", "controller")
 
 # The span each scenario's throughput is taken over, and what it means.
@@ -668,6 +669,10 @@ def write_all(results: Path = RESULTS, out: Path = RESULTS_MD) -> list[Path]:
     if real_job.exists():
         section = train_recovery.markdown(json.loads(real_job.read_text()))
         sections.append("## Recovery of a real training job\n\n" + section)
+    cli = results / CLI_LATENCY
+    if cli.exists():
+        section = cli_latency.markdown(json.loads(cli.read_text()))
+        sections.append("## Commands against a running cluster\n\n" + section)
     out.write_text("\n".join(sections))
     written.append(out)
     return written

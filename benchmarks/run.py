@@ -138,6 +138,19 @@ def run_gang(console: Console, out: Path) -> dict[str, Any] | None:
     return data
 
 
+def run_cli_latency(console: Console, out: Path) -> dict[str, Any] | None:
+    """benchmarks/cli_latency.py: jobset get/describe/tree beside kubectl get, wall time."""
+    cmd = [sys.executable, "-m", "benchmarks.cli_latency", "--out", str(out)]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1]
+    )
+    if proc.returncode != 0:
+        console.print(f"[red]cli latency benchmark failed[/red]\n{proc.stderr[-2000:]}")
+        return None
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
@@ -221,6 +234,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
     p.add_argument("--budget", type=float, default=570.0, help="seconds (0: none)")
     p.add_argument("--placement", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument(
+        "--cli",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="the CLI latency (benchmarks/cli_latency.py) last; auto: if 60 s of budget remain",
+    )
     p.add_argument("--qps", type=float, default=500.0)
     p.add_argument("--burst", type=int, default=500)
     p.add_argument("--concurrency", type=int, default=5, help="controller reconcile workers")
@@ -376,6 +395,12 @@ def _finish(run: _Run, data: dict[str, Any], out: Path) -> int:
         data["placement"] = run_placement(console, RESULTS / "placement_64.json")
         console.print("placement: 12 gangs for a cluster that holds 10 ...")
         data["placement_gang"] = run_gang(console, RESULTS / "gang.json")
+    elapsed = time.monotonic() - run.t_start
+    if args.cli == "yes" or (
+        args.cli == "auto" and (not args.budget or elapsed + 60 < args.budget)
+    ):
+        console.print("cli latency: jobset get/describe/tree beside kubectl get ...")
+        data["cli_latency"] = run_cli_latency(console, RESULTS / "cli_latency.json")
     data["goals"] = report.goals(data)
     data["wall_seconds"] = round(time.monotonic() - run.t_start, 1)
     out.parent.mkdir(parents=True, exist_ok=True)

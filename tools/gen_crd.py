@@ -695,6 +695,11 @@ def status_schema() -> Schema:
             "restartsCountTowardsMax": integer(
                 "JobSet-wide restarts that count towards failurePolicy.maxRestarts."
             ),
+            "executionAttempts": integer(
+                "Runs so far, counting resumes and JobSet-wide restarts: 0 on the first "
+                "run, unset when never run or the ExecutionAttemptsTracking gate is off.",
+                minimum=0,
+            ),
             "terminalState": string("Completed or Failed once the JobSet has finished."),
             "replicatedJobsStatus": array(
                 "Job counts per ReplicatedJob.",

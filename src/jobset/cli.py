@@ -23,17 +23,17 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from jobset import __version__
-
 # Nothing else is imported at module level: `from jobset.cli import main` (the console
 # script) must be instant, so that a Ctrl-C while the commands' modules load is caught by
-# `main` (exit 130) instead of ending in a traceback.
+# `main` (exit 130) instead of ending in a traceback, and so that a user command loads only
+# its own modules (a command's start-up is most of its time).
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole `jobset` parser (the tests render the chart's and kustomize's flags against it)."""
+    from jobset import __version__
     from jobset.commands import add_user_commands
     from jobset.commands.completion import add_completion_command
     from jobset.dev.commands import DEV_DEFAULT_NODES, SIM_DEFAULT_NODES, add_sim_flags
@@ -119,7 +119,11 @@ def _main(argv: Sequence[str] | None) -> int:
         from jobset.agent.run import main as agent_main
 
         return agent_main(args_list[1:])
-    from jobset.commands import USER_COMMANDS, run_user_command
+    from jobset.commands.names import USER_COMMANDS
+
+    if args_list[:1] and args_list[0] in USER_COMMANDS:
+        return _user_command(args_list)
+    from jobset.commands import run_user_command
     from jobset.dev.commands import missing_sim_extra, run_dev, run_sim
     from jobset.wiring import run_controller
 
@@ -139,10 +143,21 @@ def _main(argv: Sequence[str] | None) -> int:
         except ValueError as exc:
             _error_line(args, f"jobset {args.command}: {exc}")
             return 2
-    if args.command in USER_COMMANDS or args.command == "completion":
+    if args.command == "completion":
         return run_user_command(args)
     parser.error(f"unknown command {args.command}")
     return 2
+
+
+def _user_command(args_list: list[str]) -> int:
+    """`jobset get|describe|...`: parsed by the user commands' parser alone, the same
+    sub-parser the full one holds (usage lines and errors read the same), without loading
+    the controller's, the simulator's and the agent's flags."""
+    from jobset.commands import add_user_commands, run_user_command
+
+    parser = argparse.ArgumentParser(prog="jobset", description="JobSet controller and tools")
+    add_user_commands(parser.add_subparsers(dest="command", required=True), only=args_list[0])
+    return run_user_command(parser.parse_args(args_list))
 
 
 def _error_line(args: argparse.Namespace, message: str) -> None:

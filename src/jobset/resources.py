@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Final
 
 from jobset.api import constants as c
+from jobset.runtime.apitypes import Resource
 from jobset.runtime.cache import index_by_controller_owner, owner_key
-from jobset.runtime.client import Resource
 
 __all__ = ["JOBSETS", "JOBSET_OWNER_INDEX", "index_jobset_owner", "jobset_owner_key"]
 

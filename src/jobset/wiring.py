@@ -60,7 +60,8 @@ def add_jobset_flags(p: argparse.ArgumentParser) -> None:
         "--feature-gates",
         default="",
         help="comma-separated K=V of feature gates: upstream's (RestartJob, ElasticJobSet, "
-        "InPlaceRestart, TLSOptions, MutablePodResourcesForSuspendedJobSets) and this "
+        "InPlaceRestart, TLSOptions, MutablePodResourcesForSuspendedJobSets, "
+        "ExecutionAttemptsTracking) and this "
         "project's (ElasticReplicas)",
     )
     p.add_argument(

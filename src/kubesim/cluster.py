@@ -12,6 +12,7 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,17 +20,24 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from kubesim.apiserver import certs
-from kubesim.apiserver.admission import WebhookAdmission
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.crds import CrdHooks
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.server import ApiHttpServer
-from kubesim.apiserver.storage import DefaultStorageClassHook
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.admission import WebhookAdmission
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import SYSTEM_USER, ObjectHooks, Request
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.faults import FaultPlan
+from kubesim.apiserver.http.auth import IssuedToken
+from kubesim.apiserver.http.pods import NodeServices
+from kubesim.apiserver.http.server import ApiHttpServer
+from kubesim.apiserver.registry import catalogue
+from kubesim.apiserver.registry.apiextensions.customresourcedefinition import CrdHooks
+from kubesim.apiserver.registry.features import FeatureGates, check_gates
+from kubesim.apiserver.registry.registry import Registry
+from kubesim.apiserver.registry.storage.storageclass import DefaultStorageClassHook
 from kubesim.controllers.disruption import evict
 from kubesim.controllers.endpoints import resolve_service, simulated_pod_host
 from kubesim.controllers.events import EventSink
 from kubesim.controllers.gc import GarbageCollector
+from kubesim.controllers.protection import ProtectionHook
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait
 
@@ -57,8 +65,8 @@ class SimOptions:
     history_size: int = 50_000
     # `--run-image`: image repository -> directory; such containers run as real processes
     run_images: dict[str, str] = field(default_factory=dict)
-    # `--kube-feature-gates`: Kubernetes feature gates of the API server (strategies.py
-    # KUBE_FEATURE_GATES lists the ones modelled), all off by default as in Kubernetes.
+    # `--kube-feature-gates`: Kubernetes feature gates of the API server
+    # (`apiserver/registry/features.py` lists the ones modelled), all off by default as in Kubernetes.
     kube_feature_gates: dict[str, bool] = field(default_factory=dict)
     # Events from the simulated components (kubectl describe); `--no-events` turns them off
     events: bool = True
@@ -82,25 +90,40 @@ class SimCluster:
         from kubesim.dns import check_cluster_domain
 
         self.cluster_domain = check_cluster_domain(self.options.cluster_domain)
+        if self.options.run_images and self.options.sim_level != "pods":
+            raise ValueError("--run-image needs --sim-level pods")
         self.rng = random.Random(self.options.seed)
-        self.registry = Registry()
+        check_gates(self.options.kube_feature_gates)
+        self.gates = FeatureGates(self.options.kube_feature_gates)
+        self.registry = Registry(catalogue.served_types(self.gates))
         self.store = Store(history_size=self.options.history_size)
-        self.core = ApiCore(self.registry, self.store)
-        self.core.hooks.append(CrdHooks(self.core))
-        self.core.hooks.append(DefaultStorageClassHook(self.store))
-        # The API server imports no simulated controller: how it reaches a webhook's Service
-        # and evicts a pod under its budgets is plugged in here.
-        self.core.admission = self.admission = WebhookAdmission(
-            self.core, resolve_service, simulated_pod_host
+        # What the API server presents to webhooks (`start()` issues it from the cluster's CA).
+        self.client_cert: tuple[bytes, bytes] | None = None
+        self.runtime: Any = None  # kubelet.processes.ProcessRuntime with --run-image
+        self.admission = WebhookAdmission(
+            self.registry, self.store, resolve_service, self._pod_host, lambda: self.client_cert
         )
-        self._apply_kube_feature_gates()
+        self.core = self._api_core()
         self.token = self.options.token or certs.new_token()
-        self.http = ApiHttpServer(self.core, self.token, self.options.bookmark_interval)
-        self.http.evict = evict
+        # The CA first: with --data-dir, state another user could have written is refused
+        # before anything starts (and the admin token of an earlier run is reused).
+        self._identity = self._identity_ca() if self.options.tls else None
         self.gc = GarbageCollector(self.core)
         self.events: EventSink | None = EventSink(self.core) if self.options.events else None
+        self.sa_tokens: dict[str, IssuedToken] = {}
+        self.scheduler: Any = None  # controllers.scheduler.loop.Scheduler at --sim-level pods
+        self.kubelet: Any = None  # kubelet.kubelet.Kubelet at --sim-level pods
+        self._node_components()
+        self.http = ApiHttpServer(
+            self.core,
+            self.token,
+            self.options.bookmark_interval,
+            nodes=self._node_services(),
+            faults=self._fault_plan(),
+            sa_tokens=self.sa_tokens,
+            debug_views={"scheduler": self.scheduler.debug_report} if self.scheduler else None,
+        )
         self.components: list[Any] = []
-        self.runtime: Any = None  # kubelet.processes.ProcessRuntime with --run-image
         self.dns: ClusterDns | None = None  # with --run-image or --dns-address
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
@@ -111,25 +134,80 @@ class SimCluster:
         self.port = 0
         self.started_at = 0.0
 
-    def _apply_kube_feature_gates(self) -> None:
-        from kubesim.apiserver.strategies import (
-            KUBE_FEATURE_GATES,
-            MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS,
-            JobStrategy,
+    def _api_core(self) -> ApiCore:
+        """The API semantics with this cluster's strategies, hooks and admission chain."""
+        hooks: list[ObjectHooks] = [
+            CrdHooks(self.registry, self.store),
+            DefaultStorageClassHook(self.store),
+        ]
+        if self.options.sim_level != "none":
+            hooks.append(ProtectionHook())  # with the storage controllers (`_start_storage`)
+        return ApiCore(
+            self.registry,
+            self.store,
+            strategies=catalogue.strategies(self.gates, self.store),
+            hooks=hooks,
+            admission=self.admission,
+            # the kubelet confirms a pod's deletion once its containers stopped
+            graceful_pod_deletion=self.options.sim_level == "pods",
         )
 
-        unknown = sorted(set(self.options.kube_feature_gates) - set(KUBE_FEATURE_GATES))
-        if unknown:
-            raise ValueError(
-                f"unrecognized Kubernetes feature gate {unknown[0]} "
-                f"(modelled: {', '.join(sorted(KUBE_FEATURE_GATES))})"
-            )
-        if self.options.kube_feature_gates.get(MUTABLE_POD_RESOURCES_FOR_SUSPENDED_JOBS):
-            jobs = JobStrategy(mutable_pod_resources=True)
-            self.core.strategy_overrides[("batch", "jobs")] = jobs
-        from kubesim.apiserver import workloads
+    def _node_components(self) -> None:
+        """The container runtime (--run-image), scheduler and kubelet at --sim-level pods:
+        built before the API server, which serves their logs, streams and debug view."""
+        if self.options.sim_level != "pods":
+            return
+        from kubesim.controllers.scheduler.loop import Scheduler
+        from kubesim.kubelet.kubelet import Kubelet
 
-        self.workload_gates = workloads.enable(self.core, self.options.kube_feature_gates)
+        if self.options.run_images:
+            from kubesim.kubelet.processes import ProcessRuntime
+
+            self.runtime = ProcessRuntime(
+                self.core,
+                self.sa_tokens,
+                self.options.run_images,
+                cluster_domain=self.cluster_domain,
+            )
+        self.scheduler = Scheduler(self.core, self.rng, events=self.events, gates=self.gates)
+        self.kubelet = Kubelet(
+            self.core,
+            time_scale=self.options.time_scale,
+            rng=self.rng,
+            runtime=self.runtime,
+            events=self.events,
+        )
+
+    def _node_services(self) -> NodeServices:
+        """What the API server asks of the nodes: logs, exec/attach/port-forward, eviction.
+        The API server imports no simulated controller: eviction under the budgets is
+        plugged in here, as is how admission reaches a webhook's Service (`_pod_host`)."""
+        if self.kubelet is None:
+            return NodeServices(evict=evict)
+        if self.runtime is None:
+            return NodeServices(log_source=self.kubelet.logs, evict=evict)
+        from kubesim.kubelet.podexec import RuntimeStreams
+
+        return NodeServices(
+            log_source=self.kubelet.logs,
+            log_stream=self.runtime.log_response,
+            pod_streams=RuntimeStreams(self.runtime),
+            evict=evict,
+        )
+
+    def _fault_plan(self) -> FaultPlan | None:
+        """`--faults`: the seeded fault plan the API server injects (armed by start())."""
+        if not self.options.faults:
+            return None
+        from kubesim.apiserver.faults import load_faults
+
+        return load_faults(self.options.faults, seed=self.options.seed)
+
+    def _pod_host(self, pod: Mapping[str, Any], ip: str) -> str:
+        """How the API server dials a webhook's pod: through the runtime with real pods."""
+        if self.runtime is not None:
+            return str(self.runtime.pod_host(pod, ip))
+        return simulated_pod_host(pod, ip)
 
     @property
     def kubeconfig(self) -> str:
@@ -142,36 +220,23 @@ class SimCluster:
     async def start(self) -> None:
         opts = self.options
         self.started_at = time.monotonic()
-        # The CA first: with --data-dir, state another user could have written is refused
-        # before anything starts.
-        identity = self._identity_ca() if opts.tls else None
+        identity = self._identity
         if opts.data_dir:
-            from kubesim.apiserver.persistence import Persistence
+            from kubesim.apiserver.core.persistence import Persistence
 
             self.persistence = Persistence(Path(opts.data_dir), self.core)
             self.persistence.load()
         await self._bootstrap()
-        if opts.faults:
-            from kubesim.apiserver.faults import load_faults
-
-            plan = load_faults(opts.faults, seed=opts.seed)
+        plan = self.http.faults
+        if isinstance(plan, FaultPlan):
             plan.arm(time.monotonic())
-            self.http.faults = plan
             if plan.compaction_interval:
                 self._background.append(
                     asyncio.create_task(self._compact_every(plan.compaction_interval))
                 )
         self.gc.start()
         hosts = ["localhost", opts.host]
-        if opts.run_images:
-            if opts.sim_level != "pods":
-                raise ValueError("--run-image needs --sim-level pods")
-            from kubesim.kubelet.processes import ProcessRuntime
-
-            self.runtime = ProcessRuntime(
-                self.core, self.http, opts.run_images, cluster_domain=self.cluster_domain
-            )
-            self.admission.pod_host = self.runtime.pod_host  # webhooks served by real pods
+        if self.runtime is not None:
             hosts.append(await self.runtime.open())  # pods reach the API server there
         await self._start_dns()
         self._start_components()
@@ -182,7 +247,7 @@ class SimCluster:
             ssl_ctx = certs.server_ssl_context(cert, key)
             self.ca_pem = ca_cert
             # What the API server presents to webhooks, and where it says which CA signed it.
-            self.admission.client_cert = certs.make_client_cert(ca_cert, ca_key)
+            self.client_cert = certs.make_client_cert(ca_cert, ca_key)
             await self._publish_authentication(ca_cert)
         self._runner = web.AppRunner(self.http.app(), access_log=None, handle_signals=False)
         await self._runner.setup()
@@ -265,7 +330,7 @@ class SimCluster:
         """
         if not self.options.data_dir:
             return certs.make_ca("jobset-sim-ca")
-        from kubesim.apiserver.statedir import check_existing, private_dir, write_private
+        from kubesim.apiserver.core.statedir import check_existing, private_dir, write_private
 
         private_dir(Path(self.options.data_dir))
         pki = private_dir(Path(self.options.data_dir) / "pki")
@@ -280,7 +345,7 @@ class SimCluster:
                 write_private(path, data)
         if self.options.token is None:
             if tok.exists() and tok.read_text().strip():
-                self.token = self.http.token = tok.read_text().strip()
+                self.token = tok.read_text().strip()
             else:
                 write_private(tok, self.token.encode())
         return ca
@@ -323,34 +388,14 @@ class SimCluster:
                 REPLICATION_CONTROLLERS,
                 ReplicaSetController,
             )
-            from kubesim.controllers.scheduler.loop import Scheduler
-            from kubesim.kubelet.kubelet import Kubelet
 
-            scheduler = Scheduler(
-                self.core, self.rng, events=self.events, gates=self.workload_gates
-            )
-            self.components.append(scheduler)
-            self.http.debug_views["scheduler"] = scheduler.debug_report
+            self.components.append(self.scheduler)
             self.components += [
                 DeploymentController(self.core),
                 ReplicaSetController(self.core),
                 ReplicaSetController(self.core, REPLICATION_CONTROLLERS),
             ]
-            kubelet = Kubelet(
-                self.core,
-                time_scale=self.options.time_scale,
-                rng=self.rng,
-                runtime=self.runtime,
-                events=self.events,
-            )
-            self.components.append(kubelet)
-            self.http.log_source = kubelet.logs
-            if self.runtime is not None:
-                self.http.log_stream = self.runtime.log_response
-                from kubesim.kubelet.podexec import RuntimeStreams
-
-                self.http.pod_streams = RuntimeStreams(self.runtime)
-            self.core.graceful_pod_deletion = True
+            self.components.append(self.kubelet)
         for component in self.components:
             component.start()
 
@@ -372,7 +417,7 @@ class SimCluster:
         self.components += [
             PersistentVolumeController(self.core, self.events),
             LocalPathProvisioner(self.core, root, self.events),
-            protection.install(self.core),
+            protection.ProtectionController(self.core),
         ]
 
     async def _compact_every(self, interval: float) -> None:

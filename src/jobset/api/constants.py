@@ -44,6 +44,10 @@ JOB_KEY: Final = "jobset.sigs.k8s.io/job-key"
 RESTART_ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/restart-attempt"
 # The per-Job restart attempt (RestartJob feature).
 JOB_RESTART_ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/job-restart-attempt"
+# Execution attempts (KEP-1282, ExecutionAttemptsTracking): status.executionAttempts as the
+# Job and pod-template annotation (never a label); it also grows on every resume.
+EXECUTION_ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/execution-attempt"
+STATUS_EXECUTION_ATTEMPTS: Final = "executionAttempts"
 GROUP_NAME_KEY: Final = "jobset.sigs.k8s.io/group-name"
 GROUP_REPLICAS_KEY: Final = "jobset.sigs.k8s.io/group-replicas"
 JOB_GROUP_INDEX_KEY: Final = "jobset.sigs.k8s.io/job-group-index"
@@ -255,6 +259,8 @@ FEATURE_ELASTIC_JOBSET: Final = "ElasticJobSet"
 # KEP-1150 (implementable upstream, not implemented there; its name): container resources
 # of a suspended JobSet's templates may change, and reach the Jobs on resume.
 FEATURE_MUTABLE_POD_RESOURCES: Final = "MutablePodResourcesForSuspendedJobSets"
+# KEP-1282 (alpha upstream): status.executionAttempts and the execution-attempt annotation.
+FEATURE_EXECUTION_ATTEMPTS_TRACKING: Final = "ExecutionAttemptsTracking"
 # This project's own gates (upstream has no such switch; names in upstream's style).
 FEATURE_ELASTIC_REPLICAS: Final = "ElasticReplicas"
 DEFAULT_FEATURE_GATES: Final[dict[str, bool]] = {
@@ -264,6 +270,7 @@ DEFAULT_FEATURE_GATES: Final[dict[str, bool]] = {
     FEATURE_ELASTIC_JOBSET: False,
     FEATURE_ELASTIC_REPLICAS: False,
     FEATURE_MUTABLE_POD_RESOURCES: False,
+    FEATURE_EXECUTION_ATTEMPTS_TRACKING: False,
 }
 
 # ------------------------------------------------------------------------------------------------

@@ -168,6 +168,7 @@ class JobSetStatus(TypedDict, total=False):
     conditions: list[Condition]
     restarts: int
     restartsCountTowardsMax: int
+    executionAttempts: int
     terminalState: str
     replicatedJobsStatus: list[ReplicatedJobStatus]
     previousInPlaceRestartAttempt: int

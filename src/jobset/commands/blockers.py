@@ -13,6 +13,9 @@ events` by hand:
 - a restart in progress: Jobs of an earlier attempt still being deleted, or not all Jobs of
   the new attempt created yet; a suspended JobSet.
 
+A cause that has passed is not shown: the Warnings of a restart go once the status says the
+restart is over (RestartingJobSet False, every Job of the new attempt there).
+
 Pure: it reads the objects as the API returns them (dicts) and the JobSet model.
 """
 
@@ -139,8 +142,41 @@ def _failed_creates(
     return out
 
 
-def _jobset_warnings(js: JobSet, events: Iterable[Mapping[str, Any]]) -> list[Blocker]:
-    """The JobSet controller's latest Warning of each reason about this JobSet."""
+# The Warnings the controller records when a failure policy restarts the JobSet (the
+# action's reason, and the RestartingJobSet condition's, `FailurePolicy_<rule>` too).
+_RESTART_REASONS: Final = frozenset(
+    {
+        c.RESTART_JOBSET_ACTION_REASON,
+        c.RESTART_JOBSET_AND_IGNORE_MAX_RESTARTS_ACTION_REASON,
+        c.RESTART_JOB_ACTION_REASON,
+        c.RESTART_JOB_AND_IGNORE_MAX_RESTARTS_ACTION_REASON,
+        c.RESTARTING_REASON_DEFAULT_FAILURE_POLICY,
+    }
+)
+
+
+def _is_restart_reason(reason: str) -> bool:
+    return reason in _RESTART_REASONS or reason.startswith(
+        c.RESTARTING_REASON_FAILURE_POLICY_PREFIX
+    )
+
+
+def _restart_over_at(js: JobSet, jobs: Sequence[Mapping[str, Any]]) -> str | None:
+    """When the latest restart was over, as its status and Jobs show it: RestartingJobSet
+    turned False (the controller does so once every Job is ready again) and every Job is of
+    the current attempt, all there. None while a restart is under way (or never was)."""
+    cond = js.condition(c.CONDITION_RESTARTING)
+    if cond is None or cond.status != "False" or _restart(js, jobs):
+        return None
+    return (cond.last_transition_time or "")[:19]
+
+
+def _jobset_warnings(
+    js: JobSet, jobs: Sequence[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]
+) -> list[Blocker]:
+    """The JobSet controller's latest Warning of each reason about this JobSet; a restart's
+    Warnings only until that restart is over (`_restart_over_at`)."""
+    over = _restart_over_at(js, jobs)
     latest: dict[str, Mapping[str, Any]] = {}
     for ev in events:
         obj = ev.get("involvedObject") or {}
@@ -149,6 +185,8 @@ def _jobset_warnings(js: JobSet, events: Iterable[Mapping[str, Any]]) -> list[Bl
         if ev.get("type") != "Warning":
             continue
         reason = str(ev.get("reason") or "")
+        if over is not None and _is_restart_reason(reason) and _event_time(ev)[:19] <= over:
+            continue  # a cause that has passed
         if _event_time(ev) >= _event_time(latest.get(reason, {})):
             latest[reason] = ev
     return [
@@ -206,5 +244,5 @@ def blockers(
     out += _failed_creates(jobs, events)
     out += _unschedulable(pods)
     out += _waiting(pods)
-    out += _jobset_warnings(js, events)
+    out += _jobset_warnings(js, jobs, events)
     return out

@@ -13,17 +13,18 @@ import json
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TextIO
-
-import yaml
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from jobset.api import constants as c
-from jobset.commands.jsonpath import JsonPathError, Template
-from jobset.runtime.client import ApiError
-from jobset.sdk.client import JobSetClient
+from jobset.runtime.apitypes import ApiError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from jobset.sdk.client import JobSetClient
+
+# rich, yaml and the SDK client load where they are used: `jobset get` on a pipe needs none
+# of rich, and a command's start-up is most of its time.
 
 __all__ = [
     "EXIT_ERROR",
@@ -43,6 +44,7 @@ __all__ = [
     "error_line",
     "parse_duration",
     "print_objects",
+    "quiet_logging",
 ]
 
 # Exit codes (documented in `jobset watch --help` and docs/cli.md).
@@ -158,6 +160,8 @@ def _output_type(choices: Sequence[str]) -> Callable[[str], str]:
         if value in choices:
             return value
         if "jsonpath" in choices and value.startswith("jsonpath="):
+            from jobset.commands.jsonpath import JsonPathError, Template
+
             try:
                 Template(value.removeprefix("jsonpath="))
             except JsonPathError as exc:
@@ -203,6 +207,8 @@ def print_objects(
         else {"apiVersion": "v1", "kind": "List", "items": [dict(o) for o in objects]}
     )
     if fmt.startswith("jsonpath="):
+        from jobset.commands.jsonpath import Template
+
         text = Template(fmt.removeprefix("jsonpath=")).render(data)
         out.stream.write(text)
         if text and not text.endswith("\n"):
@@ -211,12 +217,27 @@ def print_objects(
     out.data(data, fmt)
 
 
-async def connect(args: argparse.Namespace) -> JobSetClient:
+def quiet_logging() -> None:
+    """Client retries log through structlog; a user command keeps stdout for its output."""
+    from jobset.runtime.logging import configure_logging
+
+    configure_logging("console", "ERROR", stream=sys.stderr)
+
+
+async def connect(args: argparse.Namespace, *, read_only: bool = False) -> JobSetClient:
+    """The connection of a command; `read_only` (gets and lists only) may be the quick one
+    (`jobset.sdk.quickclient`), which logs nothing."""
+    from jobset.sdk.client import JobSetClient
+    from jobset.sdk.quickclient import quick_config
+
+    if not read_only or quick_config(args.kubeconfig, args.context) is None:
+        quiet_logging()  # before the full client loads a kubeconfig (it logs what it misses)
     return await JobSetClient.connect(
         args.kubeconfig,
         context=args.context,
         namespace=args.namespace,
         request_timeout=getattr(args, "request_timeout", None),
+        read_only=read_only,
     )
 
 
@@ -234,13 +255,22 @@ class Out:
     def __init__(self, stream: TextIO | None = None, *, tty: bool | None = None) -> None:
         self.stream = stream or sys.stdout
         self.tty = self.stream.isatty() if tty is None else tty
-        self.console = Console(
-            file=self.stream,
-            force_terminal=self.tty,
-            no_color=not self.tty,
-            highlight=False,
-            soft_wrap=not self.tty,
-        )
+        self._console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        """The rich console on this stream, made on first use."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(
+                file=self.stream,
+                force_terminal=self.tty,
+                no_color=not self.tty,
+                highlight=False,
+                soft_wrap=not self.tty,
+            )
+        return self._console
 
     def line(self, text: str = "") -> None:
         if self.tty:
@@ -253,6 +283,8 @@ class Out:
         if fmt == "json":
             self.stream.write(json.dumps(obj, indent=2) + "\n")
         else:
+            import yaml
+
             self.stream.write(yaml.safe_dump(obj, sort_keys=False))
 
     def table(
@@ -265,6 +297,9 @@ class Out:
     ) -> None:
         """Aligned columns like `kubectl get` (three spaces apart), or a rich table."""
         if self.tty:
+            from rich.table import Table
+            from rich.text import Text
+
             table = Table(
                 box=None,
                 pad_edge=False,

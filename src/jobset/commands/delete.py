@@ -17,7 +17,7 @@ from jobset.commands.common import (
     connect,
     error_line,
 )
-from jobset.runtime.client import ApiError
+from jobset.runtime.apitypes import ApiError
 from jobset.sdk.models import load_all
 
 __all__ = ["register", "run"]

@@ -189,7 +189,7 @@ def _event_rows(snap: Snapshot) -> list[list[str]]:
 
 async def run(args: argparse.Namespace) -> int:
     out = Out()
-    async with await connect(args) as sdk:
+    async with await connect(args, read_only=True) as sdk:
         snap = await collect(sdk, await sdk.get(args.name))
     if args.output:
         out.data(snap.to_dict(), args.output)

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from jobset.commands.common import (
     EXIT_ERROR,
@@ -22,8 +22,10 @@ from jobset.commands.common import (
     print_objects,
 )
 from jobset.commands.summary import age, exclusive_topology_key, phase, progress, progress_text
-from jobset.sdk.client import JobSetClient
 from jobset.sdk.models import JobSet
+
+if TYPE_CHECKING:
+    from jobset.sdk.client import JobSetClient
 
 __all__ = ["HEADERS", "WIDE_HEADERS", "register", "rows", "run"]
 
@@ -148,7 +150,7 @@ async def run(args: argparse.Namespace) -> int:
     if args.name and args.selector:
         print("Error: a name cannot be given together with a selector (-l)", file=sys.stderr)
         return EXIT_ERROR
-    async with await connect(args) as sdk:
+    async with await connect(args, read_only=not args.watch) as sdk:
         if args.name:
             jobsets = [await sdk.get(args.name)]
         else:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobset.api import constants as c
 from jobset.commands.blockers import Blocker, blockers
 from jobset.commands.summary import exclusive_topology_key, job_state, pod_domain
-from jobset.sdk.client import JobSetClient
 from jobset.sdk.models import JobSet
+
+if TYPE_CHECKING:
+    from jobset.sdk.client import JobSetClient
 
 __all__ = ["EventView", "JobView", "PodView", "Snapshot", "collect"]
 

@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="JobSet user commands as a kubectl plugin: kubectl jobset get|describe|"
-        "watch|tree|submit|delete (the same commands as `jobset ...`).",
+        "watch|tree|submit|delete|logs (the same commands as `jobset ...`).",
     )
     parser.add_argument("--version", action="version", version=f"kubectl-jobset {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

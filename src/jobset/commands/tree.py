@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from rich.text import Text
-from rich.tree import Tree
-
 from jobset.commands.common import EXIT_OK, Out, add_connection_flags, add_output_flag, connect
 from jobset.commands.inspect import JobView, PodView, Snapshot, collect
 from jobset.commands.summary import phase
@@ -57,11 +54,14 @@ def lines(snap: Snapshot) -> list[str]:
 
 async def run(args: argparse.Namespace) -> int:
     out = Out()
-    async with await connect(args) as sdk:
+    async with await connect(args, read_only=True) as sdk:
         snap = await collect(sdk, await sdk.get(args.name), with_events=False)
     if args.output:
         out.data(snap.to_dict(), args.output)
     elif out.tty:
+        from rich.text import Text
+        from rich.tree import Tree
+
         tree = Tree(Text(_root(snap)))
         for job in snap.jobs:
             branch = tree.add(Text(_job(job)))

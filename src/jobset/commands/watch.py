@@ -21,13 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import time
-from typing import Final, Protocol
-
-from rich.console import Group
-from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-from rich.progress import Progress as Bars
-from rich.text import Text
+from typing import TYPE_CHECKING, Final, Protocol
 
 from jobset.api import constants as c
 from jobset.commands.common import (
@@ -41,8 +35,10 @@ from jobset.commands.common import (
 )
 from jobset.commands.inspect import collect
 from jobset.commands.summary import phase, progress, progress_text
-from jobset.sdk.client import JobSetClient
 from jobset.sdk.models import JobSet
+
+if TYPE_CHECKING:
+    from jobset.sdk.client import JobSetClient
 
 __all__ = ["follow", "register", "run", "status_line"]
 
@@ -104,9 +100,12 @@ class _PlainView:
             self.out.line(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
 
     def explain(self, lines: list[str]) -> None:
+        stamp = f"[{time.monotonic() - self.t0:6.1f}s]  "
         if lines and lines != self.last_explained:
             for line in lines:
-                self.out.line(f"[{time.monotonic() - self.t0:6.1f}s]   waiting on: {line}")
+                self.out.line(f"{stamp} waiting on: {line}")
+        elif not lines and self.last_explained:
+            self.out.line(f"{stamp} no longer waiting")  # what held it has passed
         self.last_explained = lines
 
     def close(self) -> None:
@@ -117,6 +116,12 @@ class _LiveView:
     """Rich progress bars, one per ReplicatedJob, under a header with phase and restarts."""
 
     def __init__(self, out: Out, js: JobSet) -> None:
+        from rich.console import Group
+        from rich.live import Live
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+        from rich.progress import Progress as Bars
+        from rich.text import Text
+
         self.bars = Bars(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -9,6 +9,8 @@ A child Job is the ReplicatedJob's Job template with:
   restart attempt, per-job restart attempt with RestartJob, group name, replicas and index,
   coordinator) as both labels and annotations, on the Job and on its pod template;
 - exclusive-placement annotations (see `jobset.placement.labels`);
+- with ExecutionAttemptsTracking, the execution attempt as an annotation only
+  (see `jobset.controllers.execution_attempts`);
 - a controller ownerReference to the JobSet with blockOwnerDeletion;
 - `suspend` = the JobSet's suspend, `subdomain` when DNS hostnames are enabled, and the
   volumes of volumeClaimPolicies it mounts.
@@ -118,11 +120,17 @@ class JobKeys:
         "_rjob_name",
         "_tail",
         "_targets",
+        "annotations",
         "placement",
     )
 
     def __init__(
-        self, js: Mapping[str, Any], rjob: Mapping[str, Any], *, restart_job: bool = False
+        self,
+        js: Mapping[str, Any],
+        rjob: Mapping[str, Any],
+        *,
+        restart_job: bool = False,
+        execution_attempt: int | None = None,
     ) -> None:
         jsname = name_of(js)
         rjob_name = str(rjob.get("name") or "")
@@ -149,6 +157,10 @@ class JobKeys:
             coordinator_endpoint(js) if spec.get("coordinator") is not None else None
         )
         self.placement = exclusive_placement_annotations(js, rjob)
+        # Stamped as annotations only: placement's, and the execution attempt when tracked.
+        self.annotations = dict(self.placement)
+        if execution_attempt is not None:
+            self.annotations[c.EXECUTION_ATTEMPT_KEY] = str(execution_attempt)
 
     def keys(self, job_index: int) -> dict[str, str]:
         """The keys of Job `job_index`, a new dict."""
@@ -192,9 +204,9 @@ class JobKeys:
         )
 
 
-def _stamp(meta: dict[str, Any], keys: Mapping[str, str], placement: Mapping[str, str]) -> None:
+def _stamp(meta: dict[str, Any], keys: Mapping[str, str], annotations: Mapping[str, str]) -> None:
     meta["labels"] = {**(meta.get("labels") or {}), **keys}
-    meta["annotations"] = {**(meta.get("annotations") or {}), **keys, **placement}
+    meta["annotations"] = {**(meta.get("annotations") or {}), **keys, **annotations}
 
 
 def template_json(rjob: Mapping[str, Any]) -> bytes:
@@ -257,13 +269,13 @@ def construct_job(
     }
     if keys is None:
         keys = JobKeys(js, rjob, restart_job=restart_job)
-    placement = keys.placement
+    annotations = keys.annotations
     pod_template = spec.setdefault("template", {})
     pod_meta = pod_template.setdefault("metadata", {})
     pod_spec = pod_template.setdefault("spec", {})
     stamped = keys.keys(job_index)
-    _stamp(job["metadata"], stamped, placement)
-    _stamp(pod_meta, stamped, placement)
+    _stamp(job["metadata"], stamped, annotations)
+    _stamp(pod_meta, stamped, annotations)
     if dns_hostnames_enabled(js):
         pod_spec["subdomain"] = subdomain(js)
     set_scheduling_group(js, str(rjob.get("name") or ""), job_index, pod_spec)
@@ -400,11 +412,28 @@ class PendingJobs(Sequence[Job]):
     the same position twice builds two equal bodies: `construct_job` is pure.
     """
 
-    __slots__ = ("_bodies", "_groups", "_js", "_keys", "_len", "_restart_job", "_templates")
+    __slots__ = (
+        "_attempt",
+        "_bodies",
+        "_groups",
+        "_js",
+        "_keys",
+        "_len",
+        "_restart_job",
+        "_templates",
+    )
 
-    def __init__(self, js: Mapping[str, Any] | None = None, *, restart_job: bool = False) -> None:
+    def __init__(
+        self,
+        js: Mapping[str, Any] | None = None,
+        *,
+        restart_job: bool = False,
+        execution_attempt: int | None = None,
+    ) -> None:
         self._js: Mapping[str, Any] = js or {}
         self._restart_job = restart_job
+        # The execution-attempt annotation's value (None: ExecutionAttemptsTracking off).
+        self._attempt = execution_attempt
         self._groups: list[tuple[Mapping[str, Any], list[int]]] = []
         self._len = 0
         # Each ReplicatedJob's template serialised once, for all its Jobs (see `template_json`).
@@ -435,7 +464,9 @@ class PendingJobs(Sequence[Job]):
             serialised = self._templates[id(rjob)] = template_json(rjob)
         keys = self._keys.get(id(rjob))
         if keys is None:
-            keys = self._keys[id(rjob)] = JobKeys(self._js, rjob, restart_job=self._restart_job)
+            keys = self._keys[id(rjob)] = JobKeys(
+                self._js, rjob, restart_job=self._restart_job, execution_attempt=self._attempt
+            )
         return serialised, keys
 
     def _build(self, rjob: Mapping[str, Any], idx: int) -> Job:
@@ -684,11 +715,17 @@ def resource_patches(
 
 
 def resume_patch(
-    job: Mapping[str, Any], rjob: Mapping[str, Any] | None, *, resources: bool = False
+    job: Mapping[str, Any],
+    rjob: Mapping[str, Any] | None,
+    *,
+    resources: bool = False,
+    execution_attempt: int | None = None,
 ) -> dict[str, Any]:
     """A merge patch resuming `job` with `rjob`'s pod-template fields merged in; with
     `resources`, the changed container resources too (`resource_patches`: then the patch
-    must be sent as a strategic merge patch).
+    must be sent as a strategic merge patch). With `execution_attempt`, the Job and its pod
+    template get that execution-attempt annotation in the same request that clears
+    `suspend`, so no pod of the resumed run starts with the previous run's value.
 
     It carries the Job's resourceVersion, so a Job changed since it was read is not
     overwritten with a merge computed from stale lists (409 Conflict, retried).
@@ -720,6 +757,18 @@ def resume_patch(
         }
         if resources:
             patch["spec"]["template"]["spec"].update(resource_patches(job, rjob))
+    if execution_attempt is not None:
+        _stamp_attempt(patch, execution_attempt)
     if not patch["metadata"]["resourceVersion"]:
+        del patch["metadata"]["resourceVersion"]
+    if not patch["metadata"]:
         del patch["metadata"]
     return patch
+
+
+def _stamp_attempt(patch: dict[str, Any], attempt: int) -> None:
+    value = {c.EXECUTION_ATTEMPT_KEY: str(attempt)}
+    patch["metadata"]["annotations"] = value
+    template = patch["spec"].setdefault("template", {})
+    tmeta = template.setdefault("metadata", {})
+    tmeta["annotations"] = {**(tmeta.get("annotations") or {}), **value}

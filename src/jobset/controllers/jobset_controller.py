@@ -732,8 +732,8 @@ class JobSetController:
                     JOBS, name, {"status": {"startTime": None}}, ns, subresource="status"
                 )
                 rv = (out.get("metadata") or {}).get("resourceVersion")
-                if rv and "metadata" in patch:
-                    patch = {**patch, "metadata": {"resourceVersion": rv}}
+                if rv and "resourceVersion" in (patch.get("metadata") or {}):
+                    patch = {**patch, "metadata": {**patch["metadata"], "resourceVersion": rv}}
             if r.resources:
                 await self.client.patch(JOBS, name, patch, ns, patch_type="strategic")
             else:

@@ -24,7 +24,10 @@ The pass, in upstream's order:
 6. Failed Jobs: failure policy. Stop. Succeeded Jobs: success policy (Completed). Stop.
 7. Headless Service, PVCs, elastic scaling, missing Jobs (dependsOn, InOrder,
    BlockingRecreate), then suspend or resume.
-8. InPlaceRestart (gate on): the attempts of the JobSet's pods move
+8. ExecutionAttemptsTracking (gate on): `status.executionAttempts` starts, grows on a
+   resume and on a JobSet-wide restart, and is stamped on created and resumed Jobs
+   (`execution_attempts`).
+9. InPlaceRestart (gate on): the attempts of the JobSet's pods move
    `currentInPlaceRestartAttempt` / `previousInPlaceRestartAttempt` (`in_place_restart`).
 """
 
@@ -48,6 +51,11 @@ from jobset.controllers.classify import (
     statuses_equal,
 )
 from jobset.controllers.conditions import Event, StatusUpdate
+from jobset.controllers.execution_attempts import (
+    attempt_for_pass,
+    record_restart,
+    record_running,
+)
 from jobset.controllers.in_place_restart import (
     InPlaceOutcome,
     is_in_place_restart,
@@ -176,6 +184,7 @@ def plan(inp: PlanInput) -> Plan:
     # view, not a deep copy (sharing what the defaults leave alone): the pass only reads it.
     js: dict[str, Any] = dict(defaulted_view(raw))
     restart_job = feature_enabled(inp.features, c.FEATURE_RESTART_JOB)
+    tracking = feature_enabled(inp.features, c.FEATURE_EXECUTION_ATTEMPTS_TRACKING)
     update = StatusUpdate.of(js, inp.now)
     out = Plan()
 
@@ -209,6 +218,8 @@ def plan(inp: PlanInput) -> Plan:
 
     if children.failed:
         out.failure = execute_failure_policy(js, children, update, restart_job=restart_job)
+        if tracking:
+            record_restart(update)
         if out.failure.failed:
             out.finished = c.TERMINAL_STATE_FAILED
         return _finish(out, update)
@@ -218,6 +229,26 @@ def plan(inp: PlanInput) -> Plan:
         out.finished = c.TERMINAL_STATE_COMPLETED
         return _finish(out, update)
 
+    _plan_supporting(js, children, inp, out)
+    attempt = attempt_for_pass(update, suspended=suspended) if tracking else None
+    _plan_creation(js, children, statuses, update, out, restart_job, inp.awaited_jobs, attempt)
+    if suspended:
+        out.suspend_jobs = [j for j in children.active if not (j.get("spec") or {}).get("suspend")]
+        update.set_suspended()
+    else:
+        resources = feature_enabled(inp.features, c.FEATURE_MUTABLE_POD_RESOURCES)
+        _plan_resume(js, children, statuses, update, out, resources=resources, attempt=attempt)
+        if attempt is not None:
+            record_running(update, attempt)
+    if is_in_place_restart(js) and feature_enabled(inp.features, c.FEATURE_IN_PLACE_RESTART):
+        out.in_place = reconcile_in_place_restart(js, inp.pods, update)
+        if out.in_place.failed:
+            out.finished = c.TERMINAL_STATE_FAILED
+    return _finish(out, update)
+
+
+def _plan_supporting(js: Mapping[str, Any], children: Children, inp: PlanInput, out: Plan) -> None:
+    """The headless Service, the PVCs and (ElasticJobSet) scaled Jobs the pass needs."""
     if wants_headless_service(js) and not inp.service_exists:
         out.create_service = headless_service(js)
     out.create_pvcs = [
@@ -227,19 +258,6 @@ def plan(inp: PlanInput) -> Plan:
     ]
     if feature_enabled(inp.features, c.FEATURE_ELASTIC_JOBSET):
         out.scale_jobs = _scaling(js, children.active)
-
-    _plan_creation(js, children, statuses, update, out, restart_job, inp.awaited_jobs)
-    if suspended:
-        out.suspend_jobs = [j for j in children.active if not (j.get("spec") or {}).get("suspend")]
-        update.set_suspended()
-    else:
-        resources = feature_enabled(inp.features, c.FEATURE_MUTABLE_POD_RESOURCES)
-        _plan_resume(js, children, statuses, update, out, resources=resources)
-    if is_in_place_restart(js) and feature_enabled(inp.features, c.FEATURE_IN_PLACE_RESTART):
-        out.in_place = reconcile_in_place_restart(js, inp.pods, update)
-        if out.in_place.failed:
-            out.finished = c.TERMINAL_STATE_FAILED
-    return _finish(out, update)
 
 
 def _finish(out: Plan, update: StatusUpdate) -> Plan:
@@ -258,13 +276,14 @@ def _plan_creation(
     out: Plan,
     restart_job: bool,
     awaited: frozenset[str] = frozenset(),
+    attempt: int | None = None,
 ) -> None:
     """Missing Jobs, ReplicatedJob by ReplicatedJob (upstream `reconcileReplicatedJobs`)."""
     suspended = is_suspended(js)
     ordered = startup.in_order(js) and not suspended
     # Parsed once for every ReplicatedJob: O(Jobs that exist), whatever `replicas` says.
     existing = indices_of(name_of(js), children.all(), awaited)
-    out.create_jobs = PendingJobs(js, restart_job=restart_job)
+    out.create_jobs = PendingJobs(js, restart_job=restart_job, execution_attempt=attempt)
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         if not startup.dependencies_reached(js, rjob, statuses):
             continue
@@ -288,9 +307,11 @@ def _plan_resume(
     out: Plan,
     *,
     resources: bool = False,
+    attempt: int | None = None,
 ) -> None:
     """Unsuspend suspended Jobs (upstream `resumeJobsIfNecessary`); with `resources`
-    (KEP-1150's gate) their container resources become the template's."""
+    (KEP-1150's gate) their container resources become the template's; with `attempt`
+    (KEP-1282's gate) they carry that execution attempt."""
     ordered = startup.in_order(js)
     suspended: dict[str, list[Job]] = {}  # by ReplicatedJob: the only Jobs a resume patches
     for job in children.active:
@@ -304,7 +325,7 @@ def _plan_resume(
         if ordered and startup.all_replicas_started(rjob, startup.find_status(statuses, name)):
             continue
         for job in suspended.get(name, []):
-            patch = resume_patch(job, rjob, resources=resources)
+            patch = resume_patch(job, rjob, resources=resources, execution_attempt=attempt)
             pod = patch.get("spec", {}).get("template", {}).get("spec", {})
             out.resume_jobs.append(
                 Resume(

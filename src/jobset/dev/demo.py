@@ -10,18 +10,25 @@ Starts `jobset dev` (with TPU node pools, as examples/tpu-multislice.yaml asks),
 
 and shows their progress in a table refreshed every second (phase, ready / succeeded /
 failed Jobs per ReplicatedJob, restarts, the node pool each Job landed in), then each
-one's final state against the outcome its header promises, and how to use the cluster
-with kubectl.
+one's final state against the outcome its header promises. For an example whose outcome
+names log lines (`log=`), it follows every pod's log as the pods come and go
+(`podlogs.py`) and prints what tells the run: the failure, each restart attempt, the lines
+the outcome names (jax-train's `resumed-from-step=N`), from the pods' own output.
 
 `python -m jobset.dev.demo NAME...` runs other examples instead (`make demo-train`: the
 real JAX training run of examples/jax-train/), each NAME a file or directory in examples/.
 
-Interactive (stdin and stdout are terminals) it keeps the cluster running until Ctrl-C.
-With `JOBSET_DEMO_EXIT=1`, or when stdin is not a terminal (CI), it prints plain text,
-stops the cluster and exits: 0 when every example reached its expected state.
+Interactive (stdin and stdout are terminals) it keeps the cluster running until Ctrl-C
+and says how to use it with kubectl. With `JOBSET_DEMO_EXIT=1`, or when stdin is not a
+terminal (CI), it prints plain text, stops the cluster and exits: 0 when every example
+reached its expected state.
+
+Its files (the kubeconfig, the followed logs) go to a temporary directory removed when it
+exits, or to `JOBSET_DEMO_DIR`, which is left as it is.
 
 Environment: `JOBSET_DEMO_TIME_SCALE` (default 0.25: a simulated minute takes 15 s),
-`JOBSET_DEMO_TIMEOUT` (seconds, default 300), `JOBSET_DEMO_DIR` (where the kubeconfig goes).
+`JOBSET_DEMO_TIMEOUT` (seconds, default 300), `JOBSET_DEMO_DIR`, `JOBSET_DEMO_COMMAND` (how
+the closing message names the command that ran the demo; the Makefile sets it).
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from jobset.dev.examplekit import (
     start_dev,
     unmet,
 )
+from jobset.dev.podlogs import PodLog, PodLogKeeper, story
 from kubesim.process import SimProcess
 
 DEMO_EXAMPLES: Final = (
@@ -275,22 +283,33 @@ def _load(names: Sequence[str]) -> list[Example]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    names = list(sys.argv[1:] if argv is None else argv) or list(DEMO_EXAMPLES)
-    interactive = sys.stdin.isatty() and not os.environ.get("JOBSET_DEMO_EXIT")
-    out = sys.stdout
-    display = Display(out, live=out.isatty() and os.environ.get("TERM") != "dumb")
+    args = list(sys.argv[1:] if argv is None else argv)
     if shutil.which("kubectl") is None:
         print("kubectl is not on PATH; the demo needs it to talk to the cluster", file=sys.stderr)
         return 1
     try:
-        examples = _load(names)
+        examples = _load(args or list(DEMO_EXAMPLES))
     except (OSError, ValueError) as exc:
         print(f"cannot read the examples in {EXAMPLES_DIR}: {exc}", file=sys.stderr)
         return 1
+    command = os.environ.get("JOBSET_DEMO_COMMAND") or shlex.join(
+        ["python", "-m", "jobset.dev.demo", *args]
+    )
+    given = os.environ.get("JOBSET_DEMO_DIR")
+    if given:
+        Path(given).mkdir(parents=True, exist_ok=True)
+        return _demo(examples, Path(given), command)
+    with tempfile.TemporaryDirectory(prefix="jobset-demo-") as workdir:
+        return _demo(examples, Path(workdir), command)
+
+
+def _demo(examples: Sequence[Example], workdir: Path, command: str) -> int:
+    """Run the demo with its files in `workdir`."""
+    interactive = sys.stdin.isatty() and not os.environ.get("JOBSET_DEMO_EXIT")
+    out = sys.stdout
+    display = Display(out, live=out.isatty() and os.environ.get("TERM") != "dumb")
     time_scale = os.environ.get("JOBSET_DEMO_TIME_SCALE", "0.25")
     timeout = float(os.environ.get("JOBSET_DEMO_TIMEOUT", "300"))
-    workdir = Path(os.environ.get("JOBSET_DEMO_DIR") or tempfile.mkdtemp(prefix="jobset-demo-"))
-    workdir.mkdir(parents=True, exist_ok=True)
     # The examples' own flags: the TPU node pools tpu-multislice.yaml asks for.
     flags = [*(f for e in examples for f in e.dev_flags), "--time-scale", time_scale]
     display.message(
@@ -302,31 +321,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RuntimeError as exc:
         print(exc, file=sys.stderr)
         return 1
+    run = _Run(dev, examples, display, interactive, command)
+    logged = [e.name for e in examples if e.expect.logs]
+    keeper = PodLogKeeper(dev.kubeconfig, NAMESPACE, logged, workdir / "logs")
     try:
-        return _run(dev, examples, display, timeout, interactive)
+        return run(keeper, timeout)
     except KeyboardInterrupt:
         return 130
     finally:
+        keeper.stop()
         dev.stop()
 
 
-def _run(
-    dev: SimProcess,
-    examples: Sequence[Example],
-    display: Display,
-    timeout: float,
-    interactive: bool,
-) -> int:
-    nodes = _announce_cluster(dev, display)
-    submit = _Submitter(dev.kubeconfig, display)
-    if not submit(examples[0]):
-        return 1
-    snap, submitted_all = _watch(dev, examples, nodes, display, timeout, submit)
-    if not submitted_all:
-        return 1
-    display.done()
-    ok = _final_report(dev, examples, snap, nodes, display)
-    return _finish(dev, display, interactive, ok)
+@dataclass
+class _Run:
+    """One demo run against a started cluster."""
+
+    dev: SimProcess
+    examples: Sequence[Example]
+    display: Display
+    interactive: bool
+    command: str  # what ran the demo, for the closing message
+
+    def __call__(self, keeper: PodLogKeeper, timeout: float) -> int:
+        dev, examples, display = self.dev, self.examples, self.display
+        nodes = _announce_cluster(dev, display)
+        submit = _Submitter(dev.kubeconfig, display)
+        if not submit(examples[0]):
+            return 1
+        snap, submitted_all = _watch(dev, examples, nodes, display, timeout, submit, keeper)
+        if not submitted_all:
+            return 1
+        display.done()
+        ok = _final_report(dev, examples, snap, nodes, display)
+        _tell_logs(examples, keeper.stop(), display)
+        return _finish(dev, examples, display, ok, self.command if not self.interactive else None)
 
 
 def _announce_cluster(dev: SimProcess, display: Display) -> list[dict[str, Any]]:
@@ -373,6 +402,7 @@ def _watch(
     display: Display,
     timeout: float,
     submit: _Submitter,
+    keeper: PodLogKeeper,
 ) -> tuple[Snapshot | None, bool]:
     """Show the table every second, submitting the other examples once the first one's
     leaders are placed, until every example met its expectation (or settled) or `timeout`.
@@ -385,6 +415,7 @@ def _watch(
         tick = time.monotonic()
         snap = snapshot(dev, [e.name for e in examples if e.expect.logs]) or snap
         if snap is not None:
+            keeper.update(snap.of_kind("Pod"))
             waiting = [e for e in examples if e.name not in submit.submitted]
             if waiting and (
                 _leaders_placed(snap, examples[0].name)
@@ -424,9 +455,30 @@ def _rows(
     return rows
 
 
-def _finish(dev: SimProcess, display: Display, interactive: bool, ok: bool) -> int:
-    """Keep the cluster for an interactive user until Ctrl-C; else say it stopped."""
-    if interactive:
+def _tell_logs(examples: Sequence[Example], logs: Sequence[PodLog], display: Display) -> None:
+    """What the pods of the examples whose outcome names log lines printed, kept by the
+    demo as the pods came and went (a restart deletes the failed attempt's pods)."""
+    for example in examples:
+        mine = [log for log in logs if log.jobset == example.name]
+        if not example.expect.logs or not mine:
+            continue
+        display.message(
+            f"\nWhat the pods of {example.name} printed (their logs, kept as the pods came "
+            "and went):\n" + "\n".join(story(mine, example.expect.logs))
+        )
+
+
+def _finish(
+    dev: SimProcess,
+    examples: Sequence[Example],
+    display: Display,
+    ok: bool,
+    command: str | None,
+) -> int:
+    """Interactive (`command` None): say how to use the cluster and keep it until Ctrl-C.
+    Else say it stopped, and what keeps it (`command`, in a terminal)."""
+    if command is None:
+        display.message(_hints(dev, examples))
         display.message(
             "The cluster keeps running: use it from another terminal as above.\n"
             "Press Ctrl-C here to stop it."
@@ -437,7 +489,8 @@ def _finish(dev: SimProcess, display: Display, interactive: bool, ok: bool) -> i
             pass
         return 0
     display.message(
-        "Not interactive: the cluster has been stopped (run `make demo` in a terminal to keep it)."
+        "\nNot interactive: the cluster has been stopped "
+        f"(run `{command}` in a terminal to keep it and use it with kubectl)."
     )
     return 0 if ok else 1
 
@@ -483,12 +536,11 @@ def _final_report(
     display.message("\n".join(lines))
     display.message("\n$ kubectl get jobsets")
     display.message(_kubectl(dev.kubeconfig, "get", "jobsets").stdout.rstrip())
-    display.message(_hints(dev, examples))
     return ok
 
 
 def _hints(dev: SimProcess, examples: Sequence[Example]) -> str:
-    """What to try next with kubectl, for the examples that ran."""
+    """What to try next with kubectl on the running cluster, for the examples that ran."""
     first = examples[0].name
     lines = [
         "\nPoke at the cluster with kubectl:",

@@ -37,6 +37,10 @@ for machines (one per key, `# key: value`):
     ``$TRAIN_BIN`` for the ``bin`` directory of a virtual environment holding the training
     examples' requirements (`train_bin`).
 
+Indented header lines starting with a command (`#   kubectl get jobsets`, continued by a
+trailing backslash) are the commands the example tells people to run
+(`comment_commands`); the example tests run every one of them against `jobset dev`.
+
 An example is a file `examples/<name>.yaml`, or a directory `examples/<name>/` whose
 `jobset.yaml` carries the header; a directory with a `kustomization.yaml` is applied with
 ``kubectl apply -k`` (its ConfigMaps generated from the files beside it).
@@ -70,6 +74,7 @@ __all__ = [
     "Expectation",
     "JobPlacement",
     "Observed",
+    "comment_commands",
     "job_placements",
     "jobset_bin",
     "load_example",
@@ -86,6 +91,11 @@ __all__ = [
 STATES: Final = ("Completed", "Failed", "Suspended", "deleted")
 EXAMPLE_FILE: Final = "jobset.yaml"  # the manifest of a directory example
 KUSTOMIZATION: Final = "kustomization.yaml"
+# The programs a comment line names when it is a command to run (`comment_commands`).
+COMMAND_WORDS: Final = frozenset(
+    {"kubectl", "jobset", "make", "export", "python", "python3", "pip", "docker", "helm", "curl"}
+)
+_COMMAND_LINE: Final = re.compile(r"#\s{2,}(\S+)")
 TRAIN_VENV: Final = ".venv-train"
 SERVER_SIDE_APPLY_BYTES: Final = 200_000  # client-side apply keeps a copy in an annotation
 
@@ -202,6 +212,7 @@ class Example:
     dev_flags: tuple[str, ...] = ()
     then_run: tuple[str, ...] = ()  # kubectl arguments
     then_expect: Expectation | None = None
+    commands: tuple[str, ...] = ()  # the header's commands (`comment_commands`)
 
     @property
     def manifest(self) -> str:
@@ -229,6 +240,32 @@ class Example:
         if self.path.stat().st_size > SERVER_SIDE_APPLY_BYTES:
             args.insert(1, "--server-side")
         return args
+
+
+def comment_commands(text: str) -> list[str]:
+    """The commands in the leading comment block of `text`: lines indented by at least two
+    spaces after `#` whose first word is in `COMMAND_WORDS`, with lines ending in a
+    backslash joined to the next, as a shell reads them."""
+    out: list[str] = []
+    pending: str | None = None
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        if pending is not None:
+            pending += " " + line[1:].strip()
+        else:
+            found = _COMMAND_LINE.match(line)
+            if found is None or found.group(1) not in COMMAND_WORDS:
+                continue
+            pending = line[1:].strip()
+        if pending.endswith("\\"):
+            pending = pending[:-1].rstrip()
+            continue
+        out.append(pending)
+        pending = None
+    if pending is not None:
+        out.append(pending)
+    return out
 
 
 def jobset_bin() -> str:
@@ -291,6 +328,7 @@ def load_example(path: Path) -> Example:
         dev_flags=_flags(header.get("jobset-dev-flags", "")),
         then_run=then_run,
         then_expect=parse_expectation(header["then-expect"]) if "then-expect" in header else None,
+        commands=tuple(comment_commands(text)),
     )
 
 

@@ -40,7 +40,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 import orjson
@@ -48,6 +48,21 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from jobset import __version__
+from jobset.runtime.apitypes import (
+    CONFIGMAPS,
+    EVENTS,
+    JOBS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    PVCS,
+    SECRETS,
+    SERVICES,
+    ApiError,
+    Object,
+    Resource,
+)
 from jobset.runtime.logging import get_logger
 from jobset.runtime.metrics import RuntimeMetrics
 from jobset.runtime.ratelimit import FairTokenBucket
@@ -73,8 +88,6 @@ __all__ = [
     "env_proxy_for",
 ]
 
-Object = dict[str, Any]
-
 USER_AGENT: Final = (
     f"jobset-controller/{__version__} ({sys.platform}/{platform.machine()}) "
     f"python/{platform.python_version()} kubernetes_asyncio"
@@ -88,95 +101,6 @@ JSON_ACCEPT: Final = "application/json"
 METADATA_ACCEPT: Final = (
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Resource:
-    """One API resource: where it lives on the server. Hashable, so usable as a dict key."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str = ""
-    ) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{quote(name, safe='')}"
-        if subresource:
-            base += f"/{subresource}"
-        return base
-
-    def __str__(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-
-CONFIGMAPS: Final = Resource("", "v1", "configmaps", "ConfigMap")
-SECRETS: Final = Resource("", "v1", "secrets", "Secret")
-PODS: Final = Resource("", "v1", "pods", "Pod")
-EVENTS: Final = Resource("", "v1", "events", "Event")
-NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-JOBS: Final = Resource("batch", "v1", "jobs", "Job")
-LEASES: Final = Resource("coordination.k8s.io", "v1", "leases", "Lease")
-SERVICES: Final = Resource("", "v1", "services", "Service")
-PVCS: Final = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
-NODES: Final = Resource("", "v1", "nodes", "Node", namespaced=False)
-
-
-class ApiError(Exception):
-    """A non-2xx answer, with the server's `Status` when it sent one."""
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        body: Object | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(f"{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body
-        self.retry_after = retry_after
-
-    @property
-    def not_found(self) -> bool:
-        return self.status == 404
-
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409 and self.reason != "AlreadyExists"
-
-    @property
-    def already_exists(self) -> bool:
-        return self.status == 409 and self.reason == "AlreadyExists"
-
-    @property
-    def gone(self) -> bool:
-        """410: the resourceVersion is too old (`Expired` or `Gone`); relist."""
-        return self.status == 410
-
-    @classmethod
-    def from_status(cls, code: int, status: Object, retry_after: float | None = None) -> ApiError:
-        return cls(
-            int(status.get("code") or code),
-            str(status.get("reason") or ""),
-            str(status.get("message") or ""),
-            status,
-            retry_after,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -664,6 +588,22 @@ class Client:
 
         try:
             yield events()
+        finally:
+            resp.close()
+
+    @asynccontextmanager
+    async def stream(
+        self, path: str, *, query: Sequence[tuple[str, str]] = ()
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """A GET read as it arrives (a pod's log with `follow=true`): yields an async
+        iterator of the body's chunks, ending with the answer. The request is retried like
+        a GET until an answer starts; no read timeout, as a quiet log is no dead server."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=None)
+        resp = await self._send(
+            "GET", path, query=query, request_timeout=timeout, accept="*/*", verb="GET"
+        )
+        try:
+            yield resp.content.iter_any()
         finally:
             resp.close()
 

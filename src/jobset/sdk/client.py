@@ -15,26 +15,19 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobset.api import constants as c
 from jobset.resources import JOBSETS
-from jobset.runtime.client import (
-    EVENTS,
-    JOBS,
-    NODES,
-    PODS,
-    ApiError,
-    Client,
-    Object,
-    Resource,
-    RetryPolicy,
-)
+from jobset.runtime.apitypes import EVENTS, JOBS, NODES, PODS, ApiError, Object, Resource
 from jobset.sdk.kubeconfig import kubeconfig_namespace, load_merged
 from jobset.sdk.models import JobSet
-from jobset.sdk.validation import check
+
+if TYPE_CHECKING:
+    from jobset.runtime.client import Client
+    from jobset.sdk.quickclient import QuickClient
 
 __all__ = [
     "FINISHED",
@@ -97,7 +90,11 @@ class JobSetClient:
     """JobSets in one cluster. `async with await JobSetClient.connect(...) as jobsets:`."""
 
     def __init__(
-        self, client: Client, namespace: str = "default", *, request_timeout: float | None = None
+        self,
+        client: Client | QuickClient,
+        namespace: str = "default",
+        *,
+        request_timeout: float | None = None,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -121,6 +118,7 @@ class JobSetClient:
         burst: int = 100,
         max_retries: int = 3,
         request_timeout: float | None = None,
+        read_only: bool = False,
     ) -> JobSetClient:
         """From a kubeconfig (else $KUBECONFIG, ~/.kube/config, in-cluster).
 
@@ -129,7 +127,22 @@ class JobSetClient:
         `namespace`, else the context's, else `default`. Few retries by default: an
         interactive user prefers an error to a minute of backoff. `request_timeout`:
         seconds for each request (0: no limit), as kubectl's --request-timeout.
+
+        `read_only`: the caller only gets and lists (no watch), over the quick connection of
+        `jobset.sdk.quickclient` when the kubeconfig allows it: no rate limit and no retries,
+        and none of the full client's start-up cost.
         """
+        namespace = namespace or kubeconfig_namespace(kubeconfig, context)
+        if read_only:
+            from jobset.sdk.quickclient import QuickClient, quick_config
+
+            quick = quick_config(kubeconfig, context)
+            if quick is not None:
+                return cls(
+                    QuickClient(quick, _user_agent()), namespace, request_timeout=request_timeout
+                )
+        from jobset.runtime.client import Client, RetryPolicy
+
         merged = load_merged(kubeconfig)
         client = await Client.connect(
             kubeconfig,
@@ -138,11 +151,15 @@ class JobSetClient:
             burst=burst,
             retry=RetryPolicy(max_retries=max_retries, max_backoff=2.0),
         )
-        return cls(
-            client,
-            namespace or kubeconfig_namespace(kubeconfig, context),
-            request_timeout=request_timeout,
-        )
+        return cls(client, namespace, request_timeout=request_timeout)
+
+    def _streaming(self) -> Client:
+        """The full client, for watches and writes (a `read_only` connection has none)."""
+        from jobset.sdk.quickclient import QuickClient
+
+        if isinstance(self.client, QuickClient):
+            raise TypeError("this JobSetClient was connected read_only: it only gets and lists")
+        return self.client
 
     async def close(self) -> None:
         await self.client.close()
@@ -166,13 +183,15 @@ class JobSetClient:
         validate: bool = True,
         features: Mapping[str, bool] | None = None,
         dry_run: bool = False,
+        field_validation: str | None = None,
     ) -> JobSet:
         """Create `jobset` (validated client-side first unless `validate=False`).
 
         The namespace is the object's, else `namespace`, else the client's; an object whose
         namespace differs from an explicit `namespace` is refused, as kubectl does.
         `dry_run`: the server admits it (defaulting, webhooks, validation) but stores
-        nothing (`dryRun=All`, kubectl's `--dry-run=server`).
+        nothing (`dryRun=All`, kubectl's `--dry-run=server`). `field_validation`: the API
+        server's `fieldValidation` (`Strict`: an unknown field is an error, as kubectl asks).
         """
         model = jobset if isinstance(jobset, JobSet) else JobSet.from_dict(jobset)
         own = model.namespace
@@ -182,11 +201,16 @@ class JobSetClient:
                 f'namespace "{namespace}"'
             )
         if validate:
+            from jobset.sdk.validation import check
+
             check(model, features=features)
+        query = [("dryRun", "All")] if dry_run else []
+        if field_validation:
+            query.append(("fieldValidation", field_validation))
         created = await self.client.request(
             "POST",
             JOBSETS.path(own or self._ns(namespace)),
-            query=[("dryRun", "All")] if dry_run else [],
+            query=query,
             body=model.to_dict(),
             **self._timeout(),
         )
@@ -297,7 +321,7 @@ class JobSetClient:
                         yield WatchEvent("MODIFIED", js)
                 known, first = current, False
             try:
-                async with self.client.watch(
+                async with self._streaming().watch(
                     JOBSETS,
                     ns,
                     resource_version=rv,
@@ -400,6 +424,30 @@ class JobSetClient:
         ]
         return sorted(owned, key=_child_order)
 
+    @contextlib.asynccontextmanager
+    async def pod_log(
+        self,
+        pod: Mapping[str, Any],
+        container: str,
+        *,
+        follow: bool = False,
+        since_seconds: int | None = None,
+        tail_lines: int | None = None,
+    ) -> AsyncGenerator[AsyncIterator[bytes], None]:
+        """A container's log as it arrives (`kubectl logs`): yields an async iterator of
+        chunks of bytes; with `follow`, until the container ends."""
+        meta = pod.get("metadata") or {}
+        query = [("container", container)]
+        if follow:
+            query.append(("follow", "true"))
+        if since_seconds is not None:
+            query.append(("sinceSeconds", str(since_seconds)))
+        if tail_lines is not None:
+            query.append(("tailLines", str(tail_lines)))
+        path = PODS.path(str(meta.get("namespace") or self.namespace), str(meta.get("name")), "log")
+        async with self._streaming().stream(path, query=query) as chunks:
+            yield chunks
+
     async def events(self, jobset: JobSet, *, children: bool = True) -> builtins.list[Object]:
         """Events about the JobSet (and, with `children`, its Jobs and pods), oldest first."""
         ns = jobset.namespace
@@ -423,6 +471,18 @@ class JobSetClient:
         return {
             str((n.get("metadata") or {}).get("name")): n for n in await self._list_all(NODES, None)
         }
+
+
+def _user_agent() -> str:
+    """`jobset/VERSION (os/arch) python/X.Y.Z`, as kubectl names itself (`os.uname`, not
+    `platform`, which a quick command would load for this alone)."""
+    import os
+    import sys
+
+    from jobset import __version__
+
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"jobset/{__version__} ({sys.platform}/{os.uname().machine}) python/{python}"
 
 
 def _key(obj: Mapping[str, Any]) -> str:

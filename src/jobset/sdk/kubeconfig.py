@@ -27,6 +27,7 @@ import yaml
 __all__ = [
     "DEFAULT_KUBECONFIG",
     "SERVICEACCOUNT_NAMESPACE_FILE",
+    "Entry",
     "Kubeconfig",
     "kubeconfig_files",
     "kubeconfig_namespace",
@@ -37,6 +38,15 @@ DEFAULT_KUBECONFIG: Final = "~/.kube/config"
 SERVICEACCOUNT_NAMESPACE_FILE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A cluster or user of the merged view, with the file it came from (relative paths in
+    it are relative to that file's directory, as client-go resolves them)."""
+
+    value: Mapping[str, Any]
+    source: str
+
+
 @dataclass
 class Kubeconfig:
     """The merged view of the files kubectl would read."""
@@ -44,6 +54,8 @@ class Kubeconfig:
     files: list[str] = field(default_factory=list)
     current_context: str = ""
     contexts: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    clusters: dict[str, Entry] = field(default_factory=dict)
+    users: dict[str, Entry] = field(default_factory=dict)
 
     def context_name(self, override: str | None = None) -> str:
         return override or self.current_context
@@ -73,9 +85,10 @@ def kubeconfig_files(
 
 
 def _load(path: str) -> Mapping[str, Any]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
     try:
         with open(path) as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=loader)
     except (OSError, yaml.YAMLError):
         return {}
     return data if isinstance(data, Mapping) else {}
@@ -95,7 +108,20 @@ def load_merged(kubeconfig: str | None = None, env: Mapping[str, str] | None = N
             if name not in merged.contexts:
                 ctx = entry.get("context")
                 merged.contexts[name] = ctx if isinstance(ctx, Mapping) else {}
+        _merge_entries(merged.clusters, cfg.get("clusters"), "cluster", path)
+        _merge_entries(merged.users, cfg.get("users"), "user", path)
     return merged
+
+
+def _merge_entries(into: dict[str, Entry], entries: Any, key: str, source: str) -> None:
+    """The named `clusters` or `users` of one file, the first file's definition winning."""
+    for entry in entries or []:
+        if not isinstance(entry, Mapping) or not entry.get("name"):
+            continue
+        name = str(entry["name"])
+        value = entry.get(key)
+        if name not in into:
+            into[name] = Entry(value if isinstance(value, Mapping) else {}, source)
 
 
 def _in_cluster_namespace(env: Mapping[str, str]) -> str | None:

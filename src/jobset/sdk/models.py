@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
-
 from jobset.api import constants as c
 from jobset.sdk._model import Model, wire
 
@@ -238,6 +236,7 @@ class JobSetStatus(Model):
     conditions: list[Condition] | None = None
     restarts: int | None = None
     restarts_count_towards_max: int | None = None
+    execution_attempts: int | None = None
     terminal_state: str | None = None
     replicated_jobs_status: list[ReplicatedJobStatus] | None = None
     previous_in_place_restart_attempt: int | None = None
@@ -269,12 +268,16 @@ class JobSet(Model):
     @classmethod
     def from_yaml(cls, text: str) -> JobSet:
         """One YAML document (use `load_all` for several)."""
+        import yaml
+
         data = yaml.safe_load(text)
         if not isinstance(data, dict):
             raise ValueError("a JobSet document must be a YAML mapping")
         return cls.from_dict(data)
 
     def to_yaml(self) -> str:
+        import yaml
+
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     # ------------------------------------------------------------------ shortcuts
@@ -327,6 +330,8 @@ def load_all(text: str) -> list[JobSet]:
 
     Raises ValueError naming the document when one is not a mapping or not a JobSet.
     """
+    import yaml
+
     out: list[JobSet] = []
     for index, doc in enumerate(yaml.safe_load_all(text)):
         if doc is None:
@@ -344,4 +349,6 @@ def load_all(text: str) -> list[JobSet]:
 
 def dump_all(jobsets: Iterable[JobSet]) -> str:
     """Multi-document YAML of `jobsets`, keys in model order."""
+    import yaml
+
     return yaml.safe_dump_all([js.to_dict() for js in jobsets], sort_keys=False)

@@ -10,9 +10,10 @@ from typing import Any, Final, Generic, TypeVar
 
 import structlog
 
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.store import ResourceKey, WatchEvent
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.controllers.workqueue import WorkQueue
 from kubesim.machinery.errors import ApiError
 

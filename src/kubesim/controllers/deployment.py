@@ -30,8 +30,8 @@ import time
 from collections.abc import Iterable
 from typing import Any, Final
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339
 from kubesim.controllers import rollout
 from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key

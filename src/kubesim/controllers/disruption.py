@@ -29,9 +29,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from kubesim.apiserver.apicore import ApiCore, Request
-from kubesim.apiserver.resources import Registry, ResourceType
-from kubesim.apiserver.store import DELETED, ResourceKey, Store, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import Request
+from kubesim.apiserver.core.store import DELETED, ResourceKey, Store, WatchEvent
+from kubesim.apiserver.registry.registry import Registry
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key
 from kubesim.controllers.rollout import IntOrPercentError, pod_ready, scaled_value

@@ -42,9 +42,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubesim.apiserver.admission import PodHost, ServiceUnavailable
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.store import DELETED, ObjectKey, ResourceKey, Store, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import DELETED, ObjectKey, ResourceKey, Store, WatchEvent
+from kubesim.apiserver.core.webhookclient import PodHost, ServiceUnavailable
 from kubesim.controllers.base import PODS, Controller, meta_key
 from kubesim.controllers.endpointslices import MAX_ENDPOINTS_PER_SLICE, ip_sort_key, plan_slices
 from kubesim.controllers.rollout import pod_ready

@@ -41,7 +41,7 @@ from typing import Any, Final
 
 import structlog
 
-from kubesim.apiserver.apicore import ApiCore
+from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.clock import now_rfc3339
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait

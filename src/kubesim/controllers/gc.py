@@ -17,8 +17,9 @@ from typing import Any
 
 import structlog
 
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait
 

@@ -55,9 +55,10 @@ from typing import Any, Final
 
 import structlog
 
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.jobplan import JobPlanner, Memory, Outcome, StatusUpdate
 from kubesim.controllers.jobpolicy import (

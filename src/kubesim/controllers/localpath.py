@@ -27,8 +27,8 @@ from typing import Any, Final
 
 import structlog
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.store import ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import ResourceKey, WatchEvent
 from kubesim.controllers.base import Controller
 from kubesim.controllers.events import NO_EVENTS, EventSink
 from kubesim.controllers.pvmatch import (

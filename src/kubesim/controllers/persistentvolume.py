@@ -25,8 +25,8 @@ from typing import Any, Final
 
 import structlog
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339
 from kubesim.controllers.base import Controller
 from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.hooks import MutatingHook
-from kubesim.apiserver.store import ResourceKey, WatchEvent
+from kubesim.apiserver.core.hooks import MutatingHook
+from kubesim.apiserver.core.store import ResourceKey, WatchEvent
 from kubesim.controllers.base import Controller
 from kubesim.controllers.scheduler.volumebinding import claim_names
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.apicore import ApiCore, Request
-    from kubesim.apiserver.resources import ResourceType
+    from kubesim.apiserver.core.request import Request
+    from kubesim.apiserver.registry.resourcetype import ResourceType
 
 __all__ = ["PVC_PROTECTION", "PV_PROTECTION", "ProtectionController", "ProtectionHook"]
 
@@ -116,9 +116,3 @@ class ProtectionController(Controller[Key]):
         new = {**obj, "metadata": {**meta, "finalizers": finalizers}}
         rt = self.rt("", plural)
         await self.core.update(rt, str(meta.get("namespace") or ""), meta["name"], new, self.req())
-
-
-def install(core: ApiCore) -> ProtectionController:
-    """Add the admission plugin to `core` and return the controller that goes with it."""
-    core.hooks.append(ProtectionHook())
-    return ProtectionController(core)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.storage import storage_bytes
+from kubesim.apiserver.registry.core.persistentvolumeclaim import storage_bytes
 from kubesim.controllers.scheduler.affinity import node_term_matches
 from kubesim.machinery.selectors.labels import LabelSelector
 

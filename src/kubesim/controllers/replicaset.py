@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.clock import now_rfc3339
 from kubesim.controllers import rollout
 from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.controllers.base import Controller
 from kubesim.machinery.errors import ApiError
 

@@ -12,7 +12,7 @@ network's gateway with `--run-image`, a loopback address with `--dns-address`).
 
 from __future__ import annotations
 
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.store import Store
 from kubesim.dns.feed import ClusterRecords
 from kubesim.dns.records import ApiEndpoint
 from kubesim.dns.server import DnsServer

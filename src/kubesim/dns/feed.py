@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.store import DELETED, ObjectKey, ResourceKey, Store, WatchEvent
+from kubesim.apiserver.core.store import DELETED, ObjectKey, ResourceKey, Store, WatchEvent
 from kubesim.dns import records
 from kubesim.dns.records import NS, A, ApiEndpoint, fqdn
 from kubesim.dns.table import RecordTable

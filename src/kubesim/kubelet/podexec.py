@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.podstreams import ExecProcess, StreamError
+from kubesim.apiserver.http.podstreams import ExecProcess, StreamError
 from kubesim.kubelet import network
 from kubesim.kubelet.processes import DEFAULT_PATH
 

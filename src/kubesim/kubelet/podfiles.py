@@ -11,7 +11,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kubesim.apiserver.poddns import MAX_NAMESERVERS, MAX_SEARCH_CHARS, MAX_SEARCH_PATHS
+from kubesim.apiserver.registry.core.poddns import (
+    MAX_NAMESERVERS,
+    MAX_SEARCH_CHARS,
+    MAX_SEARCH_PATHS,
+)
 
 __all__ = [
     "MAX_NAMESERVERS",

@@ -53,7 +53,7 @@ import structlog
 from aiohttp import web
 
 from kubesim.apiserver import reviews
-from kubesim.apiserver.store import DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.controllers.endpoints import simulated_pod_host
 from kubesim.images.types import ImageLookup, ImageRecord
 from kubesim.kubelet import (
@@ -82,8 +82,8 @@ from kubesim.kubelet.volumes import (
 from kubesim.programs import Program
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.apicore import ApiCore
-    from kubesim.apiserver.server import ApiHttpServer
+    from kubesim.apiserver.core.apicore import ApiCore
+    from kubesim.apiserver.http.auth import IssuedToken
 
 __all__ = [
     "NOT_YET",
@@ -205,13 +205,14 @@ class ProcessRuntime:
     def __init__(
         self,
         core: ApiCore,
-        http: ApiHttpServer,
+        sa_tokens: dict[str, IssuedToken],
         run_images: Mapping[str, Path | str],
         cluster_domain: str = "cluster.local",
         images: ImageLookup | None = None,
     ) -> None:
         self.core = core
-        self.http = http
+        # The API server's issued ServiceAccount tokens: the pods' projected tokens join them.
+        self.sa_tokens = sa_tokens
         # The cluster's DNS domain (`--cluster-domain`): pods' search path and FQDNs.
         self.cluster_domain = cluster_domain
         self.images = {image_repository(k): Path(v) for k, v in run_images.items()}
@@ -608,7 +609,7 @@ class ProcessRuntime:
         self, sandbox: Sandbox, namespace: str, account: str, audience: str, seconds: int
     ) -> str:
         """A ServiceAccount token for the pod, re-issued once 80% of its life has passed."""
-        from kubesim.apiserver.server import IssuedToken
+        from kubesim.apiserver.http.auth import IssuedToken
 
         cached = sandbox.tokens.get((audience, seconds))
         now = time.time()
@@ -621,7 +622,7 @@ class ProcessRuntime:
         audiences = (audience,) if audience else tuple(reviews.API_AUDIENCES)
         # Bound to the pod, as the kubelet's projected tokens are: the pod's name and uid
         # reach admission as userInfo.extra (the in-place restart agent's policy reads them).
-        self.http.sa_tokens[token] = IssuedToken(
+        self.sa_tokens[token] = IssuedToken(
             namespace,
             account,
             str(sa["metadata"].get("uid") or ""),
@@ -985,7 +986,7 @@ class ProcessRuntime:
         if remove_dir:
             self._sandboxes.pop(uid, None)
             for token, _ in sandbox.tokens.values():
-                self.http.sa_tokens.pop(token, None)
+                self.sa_tokens.pop(token, None)
             try:  # never through a subPath bind that an instance's release has not undone
                 await asyncio.to_thread(release_bundle, sandbox.directory)
             except OSError as exc:

@@ -1,13 +1,16 @@
 """A `jobset sim --sim-level none` with the JobSet CRD (no controller: tests write JobSet
-status through `/status` themselves), a pods-level one (`sim_pods`), and the user commands run
-as a real process."""
+status through `/status` themselves), a pods-level one (`sim_pods`), `jobset dev` (`dev`: the
+real controller), and the user commands run as a real process."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +93,52 @@ def cli(sim_none: SimProcess, namespace: str) -> Cli:
 @pytest.fixture
 async def sdk(sim_none: SimProcess, namespace: str) -> AsyncIterator[JobSetClient]:
     client = await JobSetClient.connect(str(sim_none.kubeconfig), namespace=namespace)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """`jobset dev` (sim + CRD + controller) on a free port; yields its kubeconfig."""
+    kubeconfig = tmp_path_factory.mktemp("dev") / "kubeconfig"
+    cmd = [
+        sys.executable, "-m", "jobset.cli", "dev", "--port", "0", "--kubeconfig", str(kubeconfig),
+        "--time-scale", "0.02", "--nodes", "pools=4x2,label=cloud.google.com/gke-nodepool",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    output: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        output.append(line)
+        if "ready" in line:
+            break
+    else:
+        proc.kill()
+    if proc.poll() is not None:
+        raise RuntimeError("jobset dev did not start:\n" + "".join(output))
+
+    def drain() -> None:
+        output.extend(proc.stdout or [])
+
+    threading.Thread(target=drain, daemon=True).start()
+    yield kubeconfig
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+async def dev_sdk(dev: Path) -> AsyncIterator[JobSetClient]:
+    client = await JobSetClient.connect(str(dev), namespace="default")
     try:
         yield client
     finally:

@@ -114,12 +114,35 @@ def test_empty_namespace_and_unreachable_server(cli: Cli, tmp_path: object) -> N
 
 
 def test_submit_validates_every_document_before_creating_any(cli: Cli) -> None:
-    bad = LW.replace("name: lw", "name: " + "x" * 60, 1)
-    res = cli.run("submit", "-", input=MS + "---\n" + bad)
+    # The middle one of three is refused by the CRD schema: the server's dry run sees it
+    # before anything is created, and --dry-run=client words it the same way.
+    head, tail = LW.replace("name: lw", "name: neg", 1).rsplit("replicas: 1", 1)
+    neg = head + "replicas: -1" + tail
+    text = MS + "---\n" + neg + "---\n" + LW
+    refusal = (
+        'Error: JobSet.jobset.x-k8s.io "neg" is invalid: spec.replicatedJobs[1].replicas: '
+        "Invalid value: -1: spec.replicatedJobs[1].replicas in body should be greater than or "
+        "equal to 0\n"
+    )
+    for dry_run in ([], ["--dry-run=client"]):
+        res = cli.run("submit", "-", *dry_run, input=text)
+        assert res.returncode == 1, res.stdout
+        assert res.stderr == refusal and res.stdout == ""
+        for name in ("ms", "neg", "lw"):
+            assert cli.run("get", name).returncode == 1  # nothing was created
+    # A typo is an unknown field: refused here as the server refuses it under Strict.
+    typo = MS.replace("replicas:", "replcas:", 1)
+    res = cli.run("submit", "-", "--dry-run=client", input=typo)
+    assert res.returncode == 1
+    assert res.stderr == (
+        'Error: strict decoding error: unknown field "spec.replicatedJobs[0].replcas"\n'
+    )
+    # The webhook's own rules, here (the cluster of this test runs no webhook).
+    long = LW.replace("name: lw", "name: " + "x" * 60, 1)
+    res = cli.run("submit", "-", "--dry-run=client", input=MS + "---\n" + long)
     assert res.returncode == 1
     assert "spec.replicatedJobs[0].name: Invalid value" in res.stderr
     assert res.stderr.startswith('Error: JobSet.jobset.x-k8s.io "xxxx')
-    assert cli.run("get", "ms").returncode == 1  # nothing was created
     res = cli.run("submit", "-", input="apiVersion: v1\nkind: ConfigMap\n")
     assert res.returncode == 1 and "expected apiVersion jobset.x-k8s.io/v1alpha2" in res.stderr
     res = cli.run("submit", "-", "--dry-run", input=MS)

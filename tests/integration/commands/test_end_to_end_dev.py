@@ -3,12 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,52 +12,6 @@ from jobset.sdk import JobSetClient, JobSetFailed, container, leader_workers, mu
 from jobset.sdk.builders import JobSetBuilder
 
 from .conftest import Cli
-
-
-@pytest.fixture(scope="module")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """`jobset dev` (sim + CRD + controller) on a free port; yields its kubeconfig."""
-    kubeconfig = tmp_path_factory.mktemp("dev") / "kubeconfig"
-    cmd = [
-        sys.executable, "-m", "jobset.cli", "dev", "--port", "0", "--kubeconfig", str(kubeconfig),
-        "--time-scale", "0.02", "--nodes", "pools=4x2,label=cloud.google.com/gke-nodepool",
-    ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    output: list[str] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line and proc.poll() is not None:
-            break
-        output.append(line)
-        if "ready" in line:
-            break
-    else:
-        proc.kill()
-    if proc.poll() is not None:
-        raise RuntimeError("jobset dev did not start:\n" + "".join(output))
-
-    def drain() -> None:
-        output.extend(proc.stdout or [])
-
-    threading.Thread(target=drain, daemon=True).start()
-    yield kubeconfig
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-@pytest.fixture
-async def dev_sdk(dev: Path) -> AsyncIterator[JobSetClient]:
-    client = await JobSetClient.connect(str(dev), namespace="default")
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def test_sdk_submits_and_waits_for_completion(dev_sdk: JobSetClient) -> None:

@@ -83,6 +83,11 @@ def test_plugin_commands_and_flags(sim_none: SimProcess, namespace: str, tmp_pat
         kubectl(kc, "jobset", "get", "lw", *ns, "-o", "json", "--request-timeout=10s").stdout
     )
     assert one["metadata"]["name"] == "lw"
+    # logs, flags before it too (this cluster runs no pods: nothing to print).
+    res = kubectl(kc, "jobset", *ns, "logs", "lw", "--replicated-job", "workers")
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    res = kubectl(kc, "jobset", "logs", "nope", *ns)
+    assert res.returncode == 1 and '"nope" not found' in res.stderr, res.stderr
     # delete: --dry-run keeps it, -f deletes what a file names, --ignore-not-found, --all.
     res = kubectl(kc, "jobset", "delete", "lw", *ns, "--dry-run=server")
     assert res.stdout == 'jobset.jobset.x-k8s.io "lw" deleted (server dry run)\n', res.stderr

@@ -5,7 +5,9 @@ One `jobset dev` per group of examples that can share a cluster: the same
 of their own (exclusive placement keeps a Job's pool free of every other JobSet's pods, so
 a cluster busy with the other examples would only delay them). All examples are applied
 at once, each into its own namespace, then each test waits for its example's
-`# expect:` (and, after `# then-run:`, its `# then-expect:`), read back with kubectl.
+`# expect:` (and, after `# then-run:`, its `# then-expect:`), read back with kubectl, then
+runs every command its comments name (`commands.py`): a reader who copies them gets what
+they promise, not an error.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +30,8 @@ from jobset.dev.examplekit import (
     unmet,
 )
 from kubesim.process import SimProcess
+
+from .commands import check_commands, namespaced_kubeconfig
 
 pytestmark = [pytest.mark.kubectl]
 
@@ -120,8 +125,8 @@ def test_there_is_an_example_per_feature() -> None:
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.key)
-def test_example_reaches_its_expected_state(
-    clusters: dict[ClusterKey, SimProcess], example: Example
+def test_example_reaches_its_expected_state_and_its_commands_work(
+    clusters: dict[ClusterKey, SimProcess], example: Example, tmp_path: Path
 ) -> None:
     dev = clusters[_cluster_key(example)]
     _wait_for(dev, example, example.expect, "expect")
@@ -129,3 +134,9 @@ def test_example_reaches_its_expected_state(
         assert example.then_expect is not None
         dev.kubectl(*example.then_run, "-n", _namespace(example))
         _wait_for(dev, example, example.then_expect, "then-expect")
+    assert example.commands, f"{example.shown} names no command to run it"
+    kubeconfig = namespaced_kubeconfig(dev.kubeconfig, _namespace(example), tmp_path)
+    problems = check_commands(example, kubeconfig)
+    assert not problems, f"{example.shown}: commands in its comments that do not work:\n" + (
+        "\n".join(problems)
+    )

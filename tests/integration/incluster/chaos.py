@@ -3,7 +3,7 @@
 The controller is the chart's Deployment (2 replicas, leader election) running as real
 processes in `jobset sim --run-image`, as in the rest of this package. The simulated
 cluster runs with `--data-dir`, so it can be restarted; its journal (every change the
-store made, in order, `kubesim.apiserver.persistence`) is the record the invariants are
+store made, in order, `kubesim.apiserver.core.persistence`) is the record the invariants are
 checked on, as the reliability suite checks them on the store's change stream: it is
 written by the server itself, so no event is missed the way a client's watch would miss
 one across a restart.
@@ -42,7 +42,7 @@ from typing import Any
 
 import helm_python as helm
 
-from kubesim.apiserver.store import WatchEvent
+from kubesim.apiserver.core.store import WatchEvent
 from kubesim.process import SimProcess, start_sim
 from tests.integration.incluster.conftest import (
     LEASE,

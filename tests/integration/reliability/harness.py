@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from jobset.api import constants as c
 from jobset.resources import JOBSETS
 from jobset.runtime.client import NAMESPACES, ApiError, Client
-from kubesim.apiserver.store import WatchEvent
+from kubesim.apiserver.core.store import WatchEvent
 from kubesim.process import controller_command, free_port
 from tests import builders
 from tests.eventually import eventually as _eventually

@@ -18,8 +18,8 @@ import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
-from kubesim.apiserver.apicore import Request
-from kubesim.apiserver.store import WatchEvent
+from kubesim.apiserver.core.request import Request
+from kubesim.apiserver.core.store import WatchEvent
 from kubesim.cluster import SimCluster, SimOptions
 from kubesim.controllers.jobpolicy import format_indexes, match_pod_failure_policy, parse_indexes
 from tests.eventually import eventually

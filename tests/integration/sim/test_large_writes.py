@@ -14,7 +14,7 @@ import pytest
 
 from jobset.controllers.jobset_controller import JOBSETS
 from jobset.runtime.client import CONFIGMAPS, ApiError, Client
-from kubesim.apiserver.apicore import OFF_LOOP_BYTES
+from kubesim.apiserver.core.apicore import OFF_LOOP_BYTES
 from kubesim.process import SimProcess
 from tests.integration.controllers.helpers import jobset, rjob
 from tests.sims import start_sim_none

@@ -119,6 +119,7 @@ def test_wire_constants_spelling() -> None:
     assert c.API_VERSION == "jobset.x-k8s.io/v1alpha2"
     assert c.JOB_KEY == "jobset.sigs.k8s.io/job-key"
     assert c.RESTART_ATTEMPT_KEY == "jobset.sigs.k8s.io/restart-attempt"
+    assert c.EXECUTION_ATTEMPT_KEY == "jobset.sigs.k8s.io/execution-attempt"
     assert c.EXCLUSIVE_KEY == "alpha.jobset.sigs.k8s.io/exclusive-topology"
     assert c.CONDITION_RESTARTING == "RestartingJobSet"
     assert c.restarting_reason_for_rule("rule1") == "FailurePolicy_rule1"
@@ -131,4 +132,5 @@ def test_wire_constants_spelling() -> None:
         "ElasticJobSet": False,
         "ElasticReplicas": False,
         "MutablePodResourcesForSuspendedJobSets": False,
+        "ExecutionAttemptsTracking": False,
     }

@@ -104,3 +104,34 @@ def test_jobset_warnings_suspension_and_finished() -> None:
         {"type": "Completed", "status": "True"}]})  # fmt: skip
     cond = {"type": "PodScheduled", "status": "False", "message": UNSCHEDULABLE}
     assert _texts(done, pods=[_pod("p", conditions=[cond])], events=[warn]) == []
+
+
+def test_a_restarts_warnings_go_once_the_restart_is_over() -> None:
+    message = "applying RestartJobSet failure policy action (first failed job: lw-workers-0)"
+    events = [
+        _event("JobSet", "lw", c.RESTARTING_REASON_DEFAULT_FAILURE_POLICY, message, "2024-05-01T10:00:05Z"),
+        _event("JobSet", "lw", c.RESTART_JOBSET_ACTION_REASON, message, "2024-05-01T10:00:05Z"),
+        _event("JobSet", "lw", "JobCreationFailed", "quota", "2024-05-01T10:00:06Z"),
+    ]  # fmt: skip
+    jobs = [_job("lw-leader-0", 1), _job("lw-workers-0", 1)]
+
+    def restarting(status: str, at: str) -> JobSet:
+        cond = {"type": c.CONDITION_RESTARTING, "status": status, "lastTransitionTime": at,
+                "reason": c.RESTARTING_REASON_DEFAULT_FAILURE_POLICY}  # fmt: skip
+        return _js({"restarts": 1, "conditions": [cond]})
+
+    during = _texts(restarting("True", "2024-05-01T10:00:05Z"), jobs, events=events)
+    assert f"{c.RESTART_JOBSET_ACTION_REASON}: {message}" in during
+    assert f"{c.RESTARTING_REASON_DEFAULT_FAILURE_POLICY}: {message}" in during
+    # Every Job of the new attempt ready: RestartingJobSet False, the restart is over.
+    after = _texts(restarting("False", "2024-05-01T10:00:09Z"), jobs, events=events)
+    assert after == ["JobCreationFailed: quota"]
+    # Jobs of the earlier attempt still there: not over, whatever the condition says.
+    old = [_job("lw-leader-0", 0), *jobs[1:]]
+    still = _texts(restarting("False", "2024-05-01T10:00:09Z"), old, events=events)
+    assert f"{c.RESTART_JOBSET_ACTION_REASON}: {message}" in still
+    # A later restart's Warning is shown again.
+    again = [*events, _event("JobSet", "lw", c.RESTART_JOBSET_ACTION_REASON, "again", "2024-05-01T10:01:00Z")]  # fmt: skip
+    assert f"{c.RESTART_JOBSET_ACTION_REASON}: again" in _texts(
+        restarting("False", "2024-05-01T10:00:09Z"), jobs, events=again
+    )

@@ -23,7 +23,7 @@ from jobset.runtime import Manager, ManagerOptions, Request
 from jobset.runtime.cache import object_key
 from jobset.runtime.client import JOBS, ApiError, Object, Resource
 from jobset.runtime.metrics import RuntimeMetrics, new_registry
-from kubesim.apiserver.tables import partial_object_metadata
+from kubesim.apiserver.http.tables import partial_object_metadata
 
 from .helpers import NS, jobset, rjob
 

@@ -11,6 +11,7 @@ from jobset.dev.demo import render_plain, rows_for
 from jobset.dev.examplekit import (
     EXAMPLES_DIR,
     Expectation,
+    comment_commands,
     load_example,
     load_examples,
     observed_from,
@@ -314,3 +315,39 @@ def test_directory_example_is_kustomized(tmp_path: Path, monkeypatch: pytest.Mon
     assert example.kustomized and example.shown == f"examples/{example_dir.name}"
     assert example.apply_args() == ["apply", "-k", str(example_dir)]
     assert [e.key for e in load_examples(tmp_path)] == ["train"]
+
+
+def test_comment_commands_are_the_indented_command_lines_of_the_header() -> None:
+    text = (
+        "# title - words\n"
+        "#\n"
+        "# Shows: `kubectl get pods` in prose is not a command line.\n"
+        "#   kubectl apply -f examples/simple.yaml\n"
+        "#   jobset dev --kubeconfig /tmp/k \\\n"
+        "#     --feature-gates A=true &\n"
+        "#   an indented line of prose\n"
+        "#   make demo   # a comment\n"
+        "apiVersion: v1\n"
+        "#   kubectl after the header is not read\n"
+    )
+    assert comment_commands(text) == [
+        "kubectl apply -f examples/simple.yaml",
+        "jobset dev --kubeconfig /tmp/k --feature-gates A=true &",
+        "make demo   # a comment",
+    ]
+
+
+def test_files_beside_the_examples_name_no_commands_in_comments() -> None:
+    """The example tests run the commands of examples' headers; the other files with `#`
+    comments (Dockerfiles, kustomizations) must not name commands nobody runs."""
+    examples = {e.path for e in load_examples()}
+    others = [
+        p
+        for p in EXAMPLES_DIR.rglob("*")
+        if p.is_file()
+        and p not in examples
+        and (p.suffix in (".yaml", ".yml") or p.name == "Dockerfile")
+    ]
+    assert others  # the jax-train directory has both
+    for path in others:
+        assert comment_commands(path.read_text()) == [], path

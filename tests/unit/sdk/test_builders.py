@@ -175,3 +175,29 @@ def test_preset_rejects_unknown_framework_and_validate_reports_presets() -> None
     assert js.metadata is not None
     js.metadata.annotations = {PORT_KEY: "http"}
     assert [e.field for e in validate(js)] == [f"metadata.annotations[{PORT_KEY}]"]
+
+
+def test_build_applies_the_crd_schema_and_lists_every_field_error() -> None:
+    """What the API server refuses before any webhook (its CRD schema) fails `build()` too,
+    every error at once, in the server's words."""
+    builder = (
+        JobSetBuilder("neg")
+        .replicated_job("w", [container("main", "busybox")], replicas=-1)
+        .failure_rule("Nope")
+    )
+    with pytest.raises(ValidationError) as info:
+        builder.build()
+    assert [(e.path, e.type.label) for e in info.value.errors] == [
+        ("spec.replicatedJobs[0].replicas", "Invalid value"),
+        ("spec.failurePolicy.rules[0].action", "Unsupported value"),
+    ]
+    assert str(info.value) == (
+        'JobSet.jobset.x-k8s.io "neg" is invalid: [spec.replicatedJobs[0].replicas: Invalid '
+        "value: -1: spec.replicatedJobs[0].replicas in body should be greater than or equal "
+        'to 0, spec.failurePolicy.rules[0].action: Unsupported value: "Nope": supported '
+        'values: "FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts", '
+        '"RestartJob", "RestartJobAndIgnoreMaxRestarts"]'
+    )
+    # A rule name left out is no schema error: the webhook's defaulting names the rule.
+    named = JobSetBuilder("ok").replicated_job("w", [container("main", "busybox")])
+    assert named.failure_rule("FailJobSet").build().name == "ok"

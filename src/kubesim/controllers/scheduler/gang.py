@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kubesim.apiserver.workloads import WorkloadGates
+from kubesim.apiserver.registry.features import FeatureGates
 from kubesim.clock import now_rfc3339
 from kubesim.controllers.scheduler.cost import ZERO, SchedulingCost, kube_scheduler_evaluations
 from kubesim.controllers.scheduler.scheduling import FilterScan, needs_scheduling, schedule
@@ -110,7 +110,7 @@ class _Trial:
 class GangPlanner:
     """Pod-group cycles over the scheduler's snapshot; pure decisions, no writes."""
 
-    def __init__(self, store: Any, gates: WorkloadGates) -> None:
+    def __init__(self, store: Any, gates: FeatureGates) -> None:
         self.store = store
         self.enabled = gates.generic and gates.gang
         self.topology = gates.topology

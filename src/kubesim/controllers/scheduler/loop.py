@@ -41,10 +41,11 @@ from typing import Any, Final
 import orjson
 import structlog
 
-from kubesim.apiserver.apicore import SYSTEM_USER, ApiCore, Request
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.store import ADDED, DELETED, ResourceKey, WatchEvent
-from kubesim.apiserver.workloads import WorkloadGates
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.store import ADDED, DELETED, ResourceKey, WatchEvent
+from kubesim.apiserver.registry.features import FeatureGates
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.scheduler import gang
@@ -130,7 +131,7 @@ class Scheduler:
         core: ApiCore,
         rng: random.Random | None = None,
         events: EventSink | None = None,
-        gates: WorkloadGates | None = None,
+        gates: FeatureGates | None = None,
     ) -> None:
         self.core = core
         self.rng = rng or random.Random(0)
@@ -152,7 +153,7 @@ class Scheduler:
         self.cycles = 0  # scheduling cycles kube-scheduler would have run (one per pod tried)
         self.cost: SchedulingCost = ZERO  # what those cycles would have cost it
         # Pods of scheduling.k8s.io PodGroups, decided group by group (gang.py).
-        self.gangs = gang.GangPlanner(core.store, gates or WorkloadGates({}))
+        self.gangs = gang.GangPlanner(core.store, gates or FeatureGates({}))
 
     def debug_report(self) -> dict[str, Any]:
         """The counters served at /debug/scheduler."""

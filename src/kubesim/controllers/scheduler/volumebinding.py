@@ -35,7 +35,7 @@ from kubesim.controllers.pvmatch import (
 )
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.store import Store
+    from kubesim.apiserver.core.store import Store
 
 __all__ = [
     "MSG_BIND_CONFLICT",

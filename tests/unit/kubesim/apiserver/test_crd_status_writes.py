@@ -15,10 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.apiserver.apicore import ApiCore, Request
-from kubesim.apiserver.crds import CrdHooks
-from kubesim.apiserver.resources import Registry, ResourceType
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.request import Request
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.apiextensions.customresourcedefinition import CrdHooks
+from kubesim.apiserver.registry.catalogue import served_types
+from kubesim.apiserver.registry.registry import Registry
+from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.machinery import schema as structural
 
 NS = "ns"
@@ -80,8 +83,8 @@ def _crd(spec_default: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 async def _core() -> tuple[ApiCore, ResourceType]:
-    core = ApiCore(Registry(), Store())
-    core.hooks.append(CrdHooks(core))
+    registry, store = Registry(served_types()), Store()
+    core = ApiCore(registry, store, hooks=[CrdHooks(registry, store)])
     crds = core.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     namespaces = core.registry.get("", "v1", "namespaces")
     assert crds is not None and namespaces is not None

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubesim.apiserver.deletion import delete_options
+from kubesim.apiserver.core.deletion import delete_options
 from kubesim.machinery.errors import ApiError
 
 

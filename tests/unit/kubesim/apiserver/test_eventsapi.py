@@ -1,9 +1,9 @@
-"""events.k8s.io/v1 Events as a view of core/v1 Events (kubesim.apiserver.eventsapi): the
+"""events.k8s.io/v1 Events as a view of core/v1 Events (kubesim.apiserver.registry.events.event): the
 field mapping kube-apiserver's conversion uses, both ways."""
 
 from __future__ import annotations
 
-from kubesim.apiserver.eventsapi import to_core, to_events_v1
+from kubesim.apiserver.registry.events.event import to_core, to_events_v1
 
 CORE = {
     "apiVersion": "v1",

@@ -11,16 +11,19 @@ from typing import Any
 
 import pytest
 
-from kubesim.apiserver.apicore import OFF_LOOP_BYTES, ApiCore, Request
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core import fieldmanagers
+from kubesim.apiserver.core.apicore import OFF_LOOP_BYTES, ApiCore
+from kubesim.apiserver.core.request import Request
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.catalogue import served_types
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.machinery.errors import ApiError
 
 
 async def test_a_write_during_a_large_updates_managed_fields_makes_it_conflict(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    core = ApiCore(Registry(), Store())
+    core = ApiCore(Registry(served_types()), Store())
     ns_rt = core.registry.get("", "v1", "namespaces")
     cm_rt = core.registry.get("", "v1", "configmaps")
     assert ns_rt is not None and cm_rt is not None
@@ -28,7 +31,7 @@ async def test_a_write_during_a_large_updates_managed_fields_makes_it_conflict(
     stored = await core.create(cm_rt, "ns", {"metadata": {"name": "cm"}, "data": {"v": "0"}})
 
     entered, release = threading.Event(), threading.Event()
-    managed = core._managed
+    managed = fieldmanagers.record_managers
 
     def held_in_thread(*args: Any, **kwargs: Any) -> dict[str, Any]:
         if threading.current_thread() is not threading.main_thread():
@@ -36,7 +39,7 @@ async def test_a_write_during_a_large_updates_managed_fields_makes_it_conflict(
             assert release.wait(10)
         return managed(*args, **kwargs)
 
-    monkeypatch.setattr(core, "_managed", held_in_thread)
+    monkeypatch.setattr(fieldmanagers, "record_managers", held_in_thread)
 
     def body(value: str) -> dict[str, Any]:
         return {**stored, "data": {"v": value}}

@@ -1,4 +1,4 @@
-"""SPDY/3.1 framing (`kubesim.apiserver.spdy`) and the port-forward session on top of it,
+"""SPDY/3.1 framing (`kubesim.apiserver.http.spdy`) and the port-forward session on top of it,
 played against a real TCP server on loopback; the client side is this module's frames."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from kubesim.apiserver import spdy
-from kubesim.apiserver.podstreams import PortForwardSession, exit_status, parse_resize
+from kubesim.apiserver.http import spdy
+from kubesim.apiserver.http.podstreams import PortForwardSession, exit_status, parse_resize
 
 
 def test_dictionary_is_the_spdy3_one() -> None:

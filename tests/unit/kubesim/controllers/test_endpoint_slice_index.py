@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.catalogue import served_types
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.controllers.endpoints import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -33,7 +34,7 @@ def _rt(core: ApiCore, group: str, version: str, plural: str) -> Any:
 
 
 async def _core(services: int) -> ApiCore:
-    core = ApiCore(Registry(), Store())
+    core = ApiCore(Registry(served_types()), Store())
     await core.create(_rt(core, "", "v1", "namespaces"), "", {"metadata": {"name": NS}})
     for i in range(services):
         await _service(core, f"s{i}")

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.catalogue import served_types
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.controllers import endpoints
 from kubesim.controllers.endpoints import ENDPOINTS, EndpointsController
 from tests.eventually import eventually
@@ -22,7 +23,7 @@ KEY = (NS, "big")
 
 
 async def _cluster(pods: int) -> tuple[ApiCore, EndpointsController, list[int]]:
-    core = ApiCore(Registry(), Store())
+    core = ApiCore(Registry(served_types()), Store())
     reg = core.registry
 
     def rt(group: str, version: str, plural: str) -> Any:

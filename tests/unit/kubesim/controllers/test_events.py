@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.catalogue import served_types
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.controllers.events import (
     COMBINED_PREFIX,
     EventCorrelator,
@@ -196,7 +197,7 @@ def test_job_condition_events() -> None:
 async def test_sink_writes_counts_and_expires_events_in_the_store() -> None:
     # The sink against the in-memory API core and store (no HTTP server is needed to check
     # what lands in the store).
-    core = ApiCore(Registry(), Store())
+    core = ApiCore(Registry(served_types()), Store())
     ns_rt = core.registry.get("", "v1", "namespaces")
     assert ns_rt is not None
     await core.create(ns_rt, "", {"metadata": {"name": "ns"}})

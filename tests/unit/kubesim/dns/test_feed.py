@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.store import Store
 from kubesim.dns.feed import PODS, SERVICES, SLICES, ClusterRecords
 from kubesim.dns.records import A
 from kubesim.dns.table import Outcome

@@ -6,7 +6,7 @@ import dns.flags
 import dns.message
 import dns.rcode
 
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.store import Store
 from kubesim.dns.feed import ClusterRecords
 from kubesim.dns.records import A
 from kubesim.dns.server import UDP_PLAIN_MAX, answer_wire

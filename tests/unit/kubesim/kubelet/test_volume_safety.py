@@ -15,9 +15,10 @@ from typing import Any, cast
 
 import pytest
 
-from kubesim.apiserver.apicore import ApiCore
-from kubesim.apiserver.resources import Registry
-from kubesim.apiserver.store import Store
+from kubesim.apiserver.core.apicore import ApiCore
+from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.registry.catalogue import served_types
+from kubesim.apiserver.registry.registry import Registry
 from kubesim.kubelet import processes
 from kubesim.kubelet.processes import ProcessRuntime, Sandbox
 from kubesim.kubelet.volumes import MountError, container_mounts, publish
@@ -25,7 +26,7 @@ from tests.eventually import eventually
 
 
 def _runtime() -> ProcessRuntime:
-    return ProcessRuntime(ApiCore(Registry(), Store()), cast(Any, None), {})
+    return ProcessRuntime(ApiCore(Registry(served_types()), Store()), cast(Any, None), {})
 
 
 def _pod(name: str, volumes: list[dict[str, Any]]) -> dict[str, Any]:

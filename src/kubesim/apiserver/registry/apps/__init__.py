@@ -1,0 +1,1 @@
+"""The types of `apps`, one registry module each."""

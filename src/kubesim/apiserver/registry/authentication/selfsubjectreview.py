@@ -1,0 +1,16 @@
+"""authentication.k8s.io/v1 SelfSubjectReview: served with the plain strategy and the default columns."""
+
+from __future__ import annotations
+
+from kubesim.apiserver.registry.resource import Resource
+from kubesim.apiserver.registry.resourcetype import ResourceType
+
+TYPE = ResourceType(
+    "authentication.k8s.io",
+    "v1",
+    "SelfSubjectReview",
+    "selfsubjectreviews",
+    False,
+    verbs=("create",),
+)
+RESOURCE = Resource(TYPE)

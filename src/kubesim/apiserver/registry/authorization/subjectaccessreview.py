@@ -1,0 +1,16 @@
+"""authorization.k8s.io/v1 SubjectAccessReview: served with the plain strategy and the default columns."""
+
+from __future__ import annotations
+
+from kubesim.apiserver.registry.resource import Resource
+from kubesim.apiserver.registry.resourcetype import ResourceType
+
+TYPE = ResourceType(
+    "authorization.k8s.io",
+    "v1",
+    "SubjectAccessReview",
+    "subjectaccessreviews",
+    False,
+    verbs=("create",),
+)
+RESOURCE = Resource(TYPE)

@@ -1,0 +1,1 @@
+"""The types of `batch`, one registry module each."""

@@ -1,0 +1,1 @@
+"""The types of the core group (`v1`), one registry module each."""

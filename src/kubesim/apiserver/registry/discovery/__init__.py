@@ -1,0 +1,1 @@
+"""The types of `discovery.k8s.io`, one registry module each."""

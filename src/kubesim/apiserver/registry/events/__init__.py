@@ -1,0 +1,1 @@
+"""The types of `events.k8s.io`, one registry module each."""

@@ -1,0 +1,1 @@
+"""The types of `policy`, one registry module each."""

@@ -1,0 +1,1 @@
+"""The types of `scheduling.k8s.io`, one registry module each."""

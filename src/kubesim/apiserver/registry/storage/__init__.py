@@ -1,0 +1,1 @@
+"""The types of `storage.k8s.io`, one registry module each."""
