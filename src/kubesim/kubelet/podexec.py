@@ -313,7 +313,8 @@ class RuntimeStreams:
             raise StreamError("the container runtime is stopped")
         listener = None
         if tty:
-            socket_path = str(process.with_suffix(".sock"))
+            # In the simulator's state directory: a Unix socket's path has at most 107 bytes.
+            socket_path = str(runtime.root.parent / f"console-{os.urandom(6).hex()}.sock")
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             listener.bind(socket_path)
             listener.listen(1)
