@@ -1,4 +1,5 @@
-# The JobSet controller image: `jobset controller` on a slim Python, as a non-root user.
+# The JobSet controller image: `jobset controller` on a slim Python, as a non-root user. It
+# carries no simulator (the kubesim wheel is not built here).
 #   docker build -t ghcr.io/jobset-py/jobset:0.1.0 .
 # Only the project's runtime dependencies are installed (no test, bench or sim extras), each
 # from requirements/controller.lock at the version and with the hashes recorded there
@@ -27,12 +28,18 @@ RUN python -m venv /opt/jobset \
     && python -m venv /opt/build \
     && /opt/build/bin/pip install --require-hashes --no-deps -r requirements/build.lock
 COPY pyproject.toml README.md LICENSE ./
-COPY src ./src
+# The controller (src/jobset) and the helpers it shares with the simulator (src/kubeutil, the
+# jobset-kubeutil wheel of packaging/kubeutil); the simulator, src/kubesim, is not copied.
+COPY packaging/kubeutil ./packaging/kubeutil
+COPY src/jobset ./src/jobset
+COPY src/kubeutil ./src/kubeutil
 # The targets of the package-data symlinks in src/jobset/data (the CRD and the examples).
 COPY config/crd/bases ./config/crd/bases
 COPY examples ./examples
-RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels \
+       . ./packaging/kubeutil \
     && /opt/jobset/bin/pip install --no-deps /wheels/jobset_py-*.whl \
+       /wheels/jobset_kubeutil-*.whl \
     && /opt/jobset/bin/pip check \
     && /opt/jobset/bin/jobset controller --help > /dev/null
 

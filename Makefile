@@ -2,24 +2,30 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-HASH   := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# The three distributions of this tree: jobset-py (pyproject.toml), kubesim and
+# jobset-kubeutil (packaging/*/pyproject.toml); a change to any reinstalls.
+PROJECTS := pyproject.toml packaging/kubesim/pyproject.toml packaging/kubeutil/pyproject.toml
+HASH   := $(shell cat $(PROJECTS) | sha1sum | cut -c1-12)
 STAMP  := $(VENV)/.installed-$(HASH)
 # What `make demo` needs and no more: the package and the simulator's extra.
 DEMO_STAMP := $(VENV)/.installed-sim-$(HASH)
 
 .PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables runc
 
-$(STAMP): pyproject.toml
+# Editable, all three: the extras' `kubesim` and the `jobset-kubeutil` dependency resolve to
+# this tree's packaging/ projects, named in the same pip command.
+LOCAL := -e packaging/kubeutil -e packaging/kubesim
+$(STAMP): $(PROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,bench,sim]'
+	$(BIN)/python -m pip install -q $(LOCAL) -e '.[test,bench,sim]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-$(DEMO_STAMP): pyproject.toml
+$(DEMO_STAMP): $(PROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[sim]'
+	$(BIN)/python -m pip install -q $(LOCAL) -e '.[sim]'
 	rm -f $(VENV)/.installed-sim-*
 	touch $@
 
@@ -44,9 +50,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks tools examples
 	$(BIN)/lint-imports  # the import contracts of .importlinter (layers, pure api, ...)
 	$(BIN)/python tools/check_paths.py  # every file the docs and docstrings cite exists
+	$(BIN)/python tools/check_names.py  # every Class.member, function() and module name the docs cite exists
+	$(BIN)/python tools/check_settings.py  # docs cite the goals and tuning values the code owns, never restate them
 	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
 	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
 	$(BIN)/python tools/check_private_imports.py  # no _private name of src/ used outside its module
+	$(BIN)/python tools/check_import_cycles.py  # no import cycle in src/, lazy or TYPE_CHECKING ones included
 
 # src/ and benchmarks/ strict; tests/ with pyproject's override for them.
 typecheck: $(STAMP)
@@ -142,16 +151,23 @@ chart: $(STAMP)
 # requirements/build.lock the build backend. Run after changing [project] dependencies (a
 # test checks the lock matches them); resolves for this Python, which must be the image's
 # (3.11). pip-tools is pinned and lives in its own venv, outside the project's.
+# jobset-kubeutil is built from this tree (packaging/kubeutil), as the image does: pip-compile
+# finds its wheel in LOCK_WHEELS and, as an "unsafe" package, leaves it out of the lock
+# (the controller's lock has no other unsafe package), keeping its dependencies.
 LOCK_VENV := .cache/lock-venv
+LOCK_WHEELS := .cache/lock-wheels
 PIP_TOOLS := pip-tools==7.6.2
-PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile -q --generate-hashes --allow-unsafe \
-	--no-emit-index-url --no-emit-find-links --no-emit-trusted-host
+PIP_COMPILE_ARGS := -q --generate-hashes --no-emit-index-url --no-emit-find-links \
+	--no-emit-trusted-host --strip-extras --upgrade
+PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile $(PIP_COMPILE_ARGS)
 .PHONY: lock
 lock:
 	test -x $(LOCK_VENV)/bin/pip-compile || \
 	  ($(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install -q '$(PIP_TOOLS)')
-	$(PIP_COMPILE) --strip-extras --upgrade -o requirements/controller.lock pyproject.toml
-	$(PIP_COMPILE) --strip-extras --upgrade -o requirements/build.lock requirements/build.in
+	rm -rf $(LOCK_WHEELS) && $(LOCK_VENV)/bin/pip wheel -q --no-deps -w $(LOCK_WHEELS) packaging/kubeutil
+	$(PIP_COMPILE) --find-links $(LOCK_WHEELS) --unsafe-package jobset-kubeutil \
+	  -o requirements/controller.lock pyproject.toml
+	$(PIP_COMPILE) --allow-unsafe -o requirements/build.lock requirements/build.in
 
 # The controller image from Dockerfile, built with buildah on a debootstrapped Debian base (no
 # registry; root; installs debootstrap and buildah if missing). Not in `make test`: a fresh

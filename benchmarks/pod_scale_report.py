@@ -175,7 +175,13 @@ def plots(data: dict[str, Any], results: Path, prefix: str) -> list[Path]:
     left.plot(
         xs, [x / ANCHOR_RATE for x in xs], "k:", label=f"anchor rate {ANCHOR_RATE:.0f} pods/s"
     )
-    left.plot([ANCHOR_PODS], [ANCHOR_SECONDS], "k*", markersize=12, label="anchor: 50k pods, 120 s")
+    left.plot(
+        [ANCHOR_PODS],
+        [ANCHOR_SECONDS],
+        "k*",
+        markersize=12,
+        label=f"anchor: {ANCHOR_PODS // 1000}k pods, {ANCHOR_SECONDS:.0f} s",
+    )
     for i, ser in enumerate(series):
         done = [s for s in ser["steps"] if s.get("completed")]
         left.plot(

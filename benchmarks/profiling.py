@@ -26,7 +26,7 @@ _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^():]+)(?::\d+)?\)$")
 
 # Frames that only run another component's code (the simulator's shared controller loop,
 # the entry point): a sample is charged to the component they call.
-GENERIC = ("kubesim/controllers/base.py", "kubeutil/aio.py", "jobset/cli.py")
+GENERIC = ("kubesim/base/controller.py", "kubeutil/aio.py", "jobset/cli.py")
 
 
 @dataclass

@@ -15,6 +15,9 @@ from typing import Any
 from rich.table import Table
 
 from benchmarks import cli_latency, pod_scale_report, rate_report, tenancy_report, train_recovery
+from benchmarks.admission import GOAL_P99_MS, GOAL_POD_RATE
+from benchmarks.fairness import GOAL_SECONDS
+from benchmarks.pod_scale import ANCHOR_PODS, ANCHOR_RATE, ANCHOR_SECONDS
 
 RESULTS = Path(__file__).parent / "results"
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
@@ -36,6 +39,10 @@ GOAL_CPU_GROWTH = 1.5
 GOAL_RSS_BYTES = 3 * 1024
 GOAL_RSS_AT = 50_000
 GOAL_STATUS_WRITES = 200
+RSS_GOAL = (
+    f"<= {GOAL_RSS_BYTES / 1024:g} KB controller RSS per cached child Job "
+    f"at {GOAL_RSS_AT // 1000}k Jobs"
+)
 STATUS_WRITE = "update jobsets/status"
 
 
@@ -157,7 +164,8 @@ def _cpu_growth_goal(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rss_goal(data: dict[str, Any]) -> dict[str, Any]:
-    """RSS per cached Job at 50k (steady: controller restarted over N running Jobs)."""
+    """RSS per cached Job at `GOAL_RSS_AT` Jobs (steady: controller restarted over N running
+    Jobs)."""
     steady = {
         n: r["controller"]["steady"]
         for n, r in _runs(data, "restart-recreate").items()
@@ -169,19 +177,19 @@ def _rss_goal(data: dict[str, Any]) -> dict[str, Any]:
         n = min(big)
         per = steady[n]["rss_bytes_per_job"]
         return {
-            "goal": "<= 3 KB controller RSS per cached child Job at 50k Jobs",
+            "goal": RSS_GOAL,
             "measured": f"{per / 1024:.1f} KB/Job at {n} Jobs"
             + (f" (marginal {marginal[1] / 1024:.1f} KB/Job)" if marginal else ""),
             "met": per <= GOAL_RSS_BYTES,
         }
     largest = max(steady) if steady else None
-    text = "not measured at 50k in this run (make bench-large)"
+    text = f"not measured at {GOAL_RSS_AT // 1000}k in this run (make bench-large)"
     if largest is not None and steady[largest].get("rss_bytes_per_job"):
         text += f"; {steady[largest]['rss_bytes_per_job'] / 1024:.1f} KB/Job at {largest}"
     if marginal:
         text += f", marginal {marginal[1] / 1024:.1f} KB/Job {marginal[0]}"
     return {
-        "goal": "<= 3 KB controller RSS per cached child Job at 50k Jobs",
+        "goal": RSS_GOAL,
         "measured": text,
         "met": None,
     }
@@ -426,7 +434,9 @@ def _draw_ratio(ax: Any, by: dict[str, dict[int, dict[str, Any]]], colors: dict[
             label=f"{s}: {HEADLINE[s].replace('_', ' ')}",
         )
     ax.axhline(1.0, color="k", linewidth=0.8)
-    ax.axhline(GOAL_THROUGHPUT, color="r", linestyle=":", label="goal (creation) 0.8")
+    ax.axhline(
+        GOAL_THROUGHPUT, color="r", linestyle=":", label=f"goal (creation) {GOAL_THROUGHPUT}"
+    )
 
 
 # ---------------------------------------------------------------------- RESULTS.md
@@ -473,7 +483,8 @@ def _section(
             "### Throttled scenarios at the shipped defaults (QPS 500, burst 500)",
             "",
             "*speed vs baseline* = baseline seconds / controller seconds for the span (1.00: "
-            "as fast as the minimal client; the creation goal is >= 0.80). CPU, RSS and "
+            f"as fast as the minimal client; the creation goal is >= {GOAL_THROUGHPUT:.2f}). "
+            "CPU, RSS and "
             "writes: controller / baseline, over the scenario's window. *steady*: the measured "
             "process restarted over the N running Jobs; its CPU includes start-up.",
             "",
@@ -571,7 +582,7 @@ def _requests_per_job(data: dict[str, Any]) -> str:
     return markdown_table(["scenario", "Jobs", "side", "writes / Job", "requests"], rows)
 
 
-INTRO = """# Benchmark results
+INTRO = f"""# Benchmark results
 
 `make bench` (1k, 4k, 16k child Jobs, under 10 minutes on 2 cores) and `make bench-large`
 (adds 64k) run the JobSet controller and a minimal baseline client side by side against
@@ -581,21 +592,21 @@ This file is rewritten by every run (`benchmarks/report.py`); the JSON behind it
 
 Goals of the throttled scenarios, whether met or not:
 
-- Job creation throughput >= 0.8 x the baseline at 16k Jobs;
-- controller CPU per Job grows by no more than 1.5 x from 1k to 16k Jobs;
-- <= 3 KB of controller RSS per cached child Job at 50k Jobs;
+- Job creation throughput >= {GOAL_THROUGHPUT} x the baseline at 16k Jobs;
+- controller CPU per Job grows by no more than {GOAL_CPU_GROWTH} x from 1k to 16k Jobs;
+- {RSS_GOAL.replace(" KB controller", " KB of controller")};
 - in the steady scenario, no writes at all after a controller restart;
-- and <= 200 status writes over the whole life of a JobSet with 16k Jobs (wide: from
+- and <= {GOAL_STATUS_WRITES} status writes over the whole life of a JobSet with 16k Jobs (wide: from
   creation to Completed).
 
-Goals against the physical limits, each a ratio measured in the same run: unthrottled creation rate >= 0.9 x
+Goals against the physical limits, each a ratio measured in the same run: unthrottled creation rate >= {rate_report.GOAL_RATE} x
 an independent minimal client (plain aiohttp, the controller's own Job bodies) and client
-CPU per Job <= 1.25 x at 16k, both also as a fraction of the simulator's limit; pod webhooks
-at 1,000 pods/s with p99 <= 20 ms; the Job controller's pod creation with the webhooks
->= 0.9 x without; recovery time per restart strategy beside the pod-creation limit; a
-3-Job JobSet gets its Jobs within 1 s while 16k-Job JobSets are created; the largest JobSet
-that runs end to end at `--sim-level pods` against the published anchor (50,000 pods
-Running in under 120 s, 417 pods/s). The throttled
+CPU per Job <= {rate_report.GOAL_CPU} x at 16k, both also as a fraction of the simulator's limit; pod webhooks
+at 1,000 pods/s with p99 <= {GOAL_P99_MS:g} ms; the Job controller's pod creation with the webhooks
+>= {GOAL_POD_RATE} x without; recovery time per restart strategy beside the pod-creation limit; a
+3-Job JobSet gets its Jobs within {GOAL_SECONDS:g} s while 16k-Job JobSets are created; the largest JobSet
+that runs end to end at `--sim-level pods` against the published anchor ({ANCHOR_PODS:,} pods
+Running in under {ANCHOR_SECONDS:.0f} s, {ANCHOR_RATE:.0f} pods/s). The throttled
 scenarios run at the shipped defaults (QPS 500, burst 500).
 
 Reading the figures: the two sides run one after the other on 2 cores shared with other

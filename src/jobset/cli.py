@@ -127,11 +127,13 @@ def _main(argv: Sequence[str] | None) -> int:
     from jobset.dev.commands import missing_sim_extra, run_dev, run_sim
     from jobset.wiring import run_controller
 
+    # Before parsing: without the simulator installed its flags are not declared either.
+    if args_list[:1] in (["sim"], ["dev"]) and not {"-h", "--help"} & set(args_list):
+        if missing := missing_sim_extra(args_list[0]):
+            _error_line(_log_format_only(args_list), missing)
+            return 2
     parser = build_parser()
     args = parser.parse_args(args_list)
-    if args.command in ("sim", "dev") and (missing := missing_sim_extra(args.command)):
-        _error_line(args, missing)
-        return 2
     if args.command in ("sim", "controller", "dev"):
         runner = {"sim": run_sim, "controller": run_controller, "dev": run_dev}[args.command]
         try:
@@ -147,6 +149,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return run_user_command(args)
     parser.error(f"unknown command {args.command}")
     return 2
+
+
+def _log_format_only(args_list: Sequence[str]) -> argparse.Namespace:
+    """`--log-format` of a command line that is not parsed as a whole."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--log-format", default=None)
+    return pre.parse_known_args(args_list)[0]
 
 
 def _user_command(args_list: list[str]) -> int:

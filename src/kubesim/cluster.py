@@ -33,9 +33,10 @@ from kubesim.apiserver.registry.apiextensions.customresourcedefinition import Cr
 from kubesim.apiserver.registry.features import FeatureGates, check_gates
 from kubesim.apiserver.registry.registry import Registry
 from kubesim.apiserver.registry.storage.storageclass import DefaultStorageClassHook
+from kubesim.base.events import EventSink
+from kubesim.base.podhost import simulated_pod_host
 from kubesim.controllers.disruption import evict
-from kubesim.controllers.endpoints import resolve_service, simulated_pod_host
-from kubesim.controllers.events import EventSink
+from kubesim.controllers.endpoints import resolve_service
 from kubesim.controllers.gc import GarbageCollector
 from kubesim.controllers.protection import ProtectionHook
 from kubesim.machinery.errors import ApiError
@@ -372,14 +373,14 @@ class SimCluster:
                 component.start()
             return
         from kubesim.controllers.job import JobController
+        from kubesim.controllers.jobsim import StatusOnly
 
         self._start_storage()
         jobs = JobController(
             self.core,
-            level=level,
             time_scale=self.options.time_scale,
-            rng=self.rng,
             events=self.events,
+            status_only=StatusOnly(self.options.time_scale, self.rng) if level == "jobs" else None,
         )
         self.components.append(jobs)
         if level == "pods":

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubesim.base.resources import DEFAULT_ALLOCATABLE
 from kubesim.clock import now_rfc3339
-from kubesim.controllers.scheduler.resources import DEFAULT_ALLOCATABLE
 from kubeutil.quantity import parse_quantity
 
 __all__ = ["DEFAULT_TOPOLOGY_KEY", "MAX_NODES", "NODE_SPEC_HELP", "parse_node_spec"]

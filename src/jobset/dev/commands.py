@@ -1,10 +1,11 @@
 """`jobset sim` and `jobset dev`: the simulated cluster alone, or with the product on it.
 
-The only commands that import the simulator (`kubesim`, whose dependencies are the `[sim]`
-extra: `missing_sim_extra` turns their absence into one line). `jobset dev` starts a
-`kubesim.cluster.SimCluster`, installs the CRD (`jobset.controllers.crd`) and the webhook
-configurations, and runs the same components as `jobset controller` (`jobset.wiring`) in the
-same process.
+The only commands that import the simulator (`kubesim`, a distribution of its own that the
+`[sim]` extra installs: `missing_sim_extra` turns its absence into one line). The cluster's
+flags, options and serving loop are `kubesim.serve`'s (`kubesim serve` runs the same).
+`jobset dev` starts a `kubesim.cluster.SimCluster`, installs the CRD
+(`jobset.controllers.crd`) and the webhook configurations, and runs the same components as
+`jobset controller` (`jobset.wiring`) in the same process.
 """
 
 from __future__ import annotations
@@ -12,15 +13,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import signal
-import sys
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
 from jobset.wiring import add_jobset_components, check_flags, run_manager
-
-if TYPE_CHECKING:
-    from kubesim.cluster import SimOptions
-    from kubeutil.gcfreeze import GcFreezer
 
 __all__ = [
     "DEV_BIND_ADDRESS",
@@ -32,7 +27,6 @@ __all__ = [
     "missing_sim_extra",
     "run_dev",
     "run_sim",
-    "sim_options",
 ]
 
 # Where `jobset dev` serves everything (API server, webhooks, metrics, health).
@@ -44,111 +38,26 @@ SIM_DEFAULT_NODES: Final = "1"
 
 
 def add_sim_flags(p: argparse.ArgumentParser) -> None:
-    from kubesim.nodespec import NODE_SPEC_HELP
-
-    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
-    p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig for clients")
-    p.add_argument(
-        "--sim-level",
-        choices=("pods", "jobs", "none"),
-        default="pods",
-        help="pods: job controller, scheduler and kubelet; jobs: Job status advanced without "
-        "pods; none: no simulated controllers (tests patch Job status themselves)",
-    )
-    p.add_argument("--nodes", default="", help=NODE_SPEC_HELP)
-    p.add_argument(
-        "--time-scale",
-        type=float,
-        default=1.0,
-        help="multiply every simulated duration (0.01: `sleep 100s` takes about 1 s)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed for every simulated random choice")
-    p.add_argument("--faults", default=None, help="fault-injection plan (YAML), see docs/sim.md")
-    p.add_argument("--data-dir", default=None, help="keep the cluster state here across restarts")
-    p.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS")
-    p.add_argument(
-        "--kube-feature-gates",
-        default="",
-        metavar="K=V,...",
-        help="Kubernetes feature gates of the simulated API server "
-        "(MutablePodResourcesForSuspendedJobs; all off by default)",
-    )
-    p.add_argument(
-        "--no-events",
-        action="store_true",
-        help="the simulated components record no Events (for benchmarks; see docs/sim.md)",
-    )
-    p.add_argument(
-        "--run-image",
-        action="append",
-        default=[],
-        metavar="REPOSITORY=DIR",
-        help="run containers of this image repository (any tag or digest) as real processes, "
-        "DIR first on PATH (repeatable; needs root; see docs/sim.md)",
-    )
-    p.add_argument(
-        "--cluster-domain",
-        default="cluster.local",
-        metavar="DOMAIN",
-        help="the cluster's DNS domain: Services are <svc>.<ns>.svc.DOMAIN (as the kubelet's "
-        "--cluster-domain)",
-    )
-    p.add_argument(
-        "--dns-address",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="also serve cluster DNS here, UDP and TCP, port 53 by default (repeatable; "
-        "with --run-image it is always served on the pod network's gateway)",
-    )
+    """The simulated cluster's flags, `kubesim.serve`'s; without the simulator installed only
+    `--kubeconfig`, so that `jobset sim --help` still answers (running says what to install)."""
+    try:
+        from kubesim.serve import add_sim_flags as add_simulator_flags
+    except ModuleNotFoundError:
+        p.add_argument(
+            "--kubeconfig",
+            required=True,
+            help=f"where to write the kubeconfig for clients (the other flags: pip install "
+            f"'{SIM_EXTRA}')",
+        )
+        return
+    add_simulator_flags(p)
 
 
-def sim_options(args: argparse.Namespace) -> SimOptions:
-    """The simulated cluster's options from the flags `add_sim_flags` declares (`sim`, `dev`)."""
-    from kubesim.cluster import SimOptions
-    from kubesim.dns import parse_dns_address
-
-    return SimOptions(
-        port=args.port,
-        kubeconfig=args.kubeconfig,
-        sim_level=args.sim_level,
-        nodes=args.nodes,
-        time_scale=args.time_scale,
-        seed=args.seed,
-        faults=args.faults,
-        data_dir=args.data_dir,
-        tls=not args.insecure_http,
-        run_images=_run_images(args),
-        kube_feature_gates=_kube_feature_gates(args.kube_feature_gates),
-        events=not getattr(args, "no_events", False),
-        cluster_domain=args.cluster_domain,
-        dns_addresses=[parse_dns_address(a) for a in args.dns_address],
-    )
-
-
-def _kube_feature_gates(spec: str) -> dict[str, bool]:
-    """`K=V,...` as kube-apiserver's --feature-gates spells it (names checked by the sim)."""
-    gates: dict[str, bool] = {}
-    for item in (part.strip() for part in spec.split(",")):
-        if not item:
-            continue
-        name, _, value = item.partition("=")
-        if value.strip().lower() not in ("true", "false"):
-            raise ValueError(f"invalid value of {item!r}: must be NAME=true or NAME=false")
-        gates[name.strip()] = value.strip().lower() == "true"
-    return gates
-
-
-def _run_images(args: argparse.Namespace) -> dict[str, str]:
-    from kubesim.kubelet.processes import parse_run_images
-
-    return {repo: str(path) for repo, path in parse_run_images(args.run_image).items()}
-
-
-# What the `[sim]` extra installs (pyproject.toml), by top-level module; the simulator imports
-# them. A unit test keeps this list and the extra in step.
+# What the `[sim]` extra installs (pyproject.toml), by top-level module: the simulator itself
+# (the `kubesim` distribution) and the modules it needs that the controller does not. A unit
+# test keeps this list and the extra in step.
 SIM_EXTRA: Final = "jobset-py[sim]"
-SIM_EXTRA_MODULES: Final = ("celpy", "lark", "dns")
+SIM_EXTRA_MODULES: Final = ("kubesim", "celpy", "lark", "dns")
 
 
 def missing_sim_extra(command: str) -> str | None:
@@ -170,52 +79,9 @@ def missing_sim_extra(command: str) -> str | None:
 
 
 async def run_sim(args: argparse.Namespace) -> int:
-    from kubeutil.gilswitch import favour_the_loop
+    from kubesim.serve import serve
 
-    # The simulator handles large request bodies in worker threads (kubeutil.gilswitch).
-    with favour_the_loop():
-        return await _serve_sim(args)
-
-
-async def _serve_sim(args: argparse.Namespace) -> int:
-    from kubesim.cluster import SimCluster
-
-    freezer, reclaims = _freeze_gc_survivors()
-    cluster = SimCluster(sim_options(args))
-    await cluster.start()
-    cluster.http.debug_views["gc"] = freezer.report
-    cluster.http.debug_views["interpreter"] = _interpreter_report
-    freezer.collect_and_freeze()
-    print(
-        f"jobset sim ready: {cluster.url} (kubeconfig {args.kubeconfig}, "
-        f"sim-level {args.sim_level})",
-        flush=True,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await cluster.stop()
-    reclaims.cancel()
-    print("jobset sim stopped", flush=True)
-    return 0
-
-
-def _interpreter_report() -> dict[str, Any]:
-    """`/debug/interpreter` of `jobset sim`: the process-wide interpreter settings it runs
-    with."""
-    return {"switchInterval": sys.getswitchinterval()}
-
-
-def _freeze_gc_survivors() -> tuple[GcFreezer, asyncio.Task[None]]:
-    """Keep `jobset sim`'s full collections short (kubeutil.gcfreeze); the task reclaims.
-    (`jobset dev` has its manager do it: `ManagerOptions.gc_freeze`.)"""
-    from kubeutil.gcfreeze import GcFreezer
-
-    freezer = GcFreezer()
-    freezer.install()
-    return freezer, asyncio.create_task(freezer.run(), name="gc reclaim")
+    return await serve(args, "jobset sim")
 
 
 async def run_dev(args: argparse.Namespace) -> int:
@@ -226,6 +92,7 @@ async def run_dev(args: argparse.Namespace) -> int:
     from jobset.webhooks import install_webhooks
     from kubesim.cluster import SimCluster
     from kubesim.process import free_port
+    from kubesim.serve import sim_options
     from kubeutil.gilswitch import LOOP_SWITCH_INTERVAL
 
     configure_logging(args.log_format, args.log_level)

@@ -7,11 +7,6 @@ back through it, as a real controller does through the API server:
   decision for one sync is pure, in `jobplan.py` (testable without a server); the facts it
   reads about Jobs and pods (indexes, failure and success policies, conditions) are
   `jobpolicy.py`; level `jobs` (Jobs advance by status alone, no pods) is `jobsim.py`.
-- `events.py` - the Events the Job controller, the scheduler and the kubelet record: client-go's
-  event correlator (repeats counted on one Event, similar ones combined, a spam filter per
-  object; pure) and the sink that writes them in batches.
-- `workqueue.py` - client-go style work queue and one-timer-for-many-keys, shared with the
-  simulated kubelet.
 - `gc.py` - garbage collection by ownerReferences, and namespace teardown.
 - `scheduler/` - kube-scheduler: `scheduling.py` decides (pure, over `snapshot.py`), `loop.py`
   binds.
@@ -25,5 +20,7 @@ back through it, as a real controller does through the API server:
   in `endpointslices.py`.
 - `disruption.py` - policy/v1 PodDisruptionBudget status, and the pods/eviction subresource
   that honours it (`kubectl drain`).
-- `base.py` - the store-listener-plus-work-queue loop those four share.
+
+The work queue, the Events sink and the store-listener-plus-work-queue loop these share with
+the kubelet are in `kubesim.base`, the layer below both.
 """

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
+from kubesim.base.controller import Controller
 from kubesim.clock import now_rfc3339
-from kubesim.controllers.base import Controller
 
 APISERVICES: Final[ResourceKey] = ("apiregistration.k8s.io", "apiservices")
 SERVICES: Final[ResourceKey] = ("", "services")

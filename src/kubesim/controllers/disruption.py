@@ -34,8 +34,8 @@ from kubesim.apiserver.core.request import Request
 from kubesim.apiserver.core.store import DELETED, ResourceKey, Store, WatchEvent
 from kubesim.apiserver.registry.registry import Registry
 from kubesim.apiserver.registry.resourcetype import ResourceType
+from kubesim.base.controller import PODS, Controller, controller_ref, meta_key
 from kubesim.clock import now_rfc3339, parse_rfc3339
-from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key
 from kubesim.controllers.rollout import IntOrPercentError, pod_ready, scaled_value
 from kubesim.machinery.errors import ApiError, Cause, not_found
 from kubesim.machinery.selectors import LabelSelector

@@ -45,7 +45,8 @@ from typing import Any, Final
 from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.store import DELETED, ObjectKey, ResourceKey, Store, WatchEvent
 from kubesim.apiserver.core.webhookclient import PodHost, ServiceUnavailable
-from kubesim.controllers.base import PODS, Controller, meta_key
+from kubesim.base.controller import PODS, Controller, meta_key
+from kubesim.base.podhost import SIMULATED_POD_HOST, simulated_pod_host
 from kubesim.controllers.endpointslices import MAX_ENDPOINTS_PER_SLICE, ip_sort_key, plan_slices
 from kubesim.controllers.rollout import pod_ready
 from kubesim.machinery.errors import ApiError
@@ -78,9 +79,6 @@ _OWN_WRITE: ContextVar[bool] = ContextVar("endpoints_own_write", default=False)
 BATCH_FACTOR: Final = 4.0
 # The simulated cluster's dial hint on a Service (host:port), used by `jobset dev`.
 ADDRESS_ANNOTATION: Final = "sim.jobset.x-k8s.io/address"
-# Where a simulated pod's endpoint is reached: no process listens on a simulated pod's IP, so
-# the host stands in for it (a controller on the host serving what the pod would serve).
-SIMULATED_POD_HOST: Final = "127.0.0.1"
 
 # ---------------------------------------------------------------------------------------------
 # Pure computation
@@ -355,10 +353,6 @@ class ServiceEndpoint:
     host: str
     port: int
     pod: tuple[str, str] | None = None  # (namespace, name)
-
-
-def simulated_pod_host(pod: Mapping[str, Any], ip: str) -> str:
-    return SIMULATED_POD_HOST
 
 
 def resolve_service(

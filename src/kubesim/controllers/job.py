@@ -39,8 +39,9 @@ and `uncountedTerminatedPods` stays empty (a crash of the whole simulator betwee
 write and a finalizer removal could count a pod twice).
 
 Where things are: `jobpolicy.py` has the pure facts about Jobs and pods, `jobplan.py` the
-pure decision of one sync at level `pods` (this module applies it), `jobsim.py` level `jobs`,
-`workqueue.py` the queue and timers shared with the simulated kubelet.
+pure decision of one sync at level `pods` (this module applies it), `jobsim.py` level `jobs`
+(`StatusOnly`, the strategy the controller is constructed with for that level),
+`kubesim.base.workqueue` the queue and timers shared with the simulated kubelet.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import random
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -59,7 +59,8 @@ from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.request import SYSTEM_USER, Request
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.apiserver.registry.resourcetype import ResourceType
-from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
+from kubesim.base.events import NO_EVENTS, WARNING, EventSink
+from kubesim.base.workqueue import WorkQueue
 from kubesim.controllers.jobplan import JobPlanner, Memory, Outcome, StatusUpdate
 from kubesim.controllers.jobpolicy import (
     JOB_CONTROLLER_NAME,
@@ -71,8 +72,7 @@ from kubesim.controllers.jobpolicy import (
     job_ref,
     pod_ready,
 )
-from kubesim.controllers.jobsim import Run, StatusOnlySync
-from kubesim.controllers.workqueue import WorkQueue
+from kubesim.controllers.jobsim import StatusOnly
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait
 
@@ -92,22 +92,20 @@ JobKey = tuple[str, str, str]  # ("job", namespace, name) or ("orphan", namespac
 
 
 class JobController:
-    """Reconciles batch/v1 Jobs: with pods at level `pods`, by status alone at level `jobs`."""
+    """Reconciles batch/v1 Jobs: with pods (level `pods`), or by status alone when constructed
+    with the `status_only` strategy (level `jobs`), which then owns the Jobs' simulated runs."""
 
     def __init__(
         self,
         core: ApiCore,
-        level: str = "pods",
         time_scale: float = 1.0,
-        rng: random.Random | None = None,
         events: EventSink | None = None,
+        status_only: StatusOnly | None = None,
     ) -> None:
-        if level not in ("pods", "jobs"):
-            raise ValueError(f"JobController level must be 'pods' or 'jobs', not {level!r}")
         self.core = core
-        self.level = level
+        self.status_only = status_only
+        self.level = "pods" if status_only is None else "jobs"
         self.time_scale = max(float(time_scale), 0.0)
-        self.rng = rng or random.Random(0)
         self.recorder = NO_EVENTS if events is None else events.recorder("job-controller")
         jobs_rt = core.registry.get("batch", "v1", "jobs")
         pods_rt = core.registry.get("", "v1", "pods")
@@ -125,7 +123,6 @@ class JobController:
         self._index_failures: dict[str, dict[int, tuple[int, int, float]]] = {}
         # Precise start times (status.startTime has whole seconds only), per Job uid.
         self.started: dict[str, float] = {}
-        self.runs: dict[tuple[str, str], Run] = {}
         self.syncs = 0  # for tests and benchmarks: how much work the controller did
         self.status_writes = 0
 
@@ -210,6 +207,8 @@ class JobController:
         self._backoff.pop(uid, None)
         self._index_failures.pop(uid, None)
         self.started.pop(uid, None)
+        if self.status_only is not None:
+            self.status_only.job_gone(uid)
         if self._queue is None:
             return
         for rkey, okey in list(self.core.store.dependents.get(uid, ())):
@@ -228,10 +227,10 @@ class JobController:
                 retry = False
                 if kind == "orphan":
                     await self._sync_orphan(ns, name)
-                elif self.level == "pods":
+                elif self.status_only is None:
                     retry = await self._sync_job(ns, name)
                 else:
-                    await self._sync_job_status_only(ns, name)
+                    await self._sync_job_status_only(self.status_only, ns, name)
                 if retry:
                     queue.add_rate_limited(key)
                 else:
@@ -415,13 +414,13 @@ class JobController:
 
     # ------------------------------------------------------------------ level jobs
 
-    async def _sync_job_status_only(self, ns: str, name: str) -> None:
+    async def _sync_job_status_only(self, mode: StatusOnly, ns: str, name: str) -> None:
         """Level `jobs`: advance one Job's simulated pods to now and write what changed
         (`jobsim.py`)."""
         key = (ns, name)
         job = self.core.store.get(_JOBS, key)
         if job is None:
-            self.runs.pop(key, None)
+            mode.forget(key)
             return
         self.syncs += 1
         meta = job["metadata"]
@@ -430,9 +429,9 @@ class JobController:
             or is_job_finished(job)
             or meta.get("deletionTimestamp")
         ):
-            self.runs.pop(key, None)
+            mode.forget(key)
             return
-        await StatusOnlySync(self, job).run()
+        await mode.sync(self, job)
 
 
 class _JobSync:

@@ -4,18 +4,22 @@ Each completion slot (index) of a Job runs its pod template's program for its du
 `--time-scale`), at most `parallelism` at a time, and succeeds, fails and is retried after the
 pod back-off, or restarts in place, with the limits and conditions of level `pods`
 (backoffLimit, backoffLimitPerIndex, podFailurePolicy on exit codes, activeDeadlineSeconds,
-successPolicy, suspend). `StatusOnlySync` is one sync of one Job: it advances the Job's `Run`
-to now (`SlotSim`) and writes the status when something a client could see changed.
+successPolicy, suspend). `StatusOnly` is this mode as a strategy `JobController` is
+constructed with: it owns the runs, their start times and its random source, and reaches the
+controller only through `JobStatusPort` (requeue a Job, write its status). `StatusOnlySync` is
+one sync of one Job: it advances the Job's `Run` to now (`SlotSim`) and writes the status
+when something a client could see changed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.controllers.jobpolicy import (
@@ -33,10 +37,7 @@ from kubesim.controllers.jobpolicy import (
 )
 from kubesim.programs.programs import Program, program_for
 
-if TYPE_CHECKING:
-    from kubesim.controllers.job import JobController
-
-__all__ = ["Run", "SlotSim", "StatusOnlySync"]
+__all__ = ["JobStatusPort", "Run", "SlotSim", "StatusOnly", "StatusOnlySync"]
 
 # How long a simulated pod takes to start at level `jobs`, before --time-scale.
 JOBS_LEVEL_START_DELAY: Final = 1.0
@@ -103,6 +104,40 @@ def program_for_slot(job: Mapping[str, Any], run: Run, slot: int) -> Program:
     return program
 
 
+class JobStatusPort(Protocol):
+    """What the status-only mode asks of the Job controller running it."""
+
+    def requeue_after(self, ns: str, name: str, delay: float) -> None:
+        """Sync the Job `ns/name` again after `delay` seconds."""
+
+    async def write_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """Write `status` as the Job's status subresource; the written Job."""
+
+
+class StatusOnly:
+    """Level `jobs` as the Job controller's sync strategy: its state is the simulated run of
+    each Job, keyed by namespace and name, and the precise start times by Job uid."""
+
+    def __init__(self, time_scale: float = 1.0, rng: random.Random | None = None) -> None:
+        self.time_scale = max(float(time_scale), 0.0)
+        self.rng = rng or random.Random(0)
+        self.runs: dict[tuple[str, str], Run] = {}
+        # Precise start times (status.startTime has whole seconds only), per Job uid.
+        self.started: dict[str, float] = {}
+
+    async def sync(self, port: JobStatusPort, job: dict[str, Any]) -> None:
+        """Advance `job`'s simulated pods to now and write what changed."""
+        await StatusOnlySync(self, port, job).run()
+
+    def forget(self, key: tuple[str, str]) -> None:
+        """The Job `key` is gone or finished: drop its run."""
+        self.runs.pop(key, None)
+
+    def job_gone(self, uid: str) -> None:
+        """The Job with `uid` was deleted: drop its start time."""
+        self.started.pop(uid, None)
+
+
 class StatusOnlySync:
     """Level `jobs`: advance one Job's simulated pods to now and write what changed.
 
@@ -110,8 +145,9 @@ class StatusOnlySync:
     or end, the Job is suspended or resumed, or it finishes.
     """
 
-    def __init__(self, ctl: JobController, job: dict[str, Any]) -> None:
-        self.ctl = ctl
+    def __init__(self, mode: StatusOnly, port: JobStatusPort, job: dict[str, Any]) -> None:
+        self.mode = mode
+        self.port = port
         self.job = job
         meta = job["metadata"]
         self.ns, self.name = meta.get("namespace", ""), meta["name"]
@@ -132,7 +168,7 @@ class StatusOnlySync:
         changed = self._resume()
         slots = spec_int(self.spec, "completions", spec_int(self.spec, "parallelism", 1))
         run = self._run(slots)
-        sim = SlotSim(self.ctl.time_scale, self.job, run, slots, self.now_loop)
+        sim = SlotSim(self.mode.time_scale, self.job, run, slots, self.now_loop)
         finish = sim.advance()
         if finish is None:
             finish = self._check_deadline(run)
@@ -146,13 +182,13 @@ class StatusOnlySync:
 
     async def _suspend(self) -> None:
         status = self.status
-        self.ctl.runs.pop(self.key, None)
+        self.mode.runs.pop(self.key, None)
         ensure_condition(self.conds, "Suspended", "True", "JobSuspended", "Job suspended", self.now)
         status.pop("active", None)
         status.update(ready=0, terminating=0, conditions=self.conds)
         status.setdefault("uncountedTerminatedPods", {})
         if status != self.old_status:
-            await self.ctl.write_status(self.job, status)
+            await self.port.write_status(self.job, status)
 
     def _resume(self) -> bool:
         """True when the Job was just resumed (its deadline clock restarts)."""
@@ -161,16 +197,18 @@ class StatusOnlySync:
         ):
             return False
         self.status["startTime"] = self.now
-        self.ctl.started[self.uid] = self.now_wall
+        self.mode.started[self.uid] = self.now_wall
         return True
 
     def _run(self, slots: int) -> Run:
         """The Job's run, or a new one from the counts in its status."""
-        run = self.ctl.runs.get(self.key)
+        run = self.mode.runs.get(self.key)
         if run is not None and run.uid == self.uid:
             return run
         status = self.status
-        start_delay = JOBS_LEVEL_START_DELAY * self.ctl.time_scale * self.ctl.rng.uniform(0.8, 1.2)
+        start_delay = (
+            JOBS_LEVEL_START_DELAY * self.mode.time_scale * self.mode.rng.uniform(0.8, 1.2)
+        )
         run = Run(self.uid, self.now_loop + start_delay)
         if self.indexed:
             run.succeeded = parse_indexes(status.get("completedIndexes"), slots)
@@ -178,7 +216,7 @@ class StatusOnlySync:
         else:
             run.succeeded = set(range(min(int(status.get("succeeded") or 0), slots)))
         run.failed = int(status.get("failed") or 0)
-        self.ctl.runs[self.key] = run
+        self.mode.runs[self.key] = run
         return run
 
     def _check_deadline(self, run: Run) -> Finish | None:
@@ -187,7 +225,7 @@ class StatusOnlySync:
         if left is None:
             return None
         if left > 0:
-            self.ctl.requeue_after(self.ns, self.name, left)
+            self.port.requeue_after(self.ns, self.name, left)
             return None
         run.failed += len(run.running)
         run.running.clear()
@@ -202,26 +240,26 @@ class StatusOnlySync:
         deadline = self.spec.get("activeDeadlineSeconds")
         if deadline is None or not self.status.get("startTime"):
             return None
-        started = self.ctl.started.get(self.uid) or parse_rfc3339(self.status["startTime"])
-        return started + float(deadline) * self.ctl.time_scale - self.now_wall
+        started = self.mode.started.get(self.uid) or parse_rfc3339(self.status["startTime"])
+        return started + float(deadline) * self.mode.time_scale - self.now_wall
 
     def _start(self, sim: SlotSim) -> None:
         """Start slots; the first start sets startTime and arms the deadline."""
         if sim.fill() and not self.status.get("startTime"):
             self.status["startTime"] = self.now
-            self.ctl.started[self.uid] = self.now_wall
+            self.mode.started[self.uid] = self.now_wall
             deadline = self.spec.get("activeDeadlineSeconds")
             if deadline is not None:
-                self.ctl.requeue_after(self.ns, self.name, float(deadline) * self.ctl.time_scale)
+                self.port.requeue_after(self.ns, self.name, float(deadline) * self.mode.time_scale)
 
     def _schedule(self, sim: SlotSim, finish: Finish | None) -> None:
         """Forget a finished run, or come back when its next slot ends or may start."""
         if finish is not None:
-            self.ctl.runs.pop(self.key, None)
+            self.mode.runs.pop(self.key, None)
             return
         wake = sim.next_wake()
         if not math.isinf(wake):
-            self.ctl.requeue_after(self.ns, self.name, wake - self.now_loop)
+            self.port.requeue_after(self.ns, self.name, wake - self.now_loop)
 
     async def _write(self, run: Run, finish: Finish | None) -> None:
         status, conds, now = self.status, self.conds, self.now
@@ -244,7 +282,7 @@ class StatusOnlySync:
         if conds:
             status["conditions"] = conds
         if status != self.old_status:
-            await self.ctl.write_status(self.job, status)
+            await self.port.write_status(self.job, status)
 
 
 class SlotSim:

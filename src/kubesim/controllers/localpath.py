@@ -29,8 +29,8 @@ import structlog
 
 from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.store import ResourceKey, WatchEvent
-from kubesim.controllers.base import Controller
-from kubesim.controllers.events import NO_EVENTS, EventSink
+from kubesim.base.controller import Controller
+from kubesim.base.events import NO_EVENTS, EventSink
 from kubesim.controllers.pvmatch import (
     ANN_PROVISIONED_BY,
     ANN_SELECTED_NODE,

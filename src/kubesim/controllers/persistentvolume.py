@@ -27,9 +27,9 @@ import structlog
 
 from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
+from kubesim.base.controller import Controller
+from kubesim.base.events import NO_EVENTS, WARNING, EventSink
 from kubesim.clock import now_rfc3339
-from kubesim.controllers.base import Controller
-from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.pvmatch import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,

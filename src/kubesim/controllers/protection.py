@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kubesim.apiserver.core.hooks import MutatingHook
 from kubesim.apiserver.core.store import ResourceKey, WatchEvent
-from kubesim.controllers.base import Controller
+from kubesim.base.controller import Controller
 from kubesim.controllers.scheduler.volumebinding import claim_names
 
 if TYPE_CHECKING:

@@ -29,9 +29,9 @@ from typing import Any, Final
 
 from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
+from kubesim.base.controller import PODS, Controller, controller_ref, meta_key
 from kubesim.clock import now_rfc3339
 from kubesim.controllers import rollout
-from kubesim.controllers.base import PODS, Controller, controller_ref, meta_key
 from kubesim.machinery.errors import ApiError
 from kubesim.machinery.selectors import LabelSelector
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
-from kubesim.controllers.base import Controller
+from kubesim.base.controller import Controller
 from kubesim.machinery.errors import ApiError
 
 NAMESPACES: Final[ResourceKey] = ("", "namespaces")

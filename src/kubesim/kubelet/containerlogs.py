@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
+import structlog
 from aiohttp import web
 
 from kubesim.machinery.errors import ApiError
 
 __all__ = ["instance_logs", "log_response"]
+
+log = structlog.get_logger("sim.kubelet")
 
 FOLLOW_POLL: Final = 0.2
 
@@ -65,19 +68,34 @@ async def log_response(
     # pod object is deleted, which can be right after the container exits, before the last
     # lines were sent; an open file is still readable after it is unlinked.
     f = await asyncio.to_thread(path.open, "rb")
+    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
     with f:
-        data = f.read()
-        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await resp.prepare(request)
-        await resp.write(_tail(data, q.get("tailLines")))
-        while True:
-            done = ended(path)
-            chunk = f.read()
-            if chunk:
-                await resp.write(chunk)
-            elif done:
-                break
-            else:
-                await asyncio.sleep(FOLLOW_POLL)
-    await resp.write_eof()
+        try:
+            await _follow(request, resp, f, _tail(f.read(), q.get("tailLines")), path, ended)
+            await resp.write_eof()
+        except ConnectionResetError:  # the client went away: nothing is left to answer
+            log.debug("log follow ended by the client", path=str(path))
     return resp
+
+
+async def _follow(
+    request: web.Request,
+    resp: web.StreamResponse,
+    f: BinaryIO,
+    first: bytes,
+    path: Path,
+    ended: Callable[[Path], bool],
+) -> None:
+    """Write `first`, then what the instance adds to `f`, until it ends or the client goes."""
+    await resp.write(first)
+    while request.transport is not None and not request.transport.is_closing():
+        done = ended(path)
+        chunk = f.read()
+        if chunk:
+            await resp.write(chunk)
+        elif done:
+            return
+        else:
+            await asyncio.sleep(FOLLOW_POLL)
+    raise ConnectionResetError("the client closed the connection")

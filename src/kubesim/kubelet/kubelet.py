@@ -33,7 +33,7 @@ controller and users (`kubectl get pods`, `kubectl logs`) read exactly that:
   (`DeletionByPodGC`) and are deleted, and unscheduled pods being deleted are marked Failed,
   as the pod garbage collector does.
 
-Events as `kubelet` (source host: the node; `controllers/events.py` correlates them), on a
+Events as `kubelet` (source host: the node; `base/events.py` correlates them), on a
 container's `spec.containers{NAME}`: Pulling / Pulled ("Container image "IMG" already present
 on machine" unless `imagePullPolicy: Always`), Created "Created container: NAME", Started
 "Started container NAME" each time a container starts, Failed "Error: ..." when a real one
@@ -69,9 +69,9 @@ from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.request import SYSTEM_USER, Request
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.apiserver.registry.resourcetype import ResourceType
+from kubesim.base.events import NO_EVENTS, WARNING, EventSink
+from kubesim.base.workqueue import WorkQueue
 from kubesim.clock import now_rfc3339, parse_rfc3339
-from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
-from kubesim.controllers.workqueue import WorkQueue
 from kubesim.kubelet import simfiles
 from kubesim.kubelet.cri import NOT_YET, ContainerRuntime, Runtimes
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status

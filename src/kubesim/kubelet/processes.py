@@ -54,7 +54,7 @@ from aiohttp import web
 
 from kubesim.apiserver import reviews
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
-from kubesim.controllers.endpoints import simulated_pod_host
+from kubesim.base.podhost import simulated_pod_host
 from kubesim.images.types import ImageLookup, ImageRecord
 from kubesim.kubelet import (
     containerlogs,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from kubesim.programs.common import (
     MAX_DEPTH,
@@ -20,16 +20,13 @@ from kubesim.programs.common import (
 )
 from kubesim.programs.expressions import TestError, TestEval
 from kubesim.programs.parser import parse_script
-
-if TYPE_CHECKING:
-    from kubesim.programs.interpreter import Shell
-
+from kubesim.programs.shellstate import ShellState
 
 # ---------------------------------------------------------------------------------------------
 # Builtins
 
 
-def _b_echo(sh: Shell, args: list[str]) -> int:
+def _b_echo(sh: ShellState, args: list[str]) -> int:
     newline, escapes = True, False
     while args and re.fullmatch(r"-[neE]+", args[0]):
         flags = args[0][1:]
@@ -65,7 +62,7 @@ def _printf_convert(spec: str, arg: str) -> str:
         return arg
 
 
-def _b_printf(sh: Shell, args: list[str]) -> int:
+def _b_printf(sh: ShellState, args: list[str]) -> int:
     """printf FORMAT [ARGS]: the format is reused while arguments remain, as in bash."""
     if not args:
         sh.err("printf: usage: printf format [arguments]\n")
@@ -90,7 +87,7 @@ def _b_printf(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_sleep(sh: Shell, args: list[str]) -> int:
+def _b_sleep(sh: ShellState, args: list[str]) -> int:
     if not args:
         sh.err("sleep: missing operand\n")
         return 1
@@ -105,7 +102,7 @@ def _b_sleep(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_exit(sh: Shell, args: list[str]) -> int:
+def _b_exit(sh: ShellState, args: list[str]) -> int:
     if not args:
         raise Exit(sh.status)
     try:
@@ -116,12 +113,12 @@ def _b_exit(sh: Shell, args: list[str]) -> int:
     raise Exit(code % 256)
 
 
-def _b_return(sh: Shell, args: list[str]) -> int:
+def _b_return(sh: ShellState, args: list[str]) -> int:
     sh.err("sh: return: can only `return' from a function or sourced script\n")
     return 1
 
 
-def _b_seq(sh: Shell, args: list[str]) -> int:
+def _b_seq(sh: ShellState, args: list[str]) -> int:
     nums: list[float] = []
     fmt_width = ""
     while args and args[0].startswith("-") and not re.fullmatch(r"-[\d.]+", args[0]):
@@ -160,7 +157,7 @@ def _b_seq(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_test(sh: Shell, args: list[str]) -> int:
+def _b_test(sh: ShellState, args: list[str]) -> int:
     try:
         return 0 if TestEval([(a, False) for a in args], double=False, shell=sh).evaluate() else 1
     except TestError as e:
@@ -168,22 +165,22 @@ def _b_test(sh: Shell, args: list[str]) -> int:
         return 2
 
 
-def _b_bracket(sh: Shell, args: list[str]) -> int:
+def _b_bracket(sh: ShellState, args: list[str]) -> int:
     if not args or args[-1] != "]":
         sh.err("sh: [: missing `]'\n")
         return 2
     return _b_test(sh, args[:-1])
 
 
-def _b_loop_control(kind: str) -> Callable[[Shell, list[str]], int]:
-    def run(sh: Shell, args: list[str]) -> int:
+def _b_loop_control(kind: str) -> Callable[[ShellState, list[str]], int]:
+    def run(sh: ShellState, args: list[str]) -> int:
         levels = int(args[0]) if args and args[0].isdigit() else 1
         raise LoopControl(kind, max(levels, 1))
 
     return run
 
 
-def _b_export(sh: Shell, args: list[str]) -> int:
+def _b_export(sh: ShellState, args: list[str]) -> int:
     for a in args:
         if a.startswith("-"):
             continue
@@ -193,14 +190,14 @@ def _b_export(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_unset(sh: Shell, args: list[str]) -> int:
+def _b_unset(sh: ShellState, args: list[str]) -> int:
     for a in args:
         if not a.startswith("-"):
             sh.vars.pop(a, None)
     return 0
 
 
-def _b_set(sh: Shell, args: list[str]) -> int:
+def _b_set(sh: ShellState, args: list[str]) -> int:
     i = 0
     while i < len(args):
         a = args[i]
@@ -234,7 +231,7 @@ def _b_set(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_shift(sh: Shell, args: list[str]) -> int:
+def _b_shift(sh: ShellState, args: list[str]) -> int:
     n = int(args[0]) if args and args[0].isdigit() else 1
     if n > len(sh.positional):
         return 1
@@ -242,13 +239,13 @@ def _b_shift(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_wait(sh: Shell, args: list[str]) -> int:
+def _b_wait(sh: ShellState, args: list[str]) -> int:
     if sh.background_until > sh.elapsed:
         sh.advance(sh.background_until - sh.elapsed)
     return 0
 
 
-def _b_read(sh: Shell, args: list[str]) -> int:
+def _b_read(sh: ShellState, args: list[str]) -> int:
     """`read [-r] NAME...` from the pipeline's input; no input means end of file (status 1)."""
     names = [a for a in args if not a.startswith("-")] or ["REPLY"]
     if not sh.stdin:
@@ -263,7 +260,7 @@ def _b_read(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_cat(sh: Shell, args: list[str]) -> int:
+def _b_cat(sh: ShellState, args: list[str]) -> int:
     operands = [a for a in args if not a.startswith("-") or a == "-"]
     if not operands:
         if sh.stdin:
@@ -283,14 +280,14 @@ def _b_cat(sh: Shell, args: list[str]) -> int:
     return status
 
 
-def _b_touch(sh: Shell, args: list[str]) -> int:
+def _b_touch(sh: ShellState, args: list[str]) -> int:
     for path in (a for a in args if not a.startswith("-")):
         if path not in sh.files:
             sh.write_file(path, "")
     return 0
 
 
-def _b_rm(sh: Shell, args: list[str]) -> int:
+def _b_rm(sh: ShellState, args: list[str]) -> int:
     recursive = any(a.startswith("-") and ("r" in a or "R" in a) for a in args)
     for path in (a for a in args if not a.startswith("-")):
         if path in sh.files:
@@ -302,13 +299,13 @@ def _b_rm(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_tee(sh: Shell, args: list[str]) -> int:
+def _b_tee(sh: ShellState, args: list[str]) -> int:
     if sh.stdin:
         sh.out(sh.stdin)
     return 0
 
 
-def _b_printenv(sh: Shell, args: list[str]) -> int:
+def _b_printenv(sh: ShellState, args: list[str]) -> int:
     if args:
         missing = 0
         for a in args:
@@ -321,7 +318,7 @@ def _b_printenv(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _b_env(sh: Shell, args: list[str]) -> int:
+def _b_env(sh: ShellState, args: list[str]) -> int:
     rest = list(args)
     while rest and (rest[0].startswith("-") or "=" in rest[0]):
         rest = rest[1:]
@@ -330,10 +327,10 @@ def _b_env(sh: Shell, args: list[str]) -> int:
     return sh.command(rest)
 
 
-def _b_prefix(skip_options: bool) -> Callable[[Shell, list[str]], int]:
+def _b_prefix(skip_options: bool) -> Callable[[ShellState, list[str]], int]:
     """`nohup cmd`, `time cmd`, `command cmd`, `exec cmd`: run the wrapped command."""
 
-    def run(sh: Shell, args: list[str]) -> int:
+    def run(sh: ShellState, args: list[str]) -> int:
         rest = list(args)
         while skip_options and rest and rest[0].startswith("-"):
             rest = rest[1:]
@@ -342,13 +339,13 @@ def _b_prefix(skip_options: bool) -> Callable[[Shell, list[str]], int]:
     return run
 
 
-def _b_exec(sh: Shell, args: list[str]) -> int:
+def _b_exec(sh: ShellState, args: list[str]) -> int:
     if not args:
         return 0
     raise Exit(sh.command(args))
 
 
-def _b_timeout(sh: Shell, args: list[str]) -> int:
+def _b_timeout(sh: ShellState, args: list[str]) -> int:
     rest = list(args)
     while rest and rest[0].startswith("-"):
         rest = rest[2:] if rest[0] in ("-s", "-k", "--signal", "--kill-after") else rest[1:]
@@ -371,7 +368,7 @@ def _b_timeout(sh: Shell, args: list[str]) -> int:
     return status
 
 
-def _b_eval(sh: Shell, args: list[str]) -> int:
+def _b_eval(sh: ShellState, args: list[str]) -> int:
     if sh.depth >= MAX_DEPTH:
         return 0
     try:
@@ -381,27 +378,27 @@ def _b_eval(sh: Shell, args: list[str]) -> int:
     return sh.run_node(tree)
 
 
-def _b_let(sh: Shell, args: list[str]) -> int:
+def _b_let(sh: ShellState, args: list[str]) -> int:
     value = 0
     for a in args:
         value = sh.arith(a)
     return 0 if value != 0 else 1
 
 
-def _b_const(text: str) -> Callable[[Shell, list[str]], int]:
-    def run(sh: Shell, args: list[str]) -> int:
+def _b_const(text: str) -> Callable[[ShellState, list[str]], int]:
+    def run(sh: ShellState, args: list[str]) -> int:
         sh.out(text + "\n")
         return 0
 
     return run
 
 
-def _b_hostname(sh: Shell, args: list[str]) -> int:
+def _b_hostname(sh: ShellState, args: list[str]) -> int:
     sh.out(sh.vars.get("HOSTNAME", "localhost") + "\n")
     return 0
 
 
-BUILTINS: Final[dict[str, Callable[[Shell, list[str]], int]]] = {
+BUILTINS: Final[dict[str, Callable[[ShellState, list[str]], int]]] = {
     "echo": _b_echo,
     "printf": _b_printf,
     "sleep": _b_sleep,

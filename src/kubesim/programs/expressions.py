@@ -6,13 +6,10 @@ import ast
 import fnmatch
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from kubesim.programs.common import Unsupported
-
-if TYPE_CHECKING:
-    from kubesim.programs.interpreter import Shell
-
+from kubesim.programs.shellstate import ShellState
 
 # ---------------------------------------------------------------------------------------------
 # test / [ ] / [[ ]]
@@ -35,7 +32,7 @@ _BINARY: Final = frozenset(
 class TestEval:
     """Recursive descent over test arguments; `-a`/`-o` for `[`, `&&`/`||` for `[[`."""
 
-    def __init__(self, args: list[tuple[str, bool]], double: bool, shell: Shell) -> None:
+    def __init__(self, args: list[tuple[str, bool]], double: bool, shell: ShellState) -> None:
         self.args = args
         self.double = double
         self.shell = shell

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import functools
+import logging
 import os
 import re
 import struct
@@ -83,6 +84,29 @@ async def test_logs_follow_of_a_pod_deleted_as_it_exits_ends_cleanly(env: Env) -
     await env.core.delete_namespaced_pod("talker", NS, grace_period_seconds=0)
     out, err = await asyncio.wait_for(follow.communicate(), 60)
     assert (follow.returncode, out, err) == (0, b"last words\n", b"")
+
+
+async def test_logs_follow_ends_quietly_when_its_client_goes(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = "i=0; while true; do echo line $i; i=$((i+1)); sleep 0.05; done"
+    await env.create(web_pod("chatty", command=["sh", "-c", script]))
+    await eventually(lambda: env.pod("chatty"), running)
+    follow = await asyncio.create_subprocess_exec(
+        *("kubectl", "--kubeconfig", str(env.kubeconfig), "logs", "-f", "chatty"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert follow.stdout is not None
+    assert (await follow.stdout.readline()).startswith(b"line ")
+    follow.kill()
+    await follow.wait()
+    await asyncio.sleep(1)  # the container keeps writing; the server sees the client gone
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
+    # The server is no worse for it: another follow gets the lines.
+    rc, out, err = await kubectl(env, "logs", "--tail=1", "chatty")
+    assert (rc, out[:5]) == (0, "line "), err
 
 
 # kubectl 1.32 upgrades to WebSocket; these variables make it use SPDY, its fallback and what

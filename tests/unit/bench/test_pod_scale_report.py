@@ -82,7 +82,7 @@ def test_table_marks_a_step_that_did_not_complete() -> None:
 
 
 RAW = """\
-<module> (jobset/cli.py:154);run_forever (asyncio/base_events.py:607);Handle._run (asyncio/events.py:80);Controller._worker (kubesim/controllers/base.py:90);EndpointsController.sync (kubesim/controllers/endpoints.py:420);slice_groups (kubesim/controllers/endpoints.py:200) 6
+<module> (jobset/cli.py:154);run_forever (asyncio/base_events.py:607);Handle._run (asyncio/events.py:80);Controller._worker (kubesim/base/controller.py:90);EndpointsController.sync (kubesim/controllers/endpoints.py:420);slice_groups (kubesim/controllers/endpoints.py:200) 6
 <module> (jobset/cli.py:154);run_forever (asyncio/base_events.py:607);Handle._run (asyncio/events.py:80);Scheduler._run (kubesim/controllers/scheduler/loop.py:243);schedule (kubesim/controllers/scheduler/scheduling.py:328) 3
 <module> (jobset/cli.py:154);run_forever (asyncio/base_events.py:607);EpollSelector.select (selectors.py:468) 1
 """

@@ -181,12 +181,15 @@ def test_dockerfile_builds_a_slim_non_root_image_of_the_runtime_only() -> None:
     # src/jobset/data's symlinks point into config/crd/bases and examples/: their targets go
     # into the build context too, or the image's wheel would lack the package data.
     locks = ["requirements/controller.lock", "requirements/build.lock"]
+    # No simulator: src/kubesim stays out of the image (its wheel is packaging/kubesim's).
     assert sources == [
         *locks,
         "pyproject.toml",
         "README.md",
         "LICENSE",
-        "src",
+        "packaging/kubeutil",
+        "src/jobset",
+        "src/kubeutil",
         "config/crd/bases",
         "examples",
     ]
@@ -197,13 +200,16 @@ def test_dockerfile_builds_a_slim_non_root_image_of_the_runtime_only() -> None:
             target = link.resolve().relative_to(REPO)
             assert str(target) in sources, f"{link} -> {target} is not copied"
     ignore = (REPO / ".dockerignore").read_text().split()
-    assert ignore[ignore.index("*") + 1 :][:7] == [
+    assert ignore[ignore.index("*") + 1 :][:10] == [
         "!pyproject.toml",
         "!README.md",
-        "!src/",
+        "!src/jobset/",
+        "!src/kubeutil/",
         "!config/crd/bases/",
         "!examples/",
         *(f"!{lock}" for lock in locks),
+        "!LICENSE",
+        "!packaging/kubeutil/",
     ]
 
 

@@ -1,7 +1,9 @@
-"""Every third-party module src/ imports comes from a distribution pyproject.toml declares
-itself, in [project] dependencies or the `sim` extra, never only through another package's
-dependencies (which may drop it in any release) nor from the test or bench extras.
-`google-re2` (module `re2`) and `lark` are the two this rule was written for."""
+"""Every third-party module src/ imports comes from a distribution that the project of the
+importing package declares itself (src/jobset: pyproject.toml, [project] dependencies or the
+`sim` extra; src/kubesim and src/kubeutil: their projects under packaging/), never only
+through another package's dependencies (which may drop it in any release) nor from the test
+or bench extras. `google-re2` (module `re2`) and `lark` are the two this rule was written
+for."""
 
 from __future__ import annotations
 
@@ -38,8 +40,16 @@ def _owners() -> dict[str, set[str]]:
     }
 
 
-def _declared(*groups: str) -> set[str]:
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+# Each package's project: where its distribution's dependencies are declared.
+PROJECTS = {
+    "jobset": REPO / "pyproject.toml",
+    "kubesim": REPO / "packaging" / "kubesim" / "pyproject.toml",
+    "kubeutil": REPO / "packaging" / "kubeutil" / "pyproject.toml",
+}
+
+
+def _declared(*groups: str, package: str = "jobset") -> set[str]:
+    project = tomllib.loads(PROJECTS[package].read_text())["project"]
     reqs = list(project["dependencies"])
     for group in groups:
         reqs += project["optional-dependencies"][group]
@@ -47,23 +57,24 @@ def _declared(*groups: str) -> set[str]:
 
 
 def test_every_imported_module_is_declared() -> None:
-    allowed = _declared("sim")
+    allowed = {"jobset": _declared("sim"), **{p: _declared(package=p) for p in OWN - {"jobset"}}}
     undeclared: dict[str, set[str]] = {}
     modules: set[str] = set()
     for path in sorted((REPO / "src").rglob("*.py")):
+        package = path.relative_to(REPO / "src").parts[0]
         for module in _imports(path):
             modules.add(module)
             dists = _owners().get(module, set())
-            if not dists & allowed:
+            if not dists & allowed[package]:
                 undeclared.setdefault(module, set()).add(str(path.relative_to(REPO)))
     assert {"re2", "lark", "celpy", "yaml", "aiohttp"} <= modules  # the walk sees imports
-    assert undeclared == {}, "declare them in pyproject.toml"
+    assert undeclared == {}, "declare them in the importing package's project"
 
 
 def test_the_controller_imports_no_sim_extra_outside_the_simulator() -> None:
-    """Only kubesim (and jobset.dev, which starts it) may import the sim extra's modules:
-    the controller image installs without it."""
-    sim_only = _declared("sim") - _declared()
+    """Only kubesim (and jobset.dev, which starts it) may import what the simulator depends
+    on and the controller does not: the controller image installs without it."""
+    sim_only = _declared(package="kubesim") - _declared()
     offenders = []
     for path in sorted((REPO / "src").rglob("*.py")):
         rel = path.relative_to(REPO / "src")

@@ -1,6 +1,8 @@
 """The image's dependencies are pinned: requirements/controller.lock holds exactly the runtime
 dependencies of pyproject (no extras) and what they need, each at one version with hashes,
-and the Dockerfile installs from it with --require-hashes."""
+and the Dockerfile installs from it with --require-hashes. The distributions this tree builds
+itself (jobset-kubeutil, packaging/kubeutil) are not in the lock: the image builds their
+wheels from its own sources; their dependencies are."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ REPO = Path(__file__).resolve().parents[3]
 LOCK = REPO / "requirements" / "controller.lock"
 BUILD_LOCK = REPO / "requirements" / "build.lock"
 PROJECT = "jobset-py (pyproject.toml)"
+# Built from this tree (packaging/), not installed from the lock.
+OWN = {"jobset-kubeutil"}
 
 
 @dataclass
@@ -61,8 +65,16 @@ def parse_lock(path: Path) -> dict[str, Pin]:
 
 
 def runtime_requirements() -> list[Requirement]:
+    """pyproject's runtime dependencies, with each of this tree's own distributions replaced
+    by its dependencies."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    return [Requirement(r) for r in project["dependencies"]]
+    out: list[Requirement] = []
+    for req in map(Requirement, project["dependencies"]):
+        if canonicalize_name(req.name) in OWN:
+            out += [Requirement(r) for r in importlib.metadata.requires(req.name) or []]
+        else:
+            out.append(req)
+    return out
 
 
 def extra_names() -> set[str]:
@@ -97,7 +109,8 @@ def test_the_lock_is_exactly_the_runtime_dependencies_and_theirs() -> None:
     # Everything else is there because a locked package needs it (no orphan, no extra).
     for pin in pins.values():
         parents = {canonicalize_name(v) for v in pin.via if v != PROJECT}
-        assert pin.via and parents <= set(pins), f"{pin.name} is locked via {pin.via}"
+        assert pin.via and parents <= set(pins) | OWN, f"{pin.name} is locked via {pin.via}"
+    assert not OWN & set(pins), "this tree's own distributions come from its wheels"
     reachable: set[str] = set()
     frontier = set(top)
     while frontier:

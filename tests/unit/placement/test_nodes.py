@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from jobset.placement.nodes import pods_that_fit, quantity
-from kubesim.controllers.scheduler.resources import resource_units
+from kubesim.base.resources import resource_units
 
 
 @pytest.mark.parametrize(

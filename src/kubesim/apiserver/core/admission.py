@@ -54,7 +54,7 @@ resolver) and have the port the webhook names. An address annotation
 `sim.jobset.x-k8s.io/address: host:port` on the Service wins (the dial hint `jobset dev`
 uses for a controller on the host), then `spec.externalName`; otherwise a ready address of
 the Service's Endpoints is dialled at its endpoint port, a pod's address through
-`WebhookAdmission.pod_host` (127.0.0.1 for simulated pods, whose IPs nothing listens on; a
+`WebhookClient.pod_host` (127.0.0.1 for simulated pods, whose IPs nothing listens on; a
 runtime giving pods real network namespaces returns their IP). A Service whose Endpoints
 have no ready address fails the call with `no endpoints available for service "<name>"`
 (then failurePolicy decides); a selector-less Service without any Endpoints object is

@@ -1,16 +1,25 @@
 """`pods/exec`, `pods/attach` and `pods/portforward`: the streaming subresources.
 
-kubectl 1.32 opens them as WebSockets (a GET with an upgrade):
+kubectl 1.32 and the Python clients open them as WebSockets (a GET with an upgrade):
 
-- exec and attach speak `v5.channel.k8s.io`: every binary message starts with its channel,
-  0 stdin, 1 stdout, 2 stderr, 3 the error channel (one `Status` at the end), 4 terminal
-  resizes (`{"Width":..,"Height":..}`); a message `[255, channel]` closes that channel (stdin
-  at its end of file). As kube-apiserver's stream translator does, the server sends an empty
-  message on the lowest output channel once the connection is up, and at the end writes the
-  Status, closes the WebSocket and lets the client read to the end.
-- port-forward speaks `SPDY/3.1+portforward.k8s.io`: the WebSocket carries a SPDY session
-  (`spdy.py`) in which the client opens, per forwarded connection, an error stream and a data
-  stream tagged with the port and a request id, as the kubelet's port-forward server expects.
+- exec and attach speak `v5.channel.k8s.io` (kubectl; kube-apiserver's stream translator
+  serves it whenever a client offers it), or one of the kubelet's older channel protocols
+  (`v4.channel.k8s.io`, what the Python clients get, `v4.base64.channel.k8s.io`,
+  `channel.k8s.io`, `base64.channel.k8s.io`; `wschannels.py` frames them). Channels: 0 stdin,
+  1 stdout, 2 stderr, 3 the error channel (the `Status` at the end), 4 terminal resizes
+  (`{"Width":..,"Height":..}`); under v5 a message `[255, channel]` closes that channel (stdin
+  at its end of file). The server sends an empty message on the lowest output channel once
+  the connection is up, and at the end writes the Status, closes the WebSocket and lets the
+  client read to the end.
+- port-forward speaks `SPDY/3.1+portforward.k8s.io` (kubectl): the WebSocket carries a SPDY
+  session (`spdy.py`) in which the client opens, per forwarded connection, an error stream
+  and a data stream tagged with the port and a request id, as the kubelet's port-forward
+  server expects; or the kubelet's channel protocol of the Python clients
+  (`wsportforward.py`).
+
+Every WebSocket refuses messages over `MAX_MESSAGE` and compression (the kubelet offers no
+extension); its messages are handled one at a time, so a client that sends faster than a
+command or a pod takes its input waits on its own socket.
 
 The container side is a `PodStreams` backend (the process runtime of `--run-image`); a pod it
 does not run answers as a kubelet whose runtime does not know the container. The SPDY form of
@@ -22,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -30,11 +39,12 @@ import orjson
 import structlog
 from aiohttp import WSMsgType, web
 
-from kubesim.apiserver.http import spdy
+from kubesim.apiserver.http import spdy, wschannels, wsportforward
 from kubesim.machinery.errors import ApiError, bad_request
 
 __all__ = [
     "EXEC_PROTOCOL",
+    "MAX_MESSAGE",
     "PORTFORWARD_PROTOCOL",
     "ExecProcess",
     "PodStreams",
@@ -44,10 +54,20 @@ __all__ = [
 
 log = structlog.get_logger("sim.podstreams")
 
-EXEC_PROTOCOL: Final = "v5.channel.k8s.io"
-PORTFORWARD_PROTOCOL: Final = "SPDY/3.1+portforward.k8s.io"
+EXEC_PROTOCOL: Final = wschannels.V5
+PORTFORWARD_PROTOCOL: Final = wschannels.PORTFORWARD_TUNNEL
+# The largest WebSocket message a client may send: above the 1 MiB (plus its channel byte)
+# the Python clients' port-forward sends at once, far below what would strain the server.
+MAX_MESSAGE: Final = 4 * 1024 * 1024
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 READ_SIZE: Final = 32 * 1024
+# What a SPDY port-forward holds for a connection still being dialled, and the most streams
+# one session may have open (a further SYN_STREAM is refused with REFUSED_STREAM).
+MAX_PENDING: Final = 1024 * 1024
+MAX_STREAMS: Final = 1024
+# A piece of the client's bytes can hold a great many frames: the loop gets a turn between
+# every so many of them.
+FRAMES_PER_TURN: Final = 64
 SUBRESOURCES: Final = frozenset({"exec", "attach", "portforward"})
 
 
@@ -139,17 +159,33 @@ def stream_options(request: web.Request, pod: Mapping[str, Any], sub: str) -> St
     return opts
 
 
-def _upgrade(request: web.Request, protocol: str) -> web.WebSocketResponse:
-    ws = web.WebSocketResponse(protocols=(protocol,), autoping=True, max_msg_size=0)
+def offered_protocols(request: web.Request) -> list[str]:
+    return [
+        p.strip()
+        for header in request.headers.getall("Sec-WebSocket-Protocol", [])
+        for p in header.split(",")
+        if p.strip()
+    ]
+
+
+def _upgrade(
+    request: web.Request, protocol: str | None, supported: tuple[str, ...]
+) -> web.WebSocketResponse:
+    ws = web.WebSocketResponse(
+        protocols=(protocol,) if protocol else (),
+        autoping=True,
+        max_msg_size=MAX_MESSAGE,
+        compress=False,
+    )
     ready = ws.can_prepare(request)
-    if not ready.ok or ready.protocol != protocol:
-        # kube-apiserver's answer to a request it cannot upgrade; kubectl then tries SPDY.
+    if protocol is None or not ready.ok or (ready.protocol or "") != protocol:
+        # The answer to a request it cannot upgrade; kubectl then tries SPDY.
         offered = request.headers.get("Sec-WebSocket-Protocol", "")
         raise ApiError(
             400,
             "BadRequest",
             f"unable to upgrade: requested protocol(s) are not supported: [{offered}]; "
-            f"supports [{protocol}]",
+            f"supports [{' '.join(p for p in supported if p)}]",
         )
     return ws
 
@@ -158,19 +194,62 @@ async def serve(
     request: web.Request, pod: Mapping[str, Any], sub: str, backend: PodStreams | None
 ) -> web.StreamResponse:
     """Answer one streaming request for `pod` (RBAC already checked by the caller)."""
+    offered = offered_protocols(request)
     if sub == "portforward":
-        ws = _upgrade(request, PORTFORWARD_PROTOCOL)
-        await ws.prepare(request)
-        await _port_forward(ws, pod, backend)
-        return ws
+        return await _serve_port_forward(request, pod, offered, backend)
     opts = stream_options(request, pod, sub)
-    ws = _upgrade(request, EXEC_PROTOCOL)
+    # kube-apiserver serves v5 itself whenever it is offered; the kubelet picks among the rest.
+    protocol = (
+        EXEC_PROTOCOL
+        if EXEC_PROTOCOL in offered
+        else wschannels.choose(offered, wschannels.EXEC_PROTOCOLS)
+    )
+    ws = _upgrade(request, protocol, wschannels.EXEC_PROTOCOLS)
+    if protocol != EXEC_PROTOCOL and (
+        backend is None or not backend.has_container(pod, opts.container)
+    ):
+        # The kubelet's own refusal, before the upgrade, which kube-apiserver passes on.
+        return web.Response(status=500, text=f'container not found ("{opts.container}")')
     await ws.prepare(request)
-    t = _WebSocketExec(ws, opts)
-    # As kube-apiserver does: an empty message on the lowest output channel says it is up.
+    t = _WebSocketExec(ws, opts, wschannels.codec(protocol or ""))
+    # As the kubelet does: an empty message on the lowest output channel says it is up.
     await t.send(STDOUT if opts.stdout else STDERR if opts.stderr else ERROR, b"")
     await run_exec(t, opts, pod, sub, backend)
     return ws
+
+
+async def _serve_port_forward(
+    request: web.Request, pod: Mapping[str, Any], offered: list[str], backend: PodStreams | None
+) -> web.StreamResponse:
+    supported = (PORTFORWARD_PROTOCOL, *wschannels.PORTFORWARD_PROTOCOLS)
+    if PORTFORWARD_PROTOCOL in offered:
+        ws = _upgrade(request, PORTFORWARD_PROTOCOL, supported)
+        await ws.prepare(request)
+        await _port_forward(ws, pod, backend)
+        return ws
+    protocol = wschannels.choose(offered, wschannels.PORTFORWARD_PROTOCOLS)
+    ws = _upgrade(request, protocol, supported)
+    ports = wsportforward.ports_of(request.query)
+    if not (pod.get("spec") or {}).get("nodeName"):
+        raise bad_request(f"pod {pod['metadata']['name']} does not have a host assigned")
+    await ws.prepare(request)
+    uid = str(pod["metadata"].get("uid") or "")
+    await wsportforward.forward(
+        ws, wschannels.codec(protocol or ""), ports, _dialer(pod, backend), uid
+    )
+    return ws
+
+
+def _dialer(pod: Mapping[str, Any], backend: PodStreams | None) -> wsportforward.Dial:
+    async def dial(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        try:
+            if backend is None:
+                raise StreamError(f"pod {pod['metadata']['name']} has no running sandbox")
+            return await backend.dial(pod, port)
+        except StreamError as exc:
+            raise ConnectionRefusedError(str(exc)) from None
+
+    return dial
 
 
 def _internal_error(message: str) -> dict[str, Any]:
@@ -270,33 +349,56 @@ async def _pump(
 class _WebSocketExec:
     ws: web.WebSocketResponse
     opts: StreamOptions
+    codec: wschannels.Codec
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def send(self, channel: int, data: bytes) -> None:
-        async with self.lock:
+        message = self.codec.encode(channel, data)
+        async with self.lock:  # each send waits for the drain: the command's output waits
             with contextlib.suppress(ConnectionError, RuntimeError):
-                await self.ws.send_bytes(bytes([channel]) + data)
+                if isinstance(message, str):
+                    await self.ws.send_str(message)
+                else:
+                    await self.ws.send_bytes(message)
 
     async def read_client(self, proc: ExecProcess) -> None:
         async for msg in self.ws:
-            if msg.type != WSMsgType.BINARY or not msg.data:
+            if msg.type == WSMsgType.BINARY:
+                decoded = self.codec.decode(bytes(msg.data))
+            elif msg.type == WSMsgType.TEXT:  # what the Python clients send a str as
+                decoded = self.codec.decode(str(msg.data).encode())
+            else:
                 continue
-            channel, data = msg.data[0], msg.data[1:]
-            if channel == STDIN and self.opts.stdin:
+            if decoded is None:
+                continue
+            channel, data = decoded
+            if channel == STDIN and self.opts.stdin and data:
                 await proc.write_stdin(data)
-            elif channel == CLOSE and data[:1] == bytes([STDIN]):
+            elif channel == CLOSE and self.codec.stream_close and data[:1] == bytes([STDIN]):
                 proc.close_stdin()
             elif channel == RESIZE and self.opts.tty:
                 for width, height in parse_resize(data):
                     proc.resize(width, height)
 
     async def finish(self, status: dict[str, Any]) -> None:
-        await self.send(ERROR, orjson.dumps(status))
+        if self.codec.json_status:
+            await self.send(ERROR, orjson.dumps(status))
+        elif status.get("status") != "Success":
+            await self.send(ERROR, str(status.get("message", "")).encode())
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.ws.close()
 
 
 # ------------------------------------------------------------------ port-forward
+
+
+async def frames(parser: spdy.Parser, data: bytes) -> AsyncIterator[spdy.Frame]:
+    """The frames of `data` as they are parsed, letting the event loop run between every
+    `FRAMES_PER_TURN` of them."""
+    for n, frame in enumerate(parser.feed(data), 1):
+        yield frame
+        if n % FRAMES_PER_TURN == 0:
+            await asyncio.sleep(0)
 
 
 async def _port_forward(
@@ -335,6 +437,7 @@ class _Pair:
     data_id: int = 0
     writer: asyncio.StreamWriter | None = None
     pending: list[bytes] = field(default_factory=list)
+    dialled: asyncio.Event = field(default_factory=asyncio.Event)  # or its dial failed
     client_done: bool = False
     task: asyncio.Task[None] | None = None
 
@@ -352,7 +455,7 @@ class PortForwardSession:
     by_stream: dict[int, _Pair] = field(default_factory=dict)
 
     async def feed(self, data: bytes) -> None:
-        for frame in self.parser.feed(data):
+        async for frame in frames(self.parser, data):
             await self._frame(frame)
 
     async def _frame(self, frame: spdy.Frame) -> None:
@@ -363,10 +466,7 @@ class PortForwardSession:
             if pair is None or frame.stream_id != pair.data_id:
                 return  # the client's error stream carries nothing for the server
             if frame.data:
-                if pair.writer is None:
-                    pair.pending.append(frame.data)
-                else:
-                    pair.writer.write(frame.data)
+                await self._to_pod(pair, frame.data)
             if frame.fin:
                 pair.client_done = True
                 if pair.writer is not None and pair.writer.can_write_eof():
@@ -378,7 +478,24 @@ class PortForwardSession:
         elif isinstance(frame, spdy.Ping):
             await self.send(self.out.ping(frame.ping_id))
 
+    async def _to_pod(self, pair: _Pair, data: bytes) -> None:
+        """Backpressure: past `MAX_PENDING` bytes before the dial, and after every write to
+        the pod, the session reads no further frames until the pod's side has taken them."""
+        if pair.writer is None and sum(map(len, pair.pending)) >= MAX_PENDING:
+            await pair.dialled.wait()
+        if pair.writer is None:
+            if not pair.dialled.is_set():
+                pair.pending.append(data)
+            return
+        if not pair.writer.is_closing():
+            pair.writer.write(data)
+            with contextlib.suppress(ConnectionError):
+                await pair.writer.drain()
+
     async def _open(self, frame: spdy.SynStream) -> None:
+        if len(self.by_stream) + len(self.pairs) >= MAX_STREAMS:
+            await self.send(self.out.rst_stream(frame.stream_id, spdy.REFUSED_STREAM))
+            return
         kind = frame.headers.get("streamtype", "")
         try:
             port = int(frame.headers.get("port", ""))
@@ -406,10 +523,12 @@ class PortForwardSession:
             try:
                 reader, writer = await self.dial(pair.port)
             except (StreamError, OSError) as exc:
+                pair.dialled.set()
                 message = f"error forwarding port {pair.port} to pod {self.pod_uid}, uid : {exc}"
                 await self.send(spdy.data_frame(pair.error_id, message.encode()))
                 return
             pair.writer = writer
+            pair.dialled.set()
             for data in pair.pending:
                 writer.write(data)
             pair.pending.clear()

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
 __all__ = [
     "DICTIONARY",
     "FLAG_FIN",
+    "MAX_HEADER_BLOCK",
     "Data",
     "Frame",
     "FrameError",
@@ -32,8 +34,12 @@ __all__ = [
 VERSION: Final = 3
 FLAG_FIN: Final = 0x01
 MAX_FRAME: Final = 1 << 24  # lengths are 24 bits
+# The most a header block may decompress to (Go's HTTP server takes as much for a request's
+# headers); a SYN_STREAM whose block inflates further ends the session.
+MAX_HEADER_BLOCK: Final = 1 << 20
 # RST_STREAM status codes used here.
 PROTOCOL_ERROR: Final = 1
+REFUSED_STREAM: Final = 3
 CANCEL: Final = 5
 
 SYN_STREAM: Final = 1
@@ -142,23 +148,38 @@ def _decode_headers(block: bytes) -> dict[str, str]:
 
 @dataclass
 class Parser:
-    """Frames from a byte stream fed in pieces of any size."""
+    """Frames from a byte stream fed in pieces of any size, given one at a time as they are
+    parsed (a piece can hold a great many small frames; none is built before it is asked
+    for)."""
 
     buffer: bytearray = field(default_factory=bytearray)
     inflate: zlib._Decompress = field(default_factory=lambda: zlib.decompressobj(zdict=DICTIONARY))
 
-    def feed(self, data: bytes) -> list[Frame]:
+    def feed(self, data: bytes) -> Iterator[Frame]:
         self.buffer += data
-        frames: list[Frame] = []
-        while len(self.buffer) >= 8:
-            length = int.from_bytes(self.buffer[5:8], "big")
-            if len(self.buffer) < 8 + length:
-                break
-            head = bytes(self.buffer[:8])
-            payload = bytes(self.buffer[8 : 8 + length])
-            del self.buffer[: 8 + length]
-            frames.append(self._frame(head, payload))
-        return frames
+        pos = 0
+        try:
+            while len(self.buffer) - pos >= 8:
+                length = int.from_bytes(self.buffer[pos + 5 : pos + 8], "big")
+                if len(self.buffer) - pos < 8 + length:
+                    break
+                head = bytes(self.buffer[pos : pos + 8])
+                payload = bytes(self.buffer[pos + 8 : pos + 8 + length])
+                pos += 8 + length
+                yield self._frame(head, payload)
+        finally:
+            del self.buffer[:pos]  # once per piece: dropping each frame would copy the rest
+
+    def _inflate(self, block: bytes) -> bytes:
+        """A header block, decompressed on the session's shared zlib stream, refused past
+        `MAX_HEADER_BLOCK` before more than that is ever produced."""
+        try:
+            out = self.inflate.decompress(block, MAX_HEADER_BLOCK + 1)
+        except zlib.error as exc:
+            raise FrameError(f"bad header block: {exc}") from None
+        if len(out) > MAX_HEADER_BLOCK or self.inflate.unconsumed_tail:
+            raise FrameError(f"header block larger than {MAX_HEADER_BLOCK} bytes")
+        return out
 
     def _frame(self, head: bytes, payload: bytes) -> Frame:
         flags = head[4]
@@ -172,16 +193,10 @@ class Parser:
             if len(payload) < 10:
                 raise FrameError("short SYN_STREAM")
             stream_id = int.from_bytes(payload[:4], "big") & 0x7FFFFFFF
-            try:
-                block = self.inflate.decompress(payload[10:])
-            except zlib.error as exc:
-                raise FrameError(f"bad header block: {exc}") from None
+            block = self._inflate(payload[10:])
             return SynStream(stream_id, _decode_headers(block), bool(flags & FLAG_FIN))
         if kind in (SYN_REPLY, HEADERS) and len(payload) > 4:
-            try:  # keep the shared zlib stream in step even though the headers are unused
-                self.inflate.decompress(payload[4:])
-            except zlib.error as exc:
-                raise FrameError(f"bad header block: {exc}") from None
+            self._inflate(payload[4:])  # keeps the shared zlib stream in step; headers unused
             return Other(kind)
         if kind == RST_STREAM and len(payload) >= 8:
             stream_id, status = struct.unpack(">II", payload[:8])

@@ -40,6 +40,8 @@ from kubesim.machinery.errors import ApiError
 __all__ = ["is_spdy", "serve"]
 
 EXEC_PROTOCOL: Final = "v4.channel.k8s.io"
+# The most of a client's bytes an upgraded connection holds before it stops reading.
+RAW_BUFFER: Final = 1024 * 1024
 PORTFORWARD_PROTOCOL: Final = "portforward.k8s.io"
 _CHANNELS: Final = {STDOUT: "stdout", STDERR: "stderr", ERROR: "error"}
 
@@ -49,17 +51,42 @@ def is_spdy(request: web.Request) -> bool:
 
 
 class _Raw:
-    """The connection's bytes once upgraded: aiohttp feeds them here."""
+    """The connection's bytes once upgraded: aiohttp feeds them here. Past `RAW_BUFFER`
+    bytes not yet handled, the connection stops reading from the client until they are."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: asyncio.BaseTransport | None) -> None:
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.size = 0
+        self.transport = transport
+        self.paused = False
 
     def feed_data(self, data: bytes | bytearray | memoryview) -> tuple[bool, bytes]:
         self.queue.put_nowait(bytes(data))
+        self.size += len(data)
+        if (
+            self.size > RAW_BUFFER
+            and not self.paused
+            and isinstance(self.transport, asyncio.ReadTransport)
+        ):
+            self.transport.pause_reading()
+            self.paused = True
         return False, b""
 
     def feed_eof(self) -> None:
         self.queue.put_nowait(None)
+
+    async def get(self) -> bytes | None:
+        data = await self.queue.get()
+        self.size -= len(data or b"")
+        if (
+            self.paused
+            and self.size <= RAW_BUFFER // 2
+            and isinstance(self.transport, asyncio.ReadTransport)
+        ):
+            self.paused = False
+            if not self.transport.is_closing():
+                self.transport.resume_reading()
+        return data
 
 
 @dataclass
@@ -99,7 +126,7 @@ async def _upgrade(request: web.Request, offered: list[str], protocol: str) -> _
     )
     resp.force_close()
     writer = await resp.prepare(request)
-    raw = _Raw()
+    raw = _Raw(request.transport)
     request.protocol.set_parser(raw)  # type: ignore[arg-type]  # duck-typed, as aiohttp's own
     request.protocol.keep_alive(False)
     return _Connection(resp, raw, writer)
@@ -148,7 +175,7 @@ async def _port_forward(
 
     session = PortForwardSession(conn.write, dial, str(pod["metadata"].get("uid") or ""))
     try:
-        while (data := await conn.raw.queue.get()) is not None:
+        while (data := await conn.raw.get()) is not None:
             await session.feed(data)
     except spdy.FrameError:
         pass
@@ -192,8 +219,8 @@ class _SpdyExec:
 
     async def loop(self) -> None:
         try:
-            while (data := await self.conn.raw.queue.get()) is not None:
-                for frame in self.parser.feed(data):
+            while (data := await self.conn.raw.get()) is not None:
+                async for frame in podstreams.frames(self.parser, data):
                     await self._frame(frame)
         except spdy.FrameError:
             pass

@@ -15,7 +15,7 @@ and the spec fields the filters read) share the verdict of the first that failed
 something gets bound — thousands of pods of one Job cost one search, not thousands.
 
 Events as `default-scheduler` (kube-scheduler records through events.k8s.io; here the same
-fields in core/v1, see `controllers/events.py`): `Scheduled` "Successfully assigned NS/POD to
+fields in core/v1, see `base/events.py`): `Scheduled` "Successfully assigned NS/POD to
 NODE" (action Binding) and `FailedScheduling` with the message of the condition (action
 Scheduling), recorded when that message changes - kube-scheduler's event series count
 repeats in memory and writes them rarely, so one Event per distinct verdict is what a user sees.
@@ -46,8 +46,8 @@ from kubesim.apiserver.core.request import SYSTEM_USER, Request
 from kubesim.apiserver.core.store import ADDED, DELETED, ResourceKey, WatchEvent
 from kubesim.apiserver.registry.features import FeatureGates
 from kubesim.apiserver.registry.resourcetype import ResourceType
+from kubesim.base.events import NO_EVENTS, WARNING, EventSink
 from kubesim.clock import now_rfc3339
-from kubesim.controllers.events import NO_EVENTS, WARNING, EventSink
 from kubesim.controllers.scheduler import gang
 from kubesim.controllers.scheduler.cost import ZERO, SchedulingCost, kube_scheduler_evaluations
 from kubesim.controllers.scheduler.scheduling import FilterScan, needs_scheduling, schedule

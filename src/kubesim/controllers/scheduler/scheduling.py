@@ -27,16 +27,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubesim.base.resources import (
+    NONZERO_CPU_MILLI,
+    NONZERO_MEMORY,
+    pod_requests,
+)
 from kubesim.controllers.scheduler.affinity import (
     DomainCount,
     node_term_matches,
     required_terms,
     str_map,
-)
-from kubesim.controllers.scheduler.resources import (
-    NONZERO_CPU_MILLI,
-    NONZERO_MEMORY,
-    pod_requests,
 )
 from kubesim.controllers.scheduler.snapshot import UNSCHEDULABLE_TAINT, ClusterSnapshot, NodeInfo
 from kubesim.controllers.scheduler.volumebinding import (

@@ -8,6 +8,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubesim.base.resources import (
+    DEFAULT_ALLOCATABLE,
+    NONZERO_CPU_MILLI,
+    NONZERO_MEMORY,
+    add_into,
+    pod_requests,
+    units_or_zero,
+)
 from kubesim.controllers.scheduler.affinity import (
     EMPTY,
     DomainCount,
@@ -18,14 +26,6 @@ from kubesim.controllers.scheduler.affinity import (
     required_terms,
     single_key_shape,
     str_map,
-)
-from kubesim.controllers.scheduler.resources import (
-    DEFAULT_ALLOCATABLE,
-    NONZERO_CPU_MILLI,
-    NONZERO_MEMORY,
-    add_into,
-    pod_requests,
-    units_or_zero,
 )
 
 __all__ = ["UNSCHEDULABLE_TAINT", "BoundCounts", "ClusterSnapshot", "NodeInfo"]

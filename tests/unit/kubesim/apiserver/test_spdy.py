@@ -26,7 +26,7 @@ def test_header_blocks_round_trip_on_one_compression_stream() -> None:
     wire += spdy.data_frame(3, b"GET / HTTP/1.0\r\n\r\n", fin=True)
     frames = []
     for i in range(len(wire)):  # byte by byte: frames come out whole whatever the split
-        frames += server.feed(wire[i : i + 1])
+        frames += list(server.feed(wire[i : i + 1]))
     assert frames == [
         spdy.SynStream(1, {"streamtype": "error", "port": "8080", "requestid": "0"}, False),
         spdy.SynStream(3, {"streamtype": "data", "port": "8080", "requestid": "0"}, False),
@@ -38,7 +38,7 @@ def test_control_frames_parse() -> None:
     parser = spdy.Parser()
     wire = spdy.Writer.ping(7) + spdy.Writer.rst_stream(5) + spdy.Writer.goaway(9)
     wire += spdy.Writer().syn_reply(1)
-    assert parser.feed(wire) == [
+    assert list(parser.feed(wire)) == [
         spdy.Ping(7),
         spdy.RstStream(5, spdy.CANCEL),
         spdy.GoAway(9),
@@ -50,11 +50,42 @@ def test_other_versions_and_bad_header_blocks_are_refused() -> None:
     frame = bytearray(spdy.Writer.ping(1))
     frame[1] = 2  # SPDY/2
     with pytest.raises(spdy.FrameError, match="unsupported SPDY version 2"):
-        spdy.Parser().feed(bytes(frame))
+        list(spdy.Parser().feed(bytes(frame)))
     syn = bytearray(spdy.Writer().syn_stream(1, {"a": "b"}))
     syn[18:22] = b"\xff\xff\xff\xff"
     with pytest.raises(spdy.FrameError, match="bad header block"):
-        spdy.Parser().feed(bytes(syn))
+        list(spdy.Parser().feed(bytes(syn)))
+
+
+def test_frames_come_out_one_at_a_time_as_they_are_parsed() -> None:
+    bad = bytearray(spdy.Writer.ping(2))
+    bad[1] = 2  # a frame that ends the session, after a good one
+    frames = spdy.Parser().feed(spdy.Writer.ping(1) + bytes(bad))
+    assert next(frames) == spdy.Ping(1)  # given before the next one is even read
+    with pytest.raises(spdy.FrameError):
+        next(frames)
+
+
+def test_a_header_block_inflating_past_the_bound_is_refused_uninflated() -> None:
+    inflated = spdy.MAX_HEADER_BLOCK * 64
+    c = zlib.compressobj(9, zdict=spdy.DICTIONARY)
+    block = c.compress(b"\0\0\0\1\0\0\0\1x" + inflated.to_bytes(4, "big"))
+    block += b"".join(c.compress(bytes(1 << 20)) for _ in range(64))
+    block += c.flush(zlib.Z_SYNC_FLUSH)
+    payload = bytes(10) + block
+    payload = (1).to_bytes(4, "big") + payload[4:]
+    frame = bytes([0x80, 3, 0, 1]) + len(payload).to_bytes(4, "big") + payload
+    parser = spdy.Parser()
+    with pytest.raises(spdy.FrameError, match=f"header block larger than {spdy.MAX_HEADER_BLOCK}"):
+        list(parser.feed(frame))
+    # What the parser produced is the bound and no more: the rest was never inflated.
+    assert len(parser.inflate.unconsumed_tail) > 0
+
+
+def test_a_header_block_at_the_bound_is_taken() -> None:
+    value = "v" * (spdy.MAX_HEADER_BLOCK - 4 - 4 - 1 - 4)
+    wire = spdy.Writer().syn_stream(1, {"x": value})
+    assert list(spdy.Parser().feed(wire)) == [spdy.SynStream(1, {"x": value}, False)]
 
 
 def test_exit_status_and_resize_messages() -> None:

@@ -1,4 +1,4 @@
-"""The simulated components' event correlator (kubesim.controllers.events), without a server:
+"""The simulated components' event correlator (kubesim.base.events), without a server:
 client-go's aggregation of repeats and similar events, and its per-object spam filter."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.store import Store
 from kubesim.apiserver.registry.catalogue import served_types
 from kubesim.apiserver.registry.registry import Registry
-from kubesim.controllers.events import (
+from kubesim.base.events import (
     COMBINED_PREFIX,
     EventCorrelator,
     EventSink,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubesim.controllers.scheduler.resources import pod_requests, resource_units
+from kubesim.base.resources import pod_requests, resource_units
 from kubesim.controllers.scheduler.scheduling import (
     NO_NODES_MESSAGE,
     SCHEDULING_GATED_MESSAGE,

@@ -14,7 +14,7 @@ from kubesim.apiserver.core.apicore import ApiCore
 from kubesim.apiserver.core.request import SYSTEM_USER, Request
 from kubesim.apiserver.core.store import ResourceKey, WatchEvent
 from kubesim.apiserver.registry.resourcetype import ResourceType
-from kubesim.controllers.workqueue import WorkQueue
+from kubesim.base.workqueue import WorkQueue
 from kubesim.machinery.errors import ApiError
 
 log = structlog.get_logger("sim.controllers")
