@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(HASH)
 # What `make demo` needs and no more: the package and the simulator's extra.
 DEMO_STAMP := $(VENV)/.installed-sim-$(HASH)
 
-.PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables runc
+.PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables runc image-tools
 
 # Editable, all three: the extras' `kubesim` and the `jobset-kubeutil` dependency resolve to
 # this tree's packaging/ projects, named in the same pip command.
@@ -71,7 +71,7 @@ typecheck: $(STAMP)
 # floor of pyproject's [tool.coverage.report].
 TEST_WORKERS ?= 2
 COVERAGE := --cov --cov-report=term --cov-report=html
-test: lint typecheck prometheus iptables runc train-venv
+test: lint typecheck prometheus iptables runc image-tools train-venv
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak" $(COVERAGE)
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
@@ -106,6 +106,15 @@ iptables:
 # runc, the OCI runtime that runs every `--run-image` container (namespaces, cgroups, seccomp).
 runc:
 	$(call debian_tool,runc,runc,runc,the containers of jobset dev --run-image)
+
+# The image store of `--load-image` (skopeo reads docker archives, umoci unpacks layers) and
+# the tiny image its tests build without network (busybox-static's /bin/busybox).
+image-tools:
+	$(call debian_tool,image-tools,umoci,umoci,unpacking the images --load-image loads)
+	$(call debian_tool,image-tools,skopeo,skopeo,reading the docker archives --load-image loads)
+	@test -x /bin/busybox && ! ldd /bin/busybox >/dev/null 2>&1 || { \
+	  echo "make image-tools: INSTALLING the Debian package 'busybox-static' (system-wide, apt-get, needs root) for the tiny image the image tests build"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends busybox-static; }
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

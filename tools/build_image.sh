@@ -4,6 +4,9 @@
 #   tools/build_image.sh            (or: make image; needs root; installs debootstrap, buildah
 #                                    and runc from Debian if missing)
 #
+# CONTEXT=DIR builds DIR/Dockerfile instead (IMAGE names it), and ARCHIVE=PATH also writes the
+# image as an oci-archive there, for `jobset dev --load-image PATH`: examples/jax-train/README.md.
+#
 # 1. A Debian bookworm root filesystem (debootstrap minbase + python3, python3-venv and
 #    python-is-python3: what the Dockerfile's stages run) is made once and cached as a tarball
 #    under .cache/image/. The Debian mirror is the one this machine's apt uses, read at run time
@@ -24,6 +27,7 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CONTEXT="$(cd "${CONTEXT:-$REPO}" && pwd)"
 CACHE="${JOBSET_IMAGE_CACHE:-$REPO/.cache/image}"
 SUITE=bookworm
 PACKAGES=python3,python3-venv,python-is-python3
@@ -60,7 +64,7 @@ BASE="$(awk '
     ref = $2
     if (ref ~ /^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$/) { gsub(/[${}]/, "", ref); ref = args[ref] }
     print ref
-  }' "$REPO/Dockerfile" | sort -u)"
+  }' "$CONTEXT/Dockerfile" | sort -u)"
 [ "$(printf '%s\n' "$BASE" | wc -l)" = 1 ] && [ -n "$BASE" ] ||
   die "expected one base image in Dockerfile, got: $BASE"
 # A digest names a registry's image; the stand-in below is made here and has its own, so it
@@ -178,8 +182,13 @@ previous="$(buildah images --noheading --format '{{.ID}}' "$IMAGE" 2>/dev/null |
 buildah bud --isolation chroot --network host --pull=never --layers --force-rm --ignorefile "$CACHE/ignore" "${volumes[@]}" \
   --build-arg "BASE_IMAGE=$BASE" \
   --annotation "org.opencontainers.image.version=$VERSION" \
-  -f "$REPO/Dockerfile" -t "$IMAGE" "$REPO"
+  -f "$CONTEXT/Dockerfile" -t "$IMAGE" "$CONTEXT"
 now="$(buildah images --noheading --format '{{.ID}}' "$IMAGE")"
 log "built $IMAGE ($now) in $((SECONDS - start)) s"
 # The image the tag moved from (the layer cache of the build stage stays).
 if [ -n "$previous" ] && [ "$previous" != "$now" ]; then buildah rmi "$previous" >/dev/null 2>&1 || true; fi
+if [ -n "${ARCHIVE:-}" ]; then
+  rm -f "$ARCHIVE"
+  buildah push --quiet "$IMAGE" "oci-archive:$ARCHIVE:$IMAGE"
+  log "wrote $IMAGE as an oci-archive: $ARCHIVE"
+fi

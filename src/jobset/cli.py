@@ -5,7 +5,8 @@ only builds the parser and hands the parsed arguments to where each command live
 
 * `jobset controller`: the product as a process, `jobset.wiring`;
 * `jobset sim`, `jobset dev`: the simulated cluster (with the product on it), `jobset.dev.commands`
-  (the only commands that import `kubesim`; they need the `[sim]` extra);
+  (the only commands that import `kubesim`; they need the `[sim]` extra); `jobset sim
+  load-image`, which loads images into a running one, `jobset.dev.loadimage`;
 * `jobset get/describe/watch/tree/submit/delete`: the user commands, `jobset.commands`
   (also the kubectl plugin `kubectl-jobset`, `jobset.commands.plugin`);
 * `jobset completion bash|zsh|fish`: a completion script of this parser,
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the simulated cluster: an API server on 127.0.0.1 plus a simulated "
         "job controller, scheduler, kubelet and garbage collector. The cluster starts with "
         "one node (pool-0-node-0), as kind does, unless --nodes says otherwise (--nodes 0: "
-        "none). Prints a line with 'ready' once it serves; stops on SIGINT/SIGTERM.",
+        "none). Prints a line with 'ready' once it serves; stops on SIGINT/SIGTERM. "
+        "`jobset sim load-image ARCHIVE...` loads images into a running one.",
         formatter_class=argparse.RawTextHelpFormatter,
     )
     add_sim_flags(sim)
@@ -119,6 +121,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from jobset.agent.run import main as agent_main
 
         return agent_main(args_list[1:])
+    if args_list[:2] == ["sim", "load-image"]:  # a client of a running `jobset sim`
+        from jobset.dev.loadimage import main as load_image_main
+
+        return load_image_main(args_list[2:])
     from jobset.commands.names import USER_COMMANDS
 
     if args_list[:1] and args_list[0] in USER_COMMANDS:

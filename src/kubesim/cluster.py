@@ -44,6 +44,8 @@ from kubeutil.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from kubesim.dns import ClusterDns
+    from kubesim.images.store import ImageStore
+    from kubesim.kubelet.imagepull import ImagePuller
 
 SIM_LEVELS = ("pods", "jobs", "none")
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -66,6 +68,8 @@ class SimOptions:
     history_size: int = 50_000
     # `--run-image`: image repository -> directory; such containers run as real processes
     run_images: dict[str, str] = field(default_factory=dict)
+    # `--load-image`: image archives loaded at start; their images' pods run in their roots
+    load_images: list[str] = field(default_factory=list)
     # `--kube-feature-gates`: Kubernetes feature gates of the API server
     # (`apiserver/registry/features.py` lists the ones modelled), all off by default as in Kubernetes.
     kube_feature_gates: dict[str, bool] = field(default_factory=dict)
@@ -91,8 +95,12 @@ class SimCluster:
         from kubesim.dns import check_cluster_domain
 
         self.cluster_domain = check_cluster_domain(self.options.cluster_domain)
-        if self.options.run_images and self.options.sim_level != "pods":
-            raise ValueError("--run-image needs --sim-level pods")
+        for flag, given in (
+            ("--run-image", self.options.run_images),
+            ("--load-image", self.options.load_images),
+        ):
+            if given and self.options.sim_level != "pods":
+                raise ValueError(f"{flag} needs --sim-level pods")
         self.rng = random.Random(self.options.seed)
         check_gates(self.options.kube_feature_gates)
         self.gates = FeatureGates(self.options.kube_feature_gates)
@@ -114,6 +122,7 @@ class SimCluster:
         self.sa_tokens: dict[str, IssuedToken] = {}
         self.scheduler: Any = None  # controllers.scheduler.loop.Scheduler at --sim-level pods
         self.kubelet: Any = None  # kubelet.kubelet.Kubelet at --sim-level pods
+        self.images: ImageStore | None = None  # loaded images, at sim level pods
         self._node_components()
         self.http = ApiHttpServer(
             self.core,
@@ -154,14 +163,16 @@ class SimCluster:
         )
 
     def _node_components(self) -> None:
-        """The container runtime (--run-image), scheduler and kubelet at --sim-level pods:
+        """The image store, the container runtime (--run-image, --load-image), scheduler and
+        kubelet at --sim-level pods:
         built before the API server, which serves their logs, streams and debug view."""
         if self.options.sim_level != "pods":
             return
         from kubesim.controllers.scheduler.loop import Scheduler
         from kubesim.kubelet.kubelet import Kubelet
 
-        if self.options.run_images:
+        self.images = self._image_store()
+        if self.options.run_images or self.options.load_images:
             from kubesim.kubelet.processes import ProcessRuntime
 
             self.runtime = ProcessRuntime(
@@ -169,6 +180,7 @@ class SimCluster:
                 self.sa_tokens,
                 self.options.run_images,
                 cluster_domain=self.cluster_domain,
+                images=self.images,  # what a pod's image runs (images/types.py)
             )
         self.scheduler = Scheduler(self.core, self.rng, events=self.events, gates=self.gates)
         self.kubelet = Kubelet(
@@ -177,6 +189,21 @@ class SimCluster:
             rng=self.rng,
             runtime=self.runtime,
             events=self.events,
+            puller=self._image_puller(),
+        )
+
+    def _image_puller(self) -> ImagePuller | None:
+        """imagePullPolicy for the repositories of loaded images, where the runtime runs
+        them (a `--run-image` mapping pulls nothing)."""
+        runtime = self.runtime
+        if runtime is None or self.images is None:
+            return None
+        from kubesim.kubelet.imagepull import ImagePuller
+
+        return ImagePuller(
+            self.images,
+            self.options.time_scale,
+            exempt=lambda container: runtime.directory_for(container) is not None,
         )
 
     def _node_services(self) -> NodeServices:
@@ -237,6 +264,7 @@ class SimCluster:
                 )
         self.gc.start()
         hosts = ["localhost", opts.host]
+        await self._start_images()
         if self.runtime is not None:
             hosts.append(await self.runtime.open())  # pods reach the API server there
         await self._start_dns()
@@ -269,6 +297,32 @@ class SimCluster:
             self.dns.records.set_api(ApiEndpoint(*(api or (opts.host, self.port))))
         if opts.kubeconfig:
             certs.write_kubeconfig(opts.kubeconfig, self.url, self.ca_pem, self.token)
+
+    def _image_store(self) -> ImageStore:
+        """The image store of --sim-level pods: under the data directory, kept across
+        restarts, or the user's cache of unpacked images with this run's own names."""
+        from kubesim.images.store import ImageStore, cache_dir
+
+        if self.options.data_dir:
+            return ImageStore(Path(self.options.data_dir) / "images")
+        return ImageStore(cache_dir(), keep_names=False)
+
+    async def _start_images(self) -> None:
+        """`--load-image` archives loaded, and `POST /sim/images` to load more into the
+        running cluster (admin only); `GET /debug/images` lists them."""
+        store = self.images
+        if store is None:
+            return
+        from kubesim.images.endpoint import LOAD_PATH, load_handler
+
+        for archive in self.options.load_images:
+            await store.load(Path(archive))
+        self.http.admin_routes[("POST", LOAD_PATH)] = load_handler(
+            store, lambda: self.runtime is not None
+        )
+        self.http.debug_views["images"] = lambda: {
+            "images": [{"name": r.name, "digest": r.digest} for r in store.images()]
+        }
 
     async def _start_dns(self) -> None:
         """Cluster DNS on the pod network's gateway (UDP and TCP 53: where real pods'

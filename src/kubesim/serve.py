@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -67,6 +68,15 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
         "DIR first on PATH (repeatable; needs root; see docs/sim.md)",
     )
     p.add_argument(
+        "--load-image",
+        action="append",
+        default=[],
+        metavar="ARCHIVE",
+        help="load the images of this docker-archive or oci-archive tar under the names it "
+        "carries, as kind load image-archive; their pods run in the image's own root "
+        "(repeatable; needs root; see docs/sim.md)",
+    )
+    p.add_argument(
         "--cluster-domain",
         default="cluster.local",
         metavar="DOMAIN",
@@ -99,6 +109,7 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         data_dir=args.data_dir,
         tls=not args.insecure_http,
         run_images=_run_images(args),
+        load_images=_load_images(args.load_image),
         kube_feature_gates=_kube_feature_gates(args.kube_feature_gates),
         events=not getattr(args, "no_events", False),
         cluster_domain=args.cluster_domain,
@@ -117,6 +128,14 @@ def _kube_feature_gates(spec: str) -> dict[str, bool]:
             raise ValueError(f"invalid value of {item!r}: must be NAME=true or NAME=false")
         gates[name.strip()] = value.strip().lower() == "true"
     return gates
+
+
+def _load_images(archives: list[str]) -> list[str]:
+    """`--load-image` archives, each an existing file (what is in it, the store checks)."""
+    for archive in archives:
+        if not Path(archive).is_file():
+            raise ValueError(f"--load-image {archive}: no such file")
+    return [str(Path(a).resolve()) for a in archives]
 
 
 def _run_images(args: argparse.Namespace) -> dict[str, str]:

@@ -38,7 +38,9 @@ container's `spec.containers{NAME}`: Pulling / Pulled ("Container image "IMG" al
 on machine" unless `imagePullPolicy: Always`), Created "Created container: NAME", Started
 "Started container NAME" each time a container starts, Failed "Error: ..." when a real one
 cannot be created, BackOff "Back-off restarting failed container NAME in pod POD_NS(UID)" on
-a crash, Killing "Stopping container NAME" on deletion; DeadlineExceeded on the pod.
+a crash, Killing "Stopping container NAME" on deletion; DeadlineExceeded on the pod. For a
+reference of a loaded image's repository that is not loaded, the image pull's failures and
+back-off as on kind (`imagepull.py`).
 
 The kubelet talks to container runtimes through `cri.py` only: simulated programs
 (`simruntime.py`) for most containers, and runc (`processes.py`) for images mapped with
@@ -74,6 +76,7 @@ from kubesim.base.workqueue import WorkQueue
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.kubelet import simfiles
 from kubesim.kubelet.cri import NOT_YET, ContainerRuntime, Runtimes
+from kubesim.kubelet.imagepull import ImagePuller
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
 from kubesim.kubelet.restartrules import RESTART, RESTART_ALL, exit_action, has_restart_all_rule
 from kubesim.kubelet.simruntime import SimulatedRuntime
@@ -155,6 +158,7 @@ class Kubelet:
         rng: random.Random | None = None,
         runtime: ContainerRuntime | None = None,
         events: EventSink | None = None,
+        puller: ImagePuller | None = None,
     ) -> None:
         self.core = core
         self.rng = rng or random.Random(0)
@@ -163,6 +167,8 @@ class Kubelet:
         self.runtimes = Runtimes(SimulatedRuntime(self.rng), runtime)
         self.recorder = NO_EVENTS if events is None else events.recorder("kubelet")
         self.time_scale = max(float(time_scale), 0.0)
+        # imagePullPolicy for the repositories of loaded images (imagepull.py); None: no store
+        self.puller = puller
         pods_rt = core.registry.get("", "v1", "pods")
         assert pods_rt is not None
         self._pods_rt: ResourceType = pods_rt
@@ -255,6 +261,8 @@ class Kubelet:
         for runtime in self.runtimes.all():
             runtime.forget(str(meta.get("uid") or ""))
         self._stopping.discard(str(meta.get("uid") or ""))
+        if self.puller is not None:
+            self.puller.forget(str(meta.get("uid") or ""))
         self._missing_since.pop(key, None)
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
@@ -488,8 +496,32 @@ class Kubelet:
 
     # ------------------------------------------------------------------ container machine
 
+    def _image_waits(
+        self,
+        c: Container,
+        source: Mapping[str, Any],
+        pod: Mapping[str, Any],
+        run: PodRun,
+        now: float,
+    ) -> bool:
+        """True when `c`'s image (of a loaded repository) cannot be had: it waits in
+        ErrImagePull, ImagePullBackOff or ErrImageNeverPull (imagepull.py)."""
+        if self.puller is None or not self.puller.decides(dict(source)):
+            return False
+        outcome = self.puller.ensure(run.uid, dict(source), now)
+        if outcome is None:
+            return False
+        c.state = "waiting"
+        c.waiting_reason, c.waiting_message = outcome.reason, outcome.message
+        c.retry_at = outcome.retry_at
+        for type_, reason, message in outcome.events:
+            self._container_event(pod, c, run, type_, reason, message)
+        return True
+
     def _start(self, c: Container, pod: Mapping[str, Any], run: PodRun, now: float) -> None:
         source = _source(pod, c)
+        if self._image_waits(c, source, pod, run, now):
+            return
         self._flush_writes(run, now)
         c.mounts = simfiles.emptydir_mounts(pod, source)
         c.program = program_for(

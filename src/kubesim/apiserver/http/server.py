@@ -86,6 +86,11 @@ class ApiHttpServer:
         # Read-only views of simulated components, served at /debug/<name> (e.g. "scheduler":
         # what kube-scheduler would have evaluated so far).
         self.debug_views: dict[str, Callable[[], dict[str, Any]]] = dict(debug_views or {})
+        # (method, path) -> handler, served to the admin (system:masters) alone: what only
+        # the node's owner does on a cluster (`POST /sim/images`, kubesim.images.endpoint).
+        self.admin_routes: dict[
+            tuple[str, str], Callable[[web.Request], Awaitable[web.StreamResponse]]
+        ] = {}
         self.open_watches = 0
         self.ready = True
 
@@ -147,6 +152,11 @@ class ApiHttpServer:
                 user or rbac.UserInfo(""), request.method.lower(), False, path=path
             )
             self.auth.authorize(user, attrs)
+        admin_route = self.admin_routes.get((request.method, path))
+        if admin_route is not None:
+            if user is not None and rbac.MASTERS not in user.groups:
+                raise ApiError(403, "Forbidden", rbac.forbidden_message(attrs))
+            return await admin_route(request)
         if path == "/debug/requests" and request.method == "GET":
             return json_response(self.stats.report())
         if len(parts) == 2 and parts[0] == "debug" and request.method == "GET":
