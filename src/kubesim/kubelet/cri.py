@@ -22,12 +22,24 @@ from typing import Any, Final, Protocol
 from kubesim.kubelet.envvars import ConfigError
 from kubesim.kubelet.volumes import MountError
 
-__all__ = ["NOT_YET", "ContainerRuntime", "PodKey", "Runtimes"]
+__all__ = ["NOT_YET", "ContainerRuntime", "CreateError", "PodKey", "Runtimes"]
 
 PodKey = tuple[str, str]
-# What `start` raises for a container that cannot be configured yet (the kubelet retries):
-# CreateContainerConfigError, or ContainerCreating while a volume is not ready.
-NOT_YET: Final = (ConfigError, MountError)
+
+
+class CreateError(Exception):
+    """The runtime refused to create the container; `reason` is its waiting reason
+    (`CreateContainerError`, as containerd's refusals are reported)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# What `start` raises for a container that cannot be created yet (the kubelet retries):
+# CreateContainerConfigError, CreateContainerError, or ContainerCreating while a volume is
+# not ready.
+NOT_YET: Final = (ConfigError, MountError, CreateError)
 
 
 class ContainerRuntime(Protocol):

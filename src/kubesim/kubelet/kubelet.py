@@ -75,7 +75,7 @@ from kubesim.base.events import NO_EVENTS, WARNING, EventSink
 from kubesim.base.workqueue import WorkQueue
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.kubelet import simfiles
-from kubesim.kubelet.cri import NOT_YET, ContainerRuntime, Runtimes
+from kubesim.kubelet.cri import NOT_YET, ContainerRuntime, CreateError, Runtimes
 from kubesim.kubelet.imagepull import ImagePuller
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
 from kubesim.kubelet.restartrules import RESTART, RESTART_ALL, exit_action, has_restart_all_rule
@@ -113,6 +113,8 @@ def _not_yet(exc: Exception) -> tuple[str, str]:
 
     if isinstance(exc, ConfigError):
         return "CreateContainerConfigError", str(exc)
+    if isinstance(exc, CreateError):
+        return exc.reason, str(exc)
     return "ContainerCreating", str(exc)
 
 

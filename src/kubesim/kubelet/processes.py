@@ -15,7 +15,7 @@ asks this runtime to run the container for real instead of a simulated program:
   subPaths checked (`subpaths.py`); the bundle goes when the instance ends. The command and
   args are resolved with DIR first on PATH; with no `command`, `DIR/entrypoint` plays the
   image's ENTRYPOINT (args are passed to it) and without one the container fails with
-  StartError; an image's config gives its own (`_argv`);
+  StartError; a loaded image's container runs what its config says (`images/resolve.py`);
 - its output goes to a log file per instance (`kubectl logs`, `--previous`, `-f`);
 - probes run on a task per container (`probes.py`) and set readiness, or kill the container;
 - deletion sends SIGTERM to the container's PID 1 (through runc), SIGKILL after the grace
@@ -55,6 +55,8 @@ from aiohttp import web
 from kubesim.apiserver import reviews
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.base.podhost import simulated_pod_host
+from kubesim.images import resolve
+from kubesim.images.process import ProcessError
 from kubesim.images.types import ImageLookup, ImageRecord
 from kubesim.kubelet import (
     containerlogs,
@@ -67,7 +69,7 @@ from kubesim.kubelet import (
     security,
     subpaths,
 )
-from kubesim.kubelet.cri import NOT_YET
+from kubesim.kubelet.cri import NOT_YET, CreateError
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
     SA_VOLUME,
@@ -368,9 +370,13 @@ class ProcessRuntime:
         directory = self.directory_for(source)
         record = self.image_of(source)
         pod = self._with_ip(pod, sandbox)
-        identity = _identity(pod, source, record)
-        env = self._env(pod, source, directory, identity, record)
-        argv = self._argv(source, env, directory, record)
+        identity = _identity(pod, source)
+        argv: list[str] | None
+        if record is not None:  # the image's config decides, as containerd applies it
+            argv, env = self._image_process(pod, source, record, identity)
+        else:
+            env = self._env(pod, source, directory, identity)
+            argv = self._argv(source, env, directory)
         cid = os.urandom(32).hex()
         bundle = self._fresh_bundle(sandbox, c, cid)
         try:
@@ -400,23 +406,51 @@ class ProcessRuntime:
             "container process started", pod=f"{key[0]}/{key[1]}", container=c.name, pid=proc.pid
         )
 
-    def _argv(
+    def _image_process(
         self,
+        pod: Mapping[str, Any],
         source: Mapping[str, Any],
-        env: Mapping[str, str],
-        directory: Path | None,
-        record: ImageRecord | None,
+        record: ImageRecord,
+        identity: dict[str, Any],
+    ) -> tuple[list[str], dict[str, str]]:
+        """argv and environment of a loaded image's container (`images/resolve.py`: its
+        Entrypoint, Cmd, Env, WorkingDir and User as containerd applies them); `identity`
+        takes the image's user and working directory. Raises CreateError as containerd
+        refuses."""
+        own = self._container_env(pod, source)
+        expanded = {
+            **source,
+            "command": [expand(str(a), own) for a in source.get("command") or []],
+            "args": [expand(str(a), own) for a in source.get("args") or []],
+            "workingDir": expand(str(source.get("workingDir") or ""), own),
+        }
+        sc = source.get("securityContext") or {}
+        pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
+        group = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
+        try:
+            process = resolve.process_of(
+                expanded,
+                record,
+                env=list(own.items()),
+                hostname=podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
+                run_as_user=identity.get("uid"),
+                run_as_group=None if group is None else int(group),
+                supplemental_groups=list(identity.get("groups") or []),
+            )
+        except ProcessError as exc:
+            raise CreateError(exc.reason, str(exc)) from None
+        identity |= {"uid": process.uid, "gid": process.gid, "workdir": process.cwd}
+        identity["groups"] = list(process.additional_gids)
+        return list(process.argv), dict(e.partition("=")[::2] for e in process.env)
+
+    def _argv(
+        self, source: Mapping[str, Any], env: Mapping[str, str], directory: Path | None
     ) -> list[str] | None:
-        """The container's command line as containerd makes it: `command` replaces the
-        image's entrypoint, `args` its cmd; `$(VAR)` expanded. A `--run-image` DIR's
-        `entrypoint` file plays the image's ENTRYPOINT. None when there is nothing to run."""
+        """The command line of a `--run-image` container: `command` + `args`, `$(VAR)`
+        expanded; DIR's `entrypoint` file plays the image's ENTRYPOINT. None when there is
+        nothing to run."""
         command = [expand(str(a), env) for a in source.get("command") or []]
         args = [expand(str(a), env) for a in source.get("args") or []]
-        if record is not None:  # the single place the image's config decides the command
-            if command:
-                return command + args
-            entry = list(record.config.entrypoint)
-            return (entry + (args or list(record.config.cmd))) or None
         if command:
             return command + args
         assert directory is not None
@@ -566,16 +600,8 @@ class ProcessRuntime:
         source: Mapping[str, Any],
         directory: Path | None,
         identity: Mapping[str, Any],
-        record: ImageRecord | None = None,
     ) -> dict[str, str]:
-        node = (
-            self.core.store.get(_NODES, ("", str((pod.get("spec") or {}).get("nodeName") or "")))
-            or {}
-        )
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        env = container_env(
-            pod, source, self._lookup, service_env(self.api_host, self.api_port), allocatable
-        )
+        env = self._container_env(pod, source)
         uid = identity.get("uid")
         home = "/root"
         if uid not in (None, 0):
@@ -584,8 +610,6 @@ class ProcessRuntime:
             except KeyError:
                 home = "/"
         base = {"PATH": DEFAULT_PATH}
-        if record is not None:  # the image's environment, then the container's
-            base |= dict(e.partition("=")[::2] for e in record.config.env)
         base |= {
             "HOSTNAME": podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
             "HOME": home,
@@ -594,6 +618,16 @@ class ProcessRuntime:
         if directory is not None:
             env["PATH"] = f"{directory}:{env['PATH']}"
         return env
+
+    def _container_env(self, pod: Mapping[str, Any], source: Mapping[str, Any]) -> dict[str, str]:
+        """The container's own environment as the kubelet resolves it (its `env` and
+        `envFrom`, and the `kubernetes` Service's variables)."""
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        node = self.core.store.get(_NODES, ("", node_name)) or {}
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        return container_env(
+            pod, source, self._lookup, service_env(self.api_host, self.api_port), allocatable
+        )
 
     def _get(self, plural: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.core.store.get(("", plural), (namespace, name))
@@ -1019,9 +1053,7 @@ def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
     return 30.0 if value is None else float(value)
 
 
-def _identity(
-    pod: Mapping[str, Any], container: Mapping[str, Any], record: ImageRecord | None = None
-) -> dict[str, Any]:
+def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
     """uid, gid, supplementary groups, capabilities and no_new_privs from the pod's and the
     container's securityContext (the container's wins); `runAsNonRoot` without a non-zero
     uid cannot start."""
@@ -1029,11 +1061,6 @@ def _identity(
     sc = container.get("securityContext") or {}
     uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
     gid = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
-    image_uid, _, image_gid = (record.config.user if record is not None else "").partition(":")
-    if uid is None and image_uid.isdigit():  # a numeric USER of the image
-        uid = int(image_uid)
-        if gid is None and image_gid.isdigit():
-            gid = int(image_gid)
     non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
     if non_root and not uid:
         raise ConfigError(
@@ -1050,7 +1077,7 @@ def _identity(
         "groups": sorted(set(groups)),
         "capabilities": security.capabilities(container),
         "no_new_privs": security.no_new_privs(container),
-        "workdir": record.config.working_dir if record is not None else "",
+        "workdir": "",
     }
 
 
