@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,7 @@ from tests.integration.sim.test_processes import Env, real_cluster, running
 pytestmark = [pytest.mark.kubectl]
 
 IMAGE = "example.com/tiny:v1"
+BARE = "example.com/tiny:bare"
 NAME = "example.com/tiny:v1"
 SCRIPT = "id -u; pwd; echo $GREETING; ls /; echo mine > written; cat /srv/app/written"
 
@@ -35,6 +37,8 @@ class OneImage:
 
     def lookup(self, reference: str) -> ImageRecord | None:
         self.asked.append(reference)
+        if reference == BARE:  # the same root, with neither Entrypoint nor Cmd
+            return ImageRecord(BARE, self.record.digest, self.record.rootfs, ImageConfig())
         return self.record if reference == IMAGE else None
 
 
@@ -115,3 +119,25 @@ async def test_exec_enters_the_image_root(env: tuple[Env, OneImage, Path]) -> No
         retry_on=(AssertionError,),  # until runc has started the command
     )
     assert out == "tiny\n"
+
+
+async def test_an_image_without_a_command_waits_with_create_container_error(
+    env: tuple[Env, OneImage, Path],
+) -> None:
+    e, _, _ = env
+    pod = {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"name": "bare"},
+        "spec": {"containers": [{"name": "main", "image": BARE}]},
+    }
+    await e.create(pod)
+
+    def waiting(p: Any) -> bool:
+        statuses = p.status.container_statuses or []
+        return bool(statuses and statuses[0].state.waiting and statuses[0].state.waiting.message)
+
+    done = await eventually(lambda: e.pod("bare"), waiting)
+    state = done.status.container_statuses[0].state.waiting
+    assert state.reason == "CreateContainerError"
+    assert "no command specified" in state.message
