@@ -44,15 +44,18 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import psutil
 
-from benchmarks import profiling
+from benchmarks import profiling, sim_parts
 from benchmarks.harness import (
     Options,
+    commit,
     controller_metrics,
+    machine,
     prepared_client,
     request_counts,
     start_controller,
@@ -402,7 +405,10 @@ def stop_profiles(spies: list[profiling.Spy]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for spy in spies:
         profiling.stop(spy)
-        out[spy.name] = profiling.summarise_file(spy.out, ("kubesim", "jobset", "kubeutil"))
+        parts = sim_parts.part_of if spy.name == "sim" else None
+        out[spy.name] = profiling.summarise_file(
+            spy.out, ("kubesim", "jobset", "kubeutil"), parts=parts
+        )
     return out
 
 
@@ -544,6 +550,29 @@ def one_line(s: dict[str, Any]) -> str:
     return text
 
 
+def _record(
+    name: str, data: dict[str, Any], started: str, argv: list[str] | None, wall: float
+) -> None:
+    """The step's data as a run of `benchmarks.run` holding only its pod-scale section."""
+    args = sys.argv[1:] if argv is None else argv
+    run: dict[str, Any] = {
+        "benchmark": "scale",
+        "machine": machine(),
+        "started": started,
+        "commit": commit(),
+        "command": " ".join(["python -m benchmarks.pod_scale", *args]),
+        "wall_seconds": round(wall, 1),
+        "options": {
+            "sizes": [s["pods"] for s in data["series"][0]["steps"]] if data["series"] else []
+        },
+        "runs": [],
+        "pod_scale": data,
+    }
+    out = RESULTS / f"scale_{name}.json"
+    out.write_text(json.dumps(run, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--pods", default=",".join(map(str, LARGE_PODS)), help="pods per step")
@@ -564,6 +593,13 @@ def main(argv: list[str] | None = None) -> int:
         help="service: the JobSet's default headless Service (network.enableDNSHostnames); "
         "no-service: enableDNSHostnames false; comma-separated, run in that order",
     )
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="NAME",
+        help="also write results/scale_NAME.json as benchmarks.run does, for RESULTS.md "
+        "(python -m benchmarks.report)",
+    )
     args = p.parse_args(argv)
     names = [x for x in args.series.split(",") if x]
     for name in names:
@@ -572,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile and not profiling.available():
         p.error("--profile needs py-spy on PATH (pip install py-spy)")
     sizes = [int(x) for x in args.pods.split(",") if x]
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    t_start = time.monotonic()
     configure_logging("console", "WARNING")
     data = asyncio.run(
         run(
@@ -587,6 +625,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.out:
         Path(args.out).write_text(json.dumps(data, indent=2) + "\n")
+    if args.record:
+        _record(args.record, data, started, argv, time.monotonic() - t_start)
     for ser in data["series"]:
         print(json.dumps({k: v for k, v in ser.items() if k != "steps"}, indent=2))
     return 0 if all(ser["largest"] is not None for ser in data["series"]) else 1

@@ -119,6 +119,39 @@ def _profile_lines(data: dict[str, Any]) -> list[str]:
         by = s["profile"]["sim"].get("by_component") or {}
         top = ", ".join(f"{k} {v:.0%}" for k, v in list(by.items())[:6])
         lines.append(f"- {ser['series']}, {s['pods']:,} pods: simulator CPU by component: {top}")
+    return lines + _part_tables(data)
+
+
+def _part_tables(data: dict[str, Any]) -> list[str]:
+    """Per series, the simulator's CPU ms per pod by part (`benchmarks/sim_parts.py`) in the
+    largest step profiled with parts."""
+    from benchmarks.report import markdown_table
+
+    lines: list[str] = []
+    for ser in _series(data):
+        profiled = [
+            s
+            for s in ser.get("steps") or []
+            if ((s.get("profile") or {}).get("sim") or {}).get("by_part")
+        ]
+        if not profiled:
+            continue
+        s = max(profiled, key=lambda x: x["pods"])
+        ms = (s.get("cpu_seconds") or {}).get("sim", 0.0) * 1000.0 / s["pods"]
+        rows = [
+            [part, f"{share:.0%}", f"{share * ms:.2f}"]
+            for part, share in s["profile"]["sim"]["by_part"].items()
+        ]
+        rows.append(["all", "100%", f"{ms:.2f}"])
+        lines += [
+            "",
+            f"Where the simulator's CPU per pod goes, {ser['series']}, {s['pods']:,} pods "
+            "(py-spy samples by the innermost part of the simulator they ran in, "
+            "`benchmarks/sim_parts.py`; reproduce: `.venv/bin/python -m benchmarks.pod_scale "
+            f"--pods {s['pods']} --profile DIR`):",
+            "",
+            markdown_table(["part", "share of samples", "sim CPU ms per pod"], rows),
+        ]
     return lines
 
 

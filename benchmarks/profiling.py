@@ -85,10 +85,14 @@ def _relative(file: str, packages: tuple[str, ...]) -> str | None:
     return None
 
 
-def summarise(text: str, packages: tuple[str, ...], top: int = 12) -> dict[str, Any]:
+def summarise(
+    text: str, packages: tuple[str, ...], top: int = 12, parts: Any = None
+) -> dict[str, Any]:
     """Samples per component (the running task's outermost frame from `packages`, its path
     to two parts or three under `controllers`,
-    e.g. `kubesim/kubelet`, `kubesim/controllers/job`) and per hottest innermost frame."""
+    e.g. `kubesim/kubelet`, `kubesim/controllers/job`) and per hottest innermost frame; with
+    `parts` (frames -> name, e.g. `sim_parts.part_of`) also per part."""
+    by_part: Counter[str] = Counter()
     by_component: Counter[str] = Counter()
     by_leaf: Counter[str] = Counter()
     total = 0
@@ -98,6 +102,8 @@ def summarise(text: str, packages: tuple[str, ...], top: int = 12) -> dict[str, 
             continue
         count = int(count_text)
         total += count
+        if parts is not None:
+            by_part[parts(stack.split(";"))] += count
         frames = [m for f in stack.split(";") if (m := _FRAME.match(f.strip()))]
         # The task that was running: what follows the event loop's last callback frame.
         runs = [i for i, m in enumerate(frames) if m["func"] == "Handle._run"]
@@ -116,12 +122,15 @@ def summarise(text: str, packages: tuple[str, ...], top: int = 12) -> dict[str, 
             by_leaf[f"{leaf['func']} ({where})"] += count
     share = {k: round(v / total, 3) for k, v in by_component.most_common()} if total else {}
     hot = {k: round(v / total, 3) for k, v in by_leaf.most_common(top)} if total else {}
-    return {"samples": total, "by_component": share, "hottest_frames": hot}
+    out = {"samples": total, "by_component": share, "hottest_frames": hot}
+    if parts is not None and total:
+        out["by_part"] = {k: round(v / total, 3) for k, v in by_part.most_common()}
+    return out
 
 
-def summarise_file(path: Path, packages: tuple[str, ...]) -> dict[str, Any]:
+def summarise_file(path: Path, packages: tuple[str, ...], parts: Any = None) -> dict[str, Any]:
     try:
         text = path.read_text()
     except OSError as exc:
         return {"error": f"no profile: {exc}"}
-    return summarise(text, packages)
+    return summarise(text, packages, parts=parts)

@@ -14,7 +14,14 @@ from typing import Any
 
 from rich.table import Table
 
-from benchmarks import cli_latency, pod_scale_report, rate_report, tenancy_report, train_recovery
+from benchmarks import (
+    cli_latency,
+    cpu_guard,
+    pod_scale_report,
+    rate_report,
+    tenancy_report,
+    train_recovery,
+)
 from benchmarks.admission import GOAL_P99_MS, GOAL_POD_RATE
 from benchmarks.fairness import GOAL_SECONDS
 from benchmarks.pod_scale import ANCHOR_PODS, ANCHOR_RATE, ANCHOR_SECONDS
@@ -112,6 +119,8 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
     out += tenancy_report.goals(data)
     # The largest JobSet at --sim-level pods against the published anchor.
     out += pod_scale_report.goals(data)
+    # The regression guard on the simulator's CPU per pod, when the run recorded it.
+    out += cpu_guard.goals(data)
     return out
 
 
@@ -461,19 +470,26 @@ def _placement_row(strategy: str, v: dict[str, Any]) -> list[str]:
 def _section(
     data: dict[str, Any], prefix: str, with_plots: bool = True, pod_plot: bool = False
 ) -> str:
+    # A run of one benchmark on its own (no scenarios) lists only the goals it measured.
+    goals = [g for g in data.get("goals", []) if data.get("runs") or g["met"] is not None]
     lines = [
         f"Run `{data.get('command')}` on {data.get('started')} at commit "
         f"{data.get('commit') or '(not recorded)'}, {data.get('machine')}; "
         f"{data.get('wall_seconds', 0):.0f} s wall. Options: "
         + ", ".join(f"{k} {v}" for k, v in (data.get("options") or {}).items()),
         "",
-        "### Goals",
-        "",
-        markdown_table(
-            ["goal", "measured", "status"],
-            [[g["goal"], g["measured"], _met(g["met"])] for g in data.get("goals", [])],
-        ),
-        "",
+    ]
+    if goals:
+        lines += [
+            "### Goals",
+            "",
+            markdown_table(
+                ["goal", "measured", "status"],
+                [[g["goal"], g["measured"], _met(g["met"])] for g in goals],
+            ),
+            "",
+        ]
+    lines += [
         *rate_report.section(data, prefix, with_plots),
         *tenancy_report.section(data),
         *pod_scale_report.section(data, prefix, pod_plot),
@@ -676,6 +692,9 @@ def write_all(results: Path = RESULTS, out: Path = RESULTS_MD) -> list[Path]:
         written += pod_plot
         title = data.get("command") or name
         sections.append(f"## `{title}`\n\n" + _section(data, name, with_plots, bool(pod_plot)))
+    guard = cpu_guard.markdown(cpu_guard.load(results / cpu_guard.SERIES_FILE.name))
+    if guard:
+        sections.append("\n".join(guard))
     real_job = results / TRAIN_RECOVERY
     if real_job.exists():
         section = train_recovery.markdown(json.loads(real_job.read_text()))

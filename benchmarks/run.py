@@ -40,7 +40,16 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchmarks import admission, fairness, pod_scale, profiling, rate, recovery, report
+from benchmarks import (
+    admission,
+    cpu_guard,
+    fairness,
+    pod_scale,
+    profiling,
+    rate,
+    recovery,
+    report,
+)
 from benchmarks.harness import Options, commit, machine, phase
 from benchmarks.scenarios import RUNNERS, SCENARIOS
 from jobset.runtime.logging import configure_logging
@@ -382,6 +391,21 @@ def _scenario_runs(
     return runs
 
 
+def _guard(console: Console, data: dict[str, Any], path: Path = cpu_guard.SERIES_FILE) -> None:
+    """Append the simulator's CPU per pod at the guard's size to its series and say whether
+    it rose more than the guard allows (benchmarks/cpu_guard.py)."""
+    new = cpu_guard.entry(
+        data.get("pod_scale") or {}, data.get("commit") or "", data["command"], data["started"]
+    )
+    if new is None:
+        return
+    entries = cpu_guard.record(new, path)
+    data["sim_cpu_guard"] = {"entry": new, "verdicts": cpu_guard.verdicts(entries)}
+    for v in data["sim_cpu_guard"]["verdicts"]:
+        style = "bold red" if v["flagged"] else "green"
+        console.print(f"[{style}]{cpu_guard.verdict_line(v)}[/{style}]")
+
+
 def _finish(run: _Run, data: dict[str, Any], out: Path) -> int:
     """Placement if there is time, the goals, the JSON, the tables and RESULTS.md; 1 if a
     side or a rate phase failed."""
@@ -401,6 +425,7 @@ def _finish(run: _Run, data: dict[str, Any], out: Path) -> int:
     ):
         console.print("cli latency: jobset get/describe/tree beside kubectl get ...")
         data["cli_latency"] = run_cli_latency(console, RESULTS / "cli_latency.json")
+    _guard(console, data)
     data["goals"] = report.goals(data)
     data["wall_seconds"] = round(time.monotonic() - run.t_start, 1)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -94,6 +94,13 @@ SETTINGS: tuple[Setting, ...] = (
         units=((r"\s*pods/s", 1.0), ("", 1.0)),
     ),
     Setting(
+        "benchmarks.cpu_guard",
+        "MAX_RISE",
+        r"rises? by|rise of more than|regression",
+        render=lambda v: _g(round(v * 100, 6)),
+        units=((r"\s*%", 0.01),),
+    ),
+    Setting(
         "jobset.controllers.fairshare",
         "DEFAULT_SLICE_SECONDS",
         r"slice",

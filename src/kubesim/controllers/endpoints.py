@@ -34,6 +34,7 @@ EndpointSlice mirroring controller is not modelled).
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -73,10 +74,12 @@ _OWN_WRITE: ContextVar[bool] = ContextVar("endpoints_own_write", default=False)
 # After a Service's sync, its next pod-driven sync waits this many times as long as the sync
 # took, so pod changes meanwhile are batched into one: a sync reads every pod of the Service
 # (as upstream's does), which in Python is ~100x Go's cost, and syncing on every change of
-# a 4,000-pod Service took all of the simulator's CPU. Small Services sync in milliseconds,
-# so their Endpoints follow pods as promptly as before (upstream's
-# --endpointslice-updates-batch-period is a fixed delay, default 0).
-BATCH_FACTOR: Final = 4.0
+# a 4,000-pod Service took all of the simulator's CPU. While pods keep changing, a large
+# Service's syncs take 1 / (1 + BATCH_FACTOR) of the wall time, whatever one sync costs:
+# this factor, not the sync's speed, sets the controller's share of the simulator's CPU.
+# Small Services sync in milliseconds, so their Endpoints follow pods as promptly as before
+# (upstream's --endpointslice-updates-batch-period is a fixed delay, default 0).
+BATCH_FACTOR: Final = 8.0
 # The simulated cluster's dial hint on a Service (host:port), used by `jobset dev`.
 ADDRESS_ANNOTATION: Final = "sim.jobset.x-k8s.io/address"
 
@@ -159,8 +162,62 @@ def _resolved_ports(
     return out or None
 
 
+class PodMemo:
+    """What the last sync of one Service derived from each of its pods, reused while the pod
+    and the Service are the very objects they were then and `extra` (the node's zone) is
+    equal: stored objects are replaced, never edited, and a sync of a large Service reads
+    every pod although few changed since the last one. Holds only the pods of the last sync."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[Mapping[str, Any], Mapping[str, Any], str, Any]] = {}
+        self._now: dict[str, tuple[Mapping[str, Any], Mapping[str, Any], str, Any]] = {}
+
+    def start(self) -> None:
+        """A new sync: what the previous one derived is what this one may reuse."""
+        self._last, self._now = self._now, {}
+
+    def get(
+        self,
+        pod: Mapping[str, Any],
+        service: Mapping[str, Any],
+        extra: str,
+        derive: Callable[[], Any],
+    ) -> Any:
+        name = str((pod.get("metadata") or {}).get("name") or "")
+        hit = self._last.get(name)
+        if hit is not None and hit[0] is pod and hit[1] is service and hit[2] == extra:
+            result = hit[3]
+        else:
+            result = derive()
+        self._now[name] = (pod, service, extra, result)
+        return result
+
+
+_SubsetEntry = tuple[str, list[dict[str, Any]], dict[str, Any], bool]
+
+
+def _subset_entry(
+    service: Mapping[str, Any], pod: Mapping[str, Any], publish: bool, svc_name: Any
+) -> _SubsetEntry | None:
+    """The pod's address in the Service's Endpoints: (port-set key, ports, address, ready),
+    or None when the pod has no place there."""
+    if not should_be_in_endpoints(pod, publish):
+        return None
+    ports = _resolved_ports(service, pod)
+    if ports is None:
+        return None
+    pspec = pod.get("spec") or {}
+    address: dict[str, Any] = {"ip": pod_ip(pod), "targetRef": _target_ref(pod)}
+    if pspec.get("nodeName"):
+        address["nodeName"] = pspec["nodeName"]
+    if pspec.get("hostname") and pspec.get("subdomain") == svc_name:
+        address["hostname"] = pspec["hostname"]
+    key = repr(sorted((p.get("name", ""), p["port"], p["protocol"]) for p in ports))
+    return key, ports, address, publish or pod_ready(pod)
+
+
 def endpoint_subsets(
-    service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+    service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], memo: PodMemo | None = None
 ) -> list[dict[str, Any]]:
     """The `subsets` of the Service's Endpoints, packed by port set (RepackSubsets)."""
     spec = service.get("spec") or {}
@@ -168,20 +225,17 @@ def endpoint_subsets(
     svc_name = (service.get("metadata") or {}).get("name")
     groups: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]] = {}
     for pod in pods:
-        if not should_be_in_endpoints(pod, publish):
+        if memo is None:
+            entry = _subset_entry(service, pod, publish, svc_name)
+        else:
+            entry = memo.get(
+                pod, service, "", functools.partial(_subset_entry, service, pod, publish, svc_name)
+            )
+        if entry is None:
             continue
-        ports = _resolved_ports(service, pod)
-        if ports is None:
-            continue
-        pspec = pod.get("spec") or {}
-        address: dict[str, Any] = {"ip": pod_ip(pod), "targetRef": _target_ref(pod)}
-        if pspec.get("nodeName"):
-            address["nodeName"] = pspec["nodeName"]
-        if pspec.get("hostname") and pspec.get("subdomain") == svc_name:
-            address["hostname"] = pspec["hostname"]
-        key = repr(sorted((p.get("name", ""), p["port"], p["protocol"]) for p in ports))
+        key, ports, address, is_ready = entry
         ready, not_ready, _ = groups.setdefault(key, ([], [], ports))
-        (ready if publish or pod_ready(pod) else not_ready).append(address)
+        (ready if is_ready else not_ready).append(address)
     subsets = []
     for _key, (ready, not_ready, ports) in sorted(groups.items()):
         subset: dict[str, Any] = {}
@@ -241,6 +295,7 @@ def endpoints_object(
     pods: Iterable[Mapping[str, Any]],
     current: Mapping[str, Any] | None,
     max_capacity: int = MAX_CAPACITY,
+    memo: PodMemo | None = None,
 ) -> dict[str, Any] | None:
     """The Service's Endpoints to write over `current` (None: there is none yet), or None
     when `current` is already what it should be.
@@ -253,7 +308,7 @@ def endpoints_object(
     meta = service.get("metadata") or {}
     ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
     labels = {**(meta.get("labels") or {}), SKIP_MIRROR_LABEL: "true"}
-    subsets, truncated = truncate_subsets(endpoint_subsets(service, pods), max_capacity)
+    subsets, truncated = truncate_subsets(endpoint_subsets(service, pods, memo), max_capacity)
     if current is None:
         new_meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": labels}
         if truncated:
@@ -285,10 +340,48 @@ def endpoints_object(
     return new
 
 
+_SliceEntry = tuple[str, list[dict[str, Any]], dict[str, Any]]
+
+
+def _slice_entry(
+    service: Mapping[str, Any], pod: Mapping[str, Any], zone: str, publish: bool, svc_name: Any
+) -> _SliceEntry | None:
+    """The pod's endpoint in the Service's EndpointSlices: (port-set key, ports, endpoint),
+    or None when the pod has no place there; `zone` is its node's."""
+    if not should_be_in_endpoints(pod, True):
+        return None
+    ports = _resolved_ports(service, pod)
+    if ports is None:
+        return None
+    pspec = pod.get("spec") or {}
+    terminating = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    serving = publish or pod_ready(pod)
+    endpoint: dict[str, Any] = {
+        "addresses": [pod_ip(pod)],
+        "conditions": {
+            "ready": serving and (publish or not terminating),
+            "serving": serving,
+            "terminating": terminating,
+        },
+        "targetRef": _target_ref(pod),
+    }
+    node = pspec.get("nodeName")
+    if node:
+        endpoint["nodeName"] = node
+        if zone:
+            endpoint["zone"] = zone
+    if pspec.get("hostname") and pspec.get("subdomain") == svc_name:
+        endpoint["hostname"] = pspec["hostname"]
+    ports = sorted(ports, key=lambda p: (p.get("name", ""), p["port"]))
+    key = repr([(p.get("name", ""), p["port"], p["protocol"]) for p in ports])
+    return key, ports, endpoint
+
+
 def slice_groups(
     service: Mapping[str, Any],
     pods: Iterable[Mapping[str, Any]],
     zones: Mapping[str, str] | None = None,
+    memo: PodMemo | None = None,
 ) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """(ports, endpoints) for each EndpointSlice the Service should have; one group with no
     endpoints (the placeholder slice) when no pod qualifies."""
@@ -298,32 +391,19 @@ def slice_groups(
     zones = zones or {}
     groups: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
     for pod in pods:
-        if not should_be_in_endpoints(pod, True):
+        zone = zones.get(str((pod.get("spec") or {}).get("nodeName") or ""), "")
+        if memo is None:
+            entry = _slice_entry(service, pod, zone, publish, svc_name)
+        else:
+            entry = memo.get(
+                pod,
+                service,
+                zone,
+                functools.partial(_slice_entry, service, pod, zone, publish, svc_name),
+            )
+        if entry is None:
             continue
-        ports = _resolved_ports(service, pod)
-        if ports is None:
-            continue
-        pspec = pod.get("spec") or {}
-        terminating = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-        serving = publish or pod_ready(pod)
-        endpoint: dict[str, Any] = {
-            "addresses": [pod_ip(pod)],
-            "conditions": {
-                "ready": serving and (publish or not terminating),
-                "serving": serving,
-                "terminating": terminating,
-            },
-            "targetRef": _target_ref(pod),
-        }
-        node = pspec.get("nodeName")
-        if node:
-            endpoint["nodeName"] = node
-            if zones.get(node):
-                endpoint["zone"] = zones[node]
-        if pspec.get("hostname") and pspec.get("subdomain") == svc_name:
-            endpoint["hostname"] = pspec["hostname"]
-        ports = sorted(ports, key=lambda p: (p.get("name", ""), p["port"]))
-        key = repr([(p.get("name", ""), p["port"], p["protocol"]) for p in ports])
+        key, ports, endpoint = entry
         groups.setdefault(key, (ports, []))[1].append(endpoint)
     if not groups:
         return [([], [])]
@@ -460,6 +540,8 @@ class EndpointsController(Controller[Key]):
         # namespace's slices made each sync O(Services in the namespace), and a tenant
         # creating JobSets one after another has one headless Service per JobSet.
         self._slice_index: dict[Key, set[ObjectKey]] = {}
+        # Service -> what its last sync derived per pod, for its Endpoints and its slices.
+        self._memos: dict[Key, tuple[PodMemo, PodMemo]] = {}
 
     def _index_service(self, svc: dict[str, Any] | None, key: Key) -> None:
         old = self._indexed.pop(key, None)
@@ -563,6 +645,7 @@ class EndpointsController(Controller[Key]):
         store = self.core.store
         service = store.get(SERVICES, key)
         if service is None:
+            self._memos.pop(key, None)
             await self._delete_endpoints(key)
             for sl in self._slices(key):
                 await self._delete(self.slice_rt, sl)
@@ -574,7 +657,10 @@ class EndpointsController(Controller[Key]):
             for p in store.resource(PODS).range(ns)
             if selects(service, (p.get("metadata") or {}).get("labels"))
         ]
-        await self._sync_endpoints(service, pods)
+        memos = self._memos.setdefault(key, (PodMemo(), PodMemo()))
+        for memo in memos:
+            memo.start()
+        await self._sync_endpoints(service, pods, memos[0])
         zones = {}
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -583,13 +669,15 @@ class EndpointsController(Controller[Key]):
                 zones[node] = str(
                     ((obj or {}).get("metadata") or {}).get("labels", {}).get(ZONE_LABEL) or ""
                 )
-        await self._sync_slices(service, slice_groups(service, pods, zones))
+        await self._sync_slices(service, slice_groups(service, pods, zones, memos[1]))
         return None
 
-    async def _sync_endpoints(self, service: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+    async def _sync_endpoints(
+        self, service: dict[str, Any], pods: list[dict[str, Any]], memo: PodMemo
+    ) -> None:
         ns, name = meta_key(service)
         current = self.core.store.get(ENDPOINTS, (ns, name))
-        body = endpoints_object(service, pods, current, self.max_capacity)
+        body = endpoints_object(service, pods, current, self.max_capacity, memo)
         if body is None:
             return
         if current is None:

@@ -27,6 +27,7 @@ one address type (IPv4), no topology hints and no trafficDistribution.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -59,12 +60,17 @@ def endpoint_key(endpoint: Mapping[str, Any]) -> EndpointKey:
     )
 
 
-def ip_sort_key(ip: str) -> tuple[int, Any]:
-    """Addresses in numeric order (10.0.0.2 before 10.0.0.10), anything unparsable last."""
+@functools.lru_cache(maxsize=1 << 18)
+def ip_sort_key(ip: str) -> tuple[int, int, int | str]:
+    """Addresses in numeric order (10.0.0.2 before 10.0.0.10, IPv4 before IPv6), anything
+    unparsable last. Cached, and made of ints so a sort compares them in C: every sync of a
+    Service sorts all of its endpoints, and parsing each address again took a tenth of the
+    simulator's CPU with a 5,000-pod headless Service."""
     try:
-        return (0, ipaddress.ip_address(ip))
+        addr = ipaddress.ip_address(ip)
     except ValueError:
-        return (1, ip)
+        return (1, 0, ip)
+    return (0, addr.version, int(addr))
 
 
 def _sort_key(endpoint: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -100,3 +100,15 @@ def test_profile_samples_go_to_the_component_whose_task_ran() -> None:
     assert next(iter(summary["hottest_frames"])) == (
         "slice_groups (kubesim/controllers/endpoints.py)"
     )
+
+
+def test_the_largest_profiled_step_shows_the_simulators_ms_per_pod_by_part() -> None:
+    small, large = _step(1000, 3.0), _step(4000, 9.0)  # sim CPU 5 s each: 1.25 ms/pod at 4k
+    for step in (small, large):
+        step["profile"] = {"sim": {"by_part": {"scheduler: filter": 0.6, "kubelet": 0.4}}}
+    ser = _series([small, large])
+    text = "\n".join(pod_scale_report.section({"pod_scale": {"series": [ser]}}, "t", False))
+    assert "no Service, 4,000 pods" in text and "no Service, 1,000 pods" not in text
+    assert "| scheduler: filter | 60% | 0.75 |" in text
+    assert "| kubelet | 40% | 0.50 |" in text
+    assert "| all | 100% | 1.25 |" in text

@@ -172,7 +172,9 @@ class _PodContext:
         self.requests = [(n, req[n]) for n in ordered]
         self.nonzero_cpu = req.get("cpu") or NONZERO_CPU_MILLI
         self.nonzero_memory = req.get("memory") or NONZERO_MEMORY
-        self.scored_extended = [n for n, _ in self.requests if n not in ("pods", "cpu", "memory")]
+        self.scored_extended = [
+            (n, amount) for n, amount in self.requests if n not in ("pods", "cpu", "memory")
+        ]
         self.preemption_policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
 
         self.node_selector = list(str_map(spec.get("nodeSelector")).items())
@@ -294,10 +296,9 @@ class _PodContext:
             cap = alloc.get(name, 0)
             total += (cap - used) * 100 // cap if cap > 0 and used <= cap else 0
             count += 1
-        req = dict(self.requests)
-        for name in self.scored_extended:
+        for name, amount in self.scored_extended:
             cap = alloc.get(name, 0)
-            used = info.requested.get(name, 0) + req[name]
+            used = info.requested.get(name, 0) + amount
             total += (cap - used) * 100 // cap if cap > 0 and used <= cap else 0
             count += 1
         return total // count

@@ -234,3 +234,59 @@ def test_truncation_shares_the_room_between_subsets_in_proportion() -> None:
     assert truncated and [len(s["addresses"]) for s in out] == [750, 250]
     assert out[0]["addresses"][0] == {"ip": "a0"}  # each subset keeps its first addresses
     assert endpoints.truncate_subsets(subsets, 1200) == (subsets, False)
+
+
+def test_addresses_sort_numerically_ipv4_first_and_unparsable_last() -> None:
+    from kubesim.controllers.endpointslices import ip_sort_key
+
+    ips = ["fd00::2", "10.0.0.10", "not-an-ip", "10.0.0.2", "fd00::10", "9.255.0.1"]
+    assert sorted(ips, key=ip_sort_key) == [
+        "9.255.0.1",
+        "10.0.0.2",
+        "10.0.0.10",
+        "fd00::2",
+        "fd00::10",
+        "not-an-ip",
+    ]
+
+
+def _memo_pod(i: int, ready: str = "True") -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"u{i}", "labels": {"a": "b"}},
+        "spec": {"nodeName": f"n{i % 3}", "hostname": f"p{i}", "subdomain": "svc"},
+        "status": {"podIP": f"10.0.0.{i}", "conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+def test_a_sync_reusing_what_the_last_derived_per_pod_writes_the_same() -> None:
+    service = {"metadata": {"name": "svc", "namespace": "ns"}, "spec": {"selector": {"a": "b"}}}
+    zones = {"n0": "z0", "n1": "z1"}
+    pods = [_memo_pod(i) for i in range(1, 40)]
+    subsets_memo, slices_memo = endpoints.PodMemo(), endpoints.PodMemo()
+
+    def both(svc: dict[str, Any], ps: list[dict[str, Any]], zs: dict[str, str]) -> Any:
+        subsets_memo.start()
+        slices_memo.start()
+        with_memo = (
+            endpoints.endpoint_subsets(svc, ps, subsets_memo),
+            endpoints.slice_groups(svc, ps, zs, slices_memo),
+        )
+        assert with_memo == (
+            endpoints.endpoint_subsets(svc, ps),
+            endpoints.slice_groups(svc, ps, zs),
+        )
+        return with_memo
+
+    first = both(service, pods, zones)
+    assert both(service, pods, zones) == first
+    # A changed pod is a new object: derived again (now not ready), the others reused.
+    pods[4] = _memo_pod(5, ready="False")
+    subsets, groups = both(service, pods, zones)
+    assert [a["ip"] for a in subsets[0]["notReadyAddresses"]] == ["10.0.0.5"]
+    assert groups[0][1][4]["conditions"]["ready"] is False
+    # A node that moved zone, and a Service replaced by a new object, are seen too.
+    _, groups = both(service, pods, {**zones, "n0": "z9"})
+    assert {e["zone"] for e in groups[0][1] if e["nodeName"] == "n0"} == {"z9"}
+    renamed = {**service, "metadata": {"name": "other", "namespace": "ns"}}
+    subsets, _ = both(renamed, pods, zones)
+    assert not any("hostname" in a for a in subsets[0]["addresses"])
