@@ -368,7 +368,7 @@ class ProcessRuntime:
         directory = self.directory_for(source)
         record = self.image_of(source)
         pod = self._with_ip(pod, sandbox)
-        identity = _identity(pod, source)
+        identity = _identity(pod, source, record.config.user if record is not None else "")
         argv: list[str] | None
         if record is not None:  # the image's config decides, as containerd applies it
             argv, env = self._image_process(pod, source, record, identity)
@@ -1047,21 +1047,20 @@ def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
     return 30.0 if value is None else float(value)
 
 
-def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
+def _identity(
+    pod: Mapping[str, Any], container: Mapping[str, Any], image_user: str = ""
+) -> dict[str, Any]:
     """uid, gid, supplementary groups, capabilities and no_new_privs from the pod's and the
-    container's securityContext (the container's wins); `runAsNonRoot` without a non-zero
-    uid cannot start."""
+    container's securityContext (the container's wins); `runAsNonRoot` is checked against
+    the uid, or without one against the image's user (a `--run-image` image has none)."""
     pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
     sc = container.get("securityContext") or {}
     uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
     gid = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
-    non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
-    if non_root and not uid:
-        raise ConfigError(
-            "container has runAsNonRoot and image will run as root"
-            if uid is None
-            else "container's runAsUser breaks non-root policy"
-        )
+    if sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")):
+        refusal = security.non_root_refusal(None if uid is None else int(uid), image_user)
+        if refusal is not None:
+            raise ConfigError(refusal)
     groups = [int(g) for g in pod_sc.get("supplementalGroups") or []]
     if pod_sc.get("fsGroup") is not None:
         groups.append(int(pod_sc["fsGroup"]))

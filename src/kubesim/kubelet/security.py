@@ -14,6 +14,7 @@ __all__ = [
     "capabilities",
     "capability_names",
     "no_new_privs",
+    "non_root_refusal",
 ]
 
 # Linux capability numbers (linux/capability.h).
@@ -77,3 +78,17 @@ def capability_names(numbers: list[int]) -> list[str]:
     """OCI names (`CAP_CHOWN`) of capability numbers."""
     names = {number: name for name, number in CAPABILITIES.items()}
     return [f"CAP_{names[n]}" for n in sorted(numbers)]
+
+
+def non_root_refusal(run_as_user: int | None, image_user: str) -> str | None:
+    """Why a container with `runAsNonRoot` may not start, as the kubelet checks it: the
+    `runAsUser` when given, else the image's user (none is root; a name cannot be verified)."""
+    if run_as_user is not None:
+        return "container's runAsUser breaks non-root policy" if run_as_user == 0 else None
+    user = image_user.partition(":")[0]
+    if user and not user.isdigit():
+        return (
+            f"container has runAsNonRoot and image has non-numeric user ({user}), "
+            "cannot verify user is non-root"
+        )
+    return "container has runAsNonRoot and image will run as root" if not int(user or 0) else None

@@ -141,3 +141,23 @@ async def test_an_image_without_a_command_waits_with_create_container_error(
     state = done.status.container_statuses[0].state.waiting
     assert state.reason == "CreateContainerError"
     assert "no command specified" in state.message
+
+
+async def test_run_as_non_root_accepts_the_image_s_numeric_user(
+    env: tuple[Env, OneImage, Path],
+) -> None:
+    # The image runs as 1000: runAsNonRoot without a runAsUser is satisfied by it, as the
+    # kubelet checks the image's user when the pod names none.
+    e, _, _ = env
+    pod = {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"name": "nonroot"},
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True},
+            "containers": [{"name": "main", "image": IMAGE, "command": ["id", "-u"]}],
+        },
+    }
+    await e.create(pod)
+    assert (await finished(e, "nonroot")).strip() == "1000"
