@@ -18,8 +18,9 @@ Names are loaded on first use: `from jobset.sdk import JobSet` does not load the
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kubeutil.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from jobset.sdk.builders import (
@@ -161,15 +162,4 @@ _HOMES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(home)
-    value = module if home == f"{__name__}.{name}" else getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, globals())
