@@ -53,6 +53,7 @@ lint: $(STAMP)
 	$(BIN)/python tools/check_names.py  # every Class.member, function() and module name the docs cite exists
 	$(BIN)/python tools/check_settings.py  # docs cite the goals and tuning values the code owns, never restate them
 	$(BIN)/python tools/check_function_length.py  # no function over 80 lines (src, benchmarks, tools)
+	$(BIN)/python tools/check_module_size.py  # no API server file over 600 lines, no class over 400
 	$(BIN)/python tools/check_param_ids.py  # multi-argument parametrize tables name their cases
 	$(BIN)/python tools/check_private_imports.py  # no _private name of src/ used outside its module
 	$(BIN)/python tools/check_import_cycles.py  # no import cycle in src/, lazy or TYPE_CHECKING ones included

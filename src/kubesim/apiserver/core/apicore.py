@@ -391,12 +391,7 @@ class ApiCore:
         view: ResourceType | None = None
         if rt.storage is not None:
             if content_type in fieldmanagers.APPLY_TYPES:
-                raise ApiError(
-                    415,
-                    "UnsupportedMediaType",
-                    f"server-side apply of {rt.qualified} is not supported by the simulated "
-                    "API server: apply the core/v1 object instead",
-                )
+                raise _view_apply_refused(rt)
             view, rt = rt, self._stored(rt)
         checking = req.field_validation in ("Warn", "Strict") and subresource != "status"
         if checking and content_type in fieldmanagers.APPLY_TYPES and isinstance(body, dict):
@@ -411,13 +406,7 @@ class ApiCore:
             else:
                 if old is None:
                     raise not_found(rt.group, rt.plural, name)
-                if view is not None:  # patch what the client sees, store what it becomes
-                    shown = eventsapi.to_events_v1(old)
-                    patched = eventsapi.to_core(
-                        fieldmanagers.apply_patch(view, shown, content_type, body)
-                    )
-                else:
-                    patched = fieldmanagers.apply_patch(rt, old, content_type, body)
+                patched = _patched(rt, view, old, content_type, body)
                 operation = "Update"
                 if checking and attempt == 0:
                     raw = req.raw_body or None
@@ -479,3 +468,26 @@ class ApiCore:
     def force_remove(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Remove at once, whatever the finalizers: for a kubelet ending a pod's grace period."""
         self._deleter.force_remove(rt, obj)
+
+
+def _view_apply_refused(rt: ResourceType) -> ApiError:
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"server-side apply of {rt.qualified} is not supported by the simulated "
+        "API server: apply the core/v1 object instead",
+    )
+
+
+def _patched(
+    rt: ResourceType, view: ResourceType | None, old: dict[str, Any], content_type: str, body: Any
+) -> dict[str, Any]:
+    """`old` with a (non-apply) patch applied; through a view type, the patch applies to what
+    the client sees and the stored form is what that becomes."""
+    if view is None:
+        return fieldmanagers.apply_patch(rt, old, content_type, body)
+    shown = eventsapi.to_events_v1(old)
+    stored: dict[str, Any] = eventsapi.to_core(
+        fieldmanagers.apply_patch(view, shown, content_type, body)
+    )
+    return stored
