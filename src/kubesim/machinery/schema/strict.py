@@ -115,24 +115,34 @@ def _descends(type_name: str) -> bool:
     return _element(type_name)[1] in _table()
 
 
+@cache
+def _plan(type_name: str) -> tuple[str, str, dict[str, str] | None]:
+    """What pruning a value of this type needs: its shape, its element type, and for an
+    object type its fields, each with the type to descend into ("" for a leaf)."""
+    shape, element = _element(type_name)
+    fields = _table().get(element)
+    if fields is None:
+        return shape, element, None
+    return shape, element, {k: v if _descends(v) else "" for k, v in fields.items()}
+
+
 def prune_typed(value: Any, type_name: str) -> Any:
     """`value` without the fields its built-in type does not have: `value` itself when it
     has none (the common case costs a walk, no copy), else a copy along the dropped paths."""
-    shape, element = _element(type_name)
+    shape, element, plan = _plan(type_name)
     if shape == "list":
         return _prune_items(value, element, enumerate(value)) if isinstance(value, list) else value
     if shape == "map":
         return _prune_items(value, element, value.items()) if isinstance(value, dict) else value
-    fields = _table().get(element)
-    if fields is None or not isinstance(value, dict):
+    if plan is None or not isinstance(value, dict):
         return value
     out: dict[str, Any] | None = None
     for key, item in value.items():
-        sub = fields.get(key)
+        sub = plan.get(key)
         if sub is None:
             out = dict(value) if out is None else out
             del out[key]
-        elif _descends(sub):
+        elif sub:
             new = prune_typed(item, sub)
             if new is not item:
                 out = dict(value) if out is None else out
