@@ -255,3 +255,17 @@ def test_a_status_write_drops_unknown_status_fields(sim: SimProcess) -> None:
     )  # fmt: skip
     status = _get(sim, "deployment", "status")["status"]
     assert status.get("observedGeneration") == 1 and "replcas" not in status
+
+
+def test_a_body_of_many_unknown_fields_is_stored_without_them(sim: SimProcess) -> None:
+    """Hostile input: ten thousand unknown fields under Ignore, at the top of the spec and
+    in every container, cost one walk and are all gone."""
+    deployment = _deployment("flood-ignored", **{f"typo{i}": i for i in range(10_000)})
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    containers += [{"name": f"c{i}", "image": "busybox", f"typo{i}": i} for i in range(200)]
+    assert _apply(sim, deployment, "--validate=false").returncode == 0
+    stored = _get(sim, "deployment", "flood-ignored")
+    assert not [k for k in stored["spec"] if k.startswith("typo")]
+    kept = stored["spec"]["template"]["spec"]["containers"]
+    assert len(kept) == 201 and not [k for c in kept for k in c if k.startswith("typo")]
+    assert sim.kubectl("get", "--raw", "/healthz").stdout == "ok"
