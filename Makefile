@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(HASH)
 # What `make demo` needs and no more: the package and the simulator's extra.
 DEMO_STAMP := $(VENV)/.installed-sim-$(HASH)
 
-.PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables image-tools
+.PHONY: venv test soak lint typecheck unit demo demo-train train-venv bench crd clean prometheus iptables runc image-tools
 
 # Editable, all three: the extras' `kubesim` and the `jobset-kubeutil` dependency resolve to
 # this tree's packaging/ projects, named in the same pip command.
@@ -71,7 +71,7 @@ typecheck: $(STAMP)
 # floor of pyproject's [tool.coverage.report].
 TEST_WORKERS ?= 2
 COVERAGE := --cov --cov-report=term --cov-report=html
-test: lint typecheck prometheus iptables image-tools train-venv
+test: lint typecheck prometheus iptables runc image-tools train-venv
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not soak" $(COVERAGE)
 
 # The long tiers, every test marked `soak` (50 JobSets under API faults, 60 SIGKILLs, a 30 s
@@ -79,7 +79,7 @@ test: lint typecheck prometheus iptables image-tools train-venv
 # 50 JobSets under a seeded schedule of faults at the deployed controller, the upgrade from an
 # older commit's wheel; the in-cluster ones need root):
 # what each guarantees: docs/reliability.md. A soak run that selects no test fails (pytest exit code 5).
-soak: $(STAMP) prometheus iptables
+soak: $(STAMP) prometheus iptables runc
 	$(BIN)/pytest -q -p no:cacheprovider -m soak -s tests
 
 # $(call debian_tool,TARGET,PACKAGE,COMMANDS,WHY): install the Debian package PACKAGE with
@@ -103,6 +103,10 @@ prometheus:
 iptables:
 	$(call debian_tool,iptables,iptables,iptables,the in-cluster chaos test's network cut)
 
+# runc, the OCI runtime that runs every `--run-image` container (namespaces, cgroups, seccomp).
+runc:
+	$(call debian_tool,runc,runc,runc,the containers of jobset dev --run-image)
+
 # The image store of `--load-image` (skopeo reads docker archives, umoci unpacks layers) and
 # the tiny image its tests build without network (busybox-static's /bin/busybox).
 image-tools:
@@ -121,7 +125,7 @@ demo: $(DEMO_STAMP)
 
 # A real JAX training run (examples/jax-train) under `jobset dev --run-image`: a worker
 # fails once, the JobSet restarts, training resumes from its checkpoint. Needs root.
-demo-train: $(DEMO_STAMP) $(TRAIN_STAMP)
+demo-train: $(DEMO_STAMP) $(TRAIN_STAMP) runc
 	JOBSET_DEMO_COMMAND="make demo-train" JOBSET_TRAIN_BIN=$(CURDIR)/$(TRAIN_VENV)/bin \
 		$(BIN)/python -m jobset.dev.demo jax-train
 

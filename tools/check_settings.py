@@ -83,6 +83,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("benchmarks.admission", "GOAL_POD_RATE", r"with the webhooks|pods/s with"),
     Setting("benchmarks.fairness", "GOAL_SECONDS", r"3-Job JobSet|Goal: within", units=_SECONDS),
     Setting("benchmarks.train_recovery", "GOAL_RATIO", r"InPlaceRestart.*Recreate"),
+    Setting("benchmarks.train_recovery", "RESTART_GOAL_RATIO", r"restart phase"),
     Setting("benchmarks.pod_scale", "ANCHOR_PODS", r"anchor", render=lambda v: f"{v:,.0f}"),
     Setting("benchmarks.pod_scale", "ANCHOR_SECONDS", r"anchor", units=_SECONDS),
     Setting(

@@ -469,9 +469,6 @@ class SimCluster:
             root = Path(tempfile.mkdtemp(prefix="jobset-sim-volumes-"))
             self._scratch.append(root)
         self.volumes_root = root
-        if self.runtime is not None:  # no container reads the cluster's state or any claim
-            data = [Path(self.options.data_dir)] if self.options.data_dir else []
-            self.runtime.hidden += [root, *data]
         self.components += [
             PersistentVolumeController(self.core, self.events),
             LocalPathProvisioner(self.core, root, self.events),

@@ -91,6 +91,12 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
         help="also serve cluster DNS here, UDP and TCP, port 53 by default (repeatable; "
         "with --run-image it is always served on the pod network's gateway)",
     )
+    p.add_argument(
+        "--dns-allow-wildcard",
+        action="store_true",
+        help="let --dns-address be a wildcard address (0.0.0.0, ::): cluster DNS on every "
+        "network of the host",
+    )
 
 
 def sim_options(args: argparse.Namespace) -> SimOptions:
@@ -113,7 +119,9 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         kube_feature_gates=_kube_feature_gates(args.kube_feature_gates),
         events=not getattr(args, "no_events", False),
         cluster_domain=args.cluster_domain,
-        dns_addresses=[parse_dns_address(a) for a in args.dns_address],
+        dns_addresses=[
+            parse_dns_address(a, allow_wildcard=args.dns_allow_wildcard) for a in args.dns_address
+        ],
     )
 
 

@@ -4,8 +4,9 @@ Two layers of defaults exist, as upstream: the CRD schema's `default`s (replicas
 groupName `default`, restartStrategy Recreate, whenDeleted Delete), which the API server
 applies on every read and write, and the ones below, which need logic a schema cannot
 express (a default that depends on another field, on an index, or on an object being absent).
-The webhook runs these on create only; the controller may run them defensively on objects
-it reads, since they are idempotent.
+The webhook runs these on create and on update (upstream's on create only: a re-applied
+manifest's lists come without them); the controller may run them defensively on objects it
+reads, since they are idempotent.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The JobSet admission webhooks: defaulting on create, validation on create and update.
+"""The JobSet admission webhooks: defaulting and validation on create and update.
 
 Both call the pure functions of `jobset.api` (one definition of the contract for the
 webhook, the controller and the tests); this module adds only what needs I/O or the wire:
@@ -6,6 +6,12 @@ decoding the object, looking up the PVCs `volumeClaimPolicies` would create (val
 compares them with existing claims, for a requester who may read them: see `access.py`),
 turning field errors into the 422 `Invalid` Status upstream returns, and answering
 defaulting with the defaults' JSON patch.
+
+Defaulting runs on update too (upstream's runs on create only): `kubectl apply` of an
+unchanged manifest replaces the lists it holds (`replicatedJobs`, `volumeClaimPolicies`,
+failure-policy rules) with the manifest's, which lack the defaults create filled in; filled
+in again, the update is no change, so the CRD's immutability rules and `validate_update`
+pass it, and the stored JobSet keeps its defaults.
 
 The API server applies the CRD schema's structural defaults before calling mutating
 webhooks, but validates the schema only after them, so the mutating handler may see
@@ -134,7 +140,7 @@ class JobSetWebhook:
 
     async def mutate(self, req: AdmissionRequest) -> AdmissionResponse:
         js = req.object
-        if req.operation != "CREATE" or js is None:
+        if req.operation not in ("CREATE", "UPDATE") or js is None:
             return AdmissionResponse.allow()
         problem = _shape_error(js)
         if problem is not None:
@@ -142,7 +148,9 @@ class JobSetWebhook:
         try:
             # The defaults' operations directly: no deep copy of the JobSet and no diff of
             # the whole object against it, which are slow on the loop for a large JobSet.
-            ops = [*defaulting_patch(js), *_planned_for_job_gangs(js)]
+            ops = defaulting_patch(js)
+            if req.operation == "CREATE":
+                ops += _planned_for_job_gangs(js)
         except (TypeError, AttributeError, ValueError) as exc:
             return AdmissionResponse.errored(400, f"cannot decode JobSet: {exc}")
         return AdmissionResponse(True, patch=ops or None)

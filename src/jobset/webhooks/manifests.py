@@ -112,7 +112,8 @@ def mutating_configuration(
                 c.GROUP,
                 c.PLURAL,
                 c.VERSION,
-                ["CREATE"],
+                # UPDATE too: a re-applied manifest gets its defaults back (jobset_webhook.py)
+                ["CREATE", "UPDATE"],
                 namespace,
                 service_name,
             ),

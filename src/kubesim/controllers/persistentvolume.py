@@ -37,6 +37,7 @@ from kubesim.controllers.pvmatch import (
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
     ANN_STORAGE_PROVISIONER_BETA,
+    bound_to,
     claim_class,
     find_volume,
 )
@@ -153,10 +154,7 @@ class PersistentVolumeController(Controller[Key]):
         ref = (pv.get("spec") or {}).get("claimRef") or {}
         if not ref.get("name"):
             await self._bind(pv, claim)
-        elif (
-            ref.get("uid") in (None, "", claim["metadata"].get("uid"))
-            and ref.get("name") == claim["metadata"]["name"]
-        ):
+        elif bound_to(pv, claim):
             await self._bind(pv, claim)
         elif _phase(claim) == "Bound":
             await self._claim_status(claim, "Lost", None)
@@ -245,7 +243,7 @@ class PersistentVolumeController(Controller[Key]):
         ns, name = str(meta["namespace"]), str(meta["name"])
         pv_name = str(pv["metadata"]["name"])
         ref = (pv.get("spec") or {}).get("claimRef") or {}
-        if ref.get("uid") != meta.get("uid") or ref.get("name") != name:
+        if ref.get("uid") != meta.get("uid") or not bound_to(pv, claim):
             claim_ref = {
                 "kind": "PersistentVolumeClaim",
                 "namespace": ns,

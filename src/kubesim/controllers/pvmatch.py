@@ -27,6 +27,7 @@ __all__ = [
     "ANN_STORAGE_PROVISIONER",
     "ANN_STORAGE_PROVISIONER_BETA",
     "NO_PROVISIONER",
+    "bound_to",
     "claim_class",
     "claim_request",
     "find_volume",
@@ -80,7 +81,10 @@ def node_allows(pv: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     return any(node_term_matches(t, labels, str(meta.get("name") or "")) for t in terms)
 
 
-def _claim_ref_is(pv: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+def bound_to(pv: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+    """Whether the volume's `claimRef` is this claim: its name and namespace, and its UID
+    when the reference has one (kube-controller-manager's IsVolumeBoundToClaim). A claim of
+    the same name in another namespace is another claim."""
     ref = (pv.get("spec") or {}).get("claimRef") or {}
     meta = claim.get("metadata") or {}
     if ref.get("name") != meta.get("name") or ref.get("namespace") != meta.get("namespace"):
@@ -120,12 +124,13 @@ def find_volume(
             continue
         if node is not None and not node_allows(pv, node):
             continue
+        claimed = bool((pv.get("spec") or {}).get("claimRef"))
         if name:
             if (pv.get("metadata") or {}).get("name") == name:
-                return pv
+                return pv if not claimed or bound_to(pv, claim) else None
             continue
-        if (pv.get("spec") or {}).get("claimRef"):
-            if _claim_ref_is(pv, claim) and _fits(pv, claim):
+        if claimed:
+            if bound_to(pv, claim) and _fits(pv, claim):
                 return pv  # pre-bound to this claim
             continue
         if (pv.get("status") or {}).get("phase") not in (None, "", "Available", "Pending"):

@@ -1,14 +1,16 @@
 """Keeps a `RecordTable` in step with the simulator's Services, EndpointSlices and Pods.
 
 Fed from the store's listeners (synchronous, in the writing task, as the endpoints
-controller observes objects): each event recomputes the records of that one object. A
-Service's change also recomputes its own slices, found through an index of slices by
-Service (the `kubernetes.io/service-name` label), since a slice's records depend on whether
-its Service is headless and publishes not-ready addresses.
+controller observes objects): each event recomputes the records of that one object, under
+`lock`, which the DNS server's thread also takes to read the table. A Service's change also
+recomputes its own slices, found through an index of slices by Service (the
+`kubernetes.io/service-name` label), since a slice's records depend on whether its Service
+is headless and publishes not-ready addresses.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Mapping
 from typing import Any, Final
 
@@ -48,6 +50,8 @@ class ClusterRecords:
         self.nameserver = fqdn("ns.dns", self.zone)
         self.api = api
         self.table = RecordTable((self.zone, *REVERSE_ZONES))
+        # held while the table changes or is read: the servers answer from another thread
+        self.lock = threading.Lock()
         # slices of each Service: (namespace, service name) -> slice keys
         self._slices: dict[ObjectKey, set[ObjectKey]] = {}
         self._slice_service: dict[ObjectKey, ObjectKey] = {}
@@ -72,9 +76,14 @@ class ClusterRecords:
         self.api = api
         svc = self.store.get(SERVICES, records.API_SERVICE)
         if svc is not None:
-            self._service(svc, deleted=False)
+            with self.lock:
+                self._service(svc, deleted=False)
 
     def on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
+        with self.lock:
+            self._on_event(rkey, ev)
+
+    def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
         deleted = ev.type == DELETED
         if rkey == PODS:
             source: Hashable = ("pod", _key(ev.obj))

@@ -1,9 +1,11 @@
 """The cluster DNS server's sockets: UDP and TCP on one address and port (RFC 1035, 7766).
 
 The answers are `answer.respond`'s; this module only moves bytes. UDP answers are cut to
-512 bytes, or to the requester's EDNS payload size, with the TC bit set when they do not fit
-(the client retries over TCP, as resolvers do for a large headless Service); TCP messages
-are length-prefixed, several per connection.
+512 bytes, or to the requester's EDNS payload size but never above `UDP_EDNS_MAX` (as
+CoreDNS caps them), with the TC bit set when they do not fit (the client retries over TCP,
+as resolvers do for a large headless Service); TCP messages are length-prefixed, several
+per connection. The table is read under the feed's lock: the server runs on a loop of its
+own, in another thread than the store that feeds it.
 """
 
 from __future__ import annotations
@@ -23,18 +25,22 @@ from kubesim.dns.answer import respond
 from kubesim.dns.feed import ClusterRecords
 from kubeutil.aio import cancel_and_wait
 
-__all__ = ["DnsServer"]
+__all__ = ["UDP_EDNS_MAX", "UDP_PLAIN_MAX", "DnsServer", "answer_wire"]
 
 log = structlog.get_logger("sim.dns")
 
 UDP_PLAIN_MAX: Final = 512  # without EDNS (RFC 1035)
+# The largest UDP answer whatever buffer the client's EDNS advertises: the DNS Flag Day
+# 2020 size CoreDNS caps at, so a small query cannot draw a large datagram back.
+UDP_EDNS_MAX: Final = 1232
 TCP_MAX: Final = 65535
 TCP_IDLE: Final = 10.0  # seconds an idle TCP connection is kept (RFC 7766 suggests some)
 
 
 def answer_wire(records: ClusterRecords, wire: bytes, tcp: bool) -> bytes | None:
     """The response to one wire-format query, within what the transport carries (over UDP
-    512 bytes or the query's EDNS buffer size; larger answers are truncated, TC set);
+    512 bytes or the query's EDNS buffer size up to `UDP_EDNS_MAX`; larger answers are
+    truncated, TC set);
     FORMERR for a message that does not parse; None when not even its header does."""
     try:
         request = dns.message.from_wire(wire)
@@ -45,10 +51,11 @@ def answer_wire(records: ClusterRecords, wire: bytes, tcp: bool) -> bytes | None
         error.flags = dns.flags.QR
         error.set_rcode(dns.rcode.FORMERR)
         return error.to_wire()
-    response = respond(records.table, request, records.nameserver)
+    with records.lock:
+        response = respond(records.table, request, records.nameserver)
     max_size = TCP_MAX if tcp else UDP_PLAIN_MAX
     if not tcp and request.edns >= 0:
-        max_size = min(TCP_MAX, max(UDP_PLAIN_MAX, request.payload))
+        max_size = min(UDP_EDNS_MAX, max(UDP_PLAIN_MAX, request.payload))
     return response.to_wire(max_size=max_size, prefer_truncation=True)
 
 

@@ -6,11 +6,13 @@
   `podstate.py`; the NoExecute taints and tolerations it evicts by, `taints.py`; what it does
   when a container exits (restart rules, RestartAllContainers), `restartrules.py`; the
   emptyDir files of simulated containers, `simfiles.py`.
-  Containers whose image is mapped with `--run-image` run for real instead:
-- `processes.py`: the runtime for those: real host processes, each pod in its own network
-  namespace (`network.py`) and each container in a private mount namespace set up by
-  `launch.py`, with the environment (`envvars.py`), volumes (`volumes.py`) and probes
-  (`probes.py`) a kubelet gives a container, and their logs (`containerlogs.py`).
+  It talks to runtimes through `cri.py`: `simruntime.py` for simulated programs, and for
+  containers whose image is mapped with `--run-image`, which run for real:
+- `processes.py`: the runtime for those, behind the kubelet's CRI-shaped calls: each pod in
+  its own network namespace (`network.py`), each container an OCI bundle (`ocispec.py`,
+  `hostroot.py`, `subpaths.py`) that runc runs (`runc.py`), with the environment
+  (`envvars.py`), volumes (`volumes.py`) and probes (`probes.py`) a kubelet gives a
+  container, their logs (`containerlogs.py`) and exec, attach, port-forward (`podexec.py`).
 """
 
 from kubesim.kubelet.kubelet import Kubelet

@@ -1,6 +1,7 @@
 """The root of a `--run-image REPOSITORY=DIR` container: a small directory tree of its own with
 the host's system directories bound read-only, DIR, and (when DIR is a virtualenv's `bin`) that
-virtualenv and its base interpreter, and nothing else of the host: not /root, /home, /tmp,
+virtualenv, its base interpreter and the source directories of its editable installs, and
+nothing else of the host: not /root, /home, /tmp,
 /var/tmp, /srv, the checkout or the simulator's state. Writes go to the container's own tree
 (a fresh one per instance); runc makes /proc, /dev and /sys.
 """
@@ -44,8 +45,9 @@ def make_root(rootfs: Path) -> None:
 
 
 def _venv_dirs(directory: Path) -> list[Path]:
-    """When `directory` is a virtualenv's bin: the virtualenv, and its base interpreter's
-    prefix (from pyvenv.cfg's `home`), unless that is a system directory already bound."""
+    """When `directory` is a virtualenv's bin: the virtualenv, its base interpreter's prefix
+    (from pyvenv.cfg's `home`), and the directories its `.pth` files add to `sys.path` (an
+    editable install's sources), unless under a system directory already bound."""
     cfg = directory.parent / "pyvenv.cfg"
     if directory.name != "bin" or not cfg.is_file():
         return []
@@ -53,10 +55,13 @@ def _venv_dirs(directory: Path) -> list[Path]:
     for line in cfg.read_text().splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "home" and value.strip():
-            prefix = Path(value.strip()).resolve().parent
-            if not any(prefix.is_relative_to(s) for s in SYSTEM_DIRS) and prefix != Path("/"):
-                out.append(prefix)
-    return out
+            out.append(Path(value.strip()).resolve().parent)
+    for pth in directory.parent.glob("lib/python*/site-packages/*.pth"):
+        for line in pth.read_text(errors="replace").splitlines():
+            path = Path(line.strip())
+            if path.is_absolute() and path.is_dir():
+                out.append(path.resolve())
+    return [p for p in out if p != Path("/") and not any(p.is_relative_to(s) for s in SYSTEM_DIRS)]
 
 
 def host_mounts(directory: Path) -> list[BindMount]:

@@ -42,8 +42,9 @@ a crash, Killing "Stopping container NAME" on deletion; DeadlineExceeded on the 
 reference of a loaded image's repository that is not loaded, the image pull's failures and
 back-off as on kind (`imagepull.py`).
 
-Containers of images mapped with `--run-image` run as real processes instead
-(`processes.py`): this machine still drives them, the runtime starts them, reports their exits
+The kubelet talks to container runtimes through `cri.py` only: simulated programs
+(`simruntime.py`) for most containers, and runc (`processes.py`) for images mapped with
+`--run-image`: this machine still drives them, the runtime starts them, reports their exits
 and probe verdicts, and stops them on deletion.
 
 Simplified: evicted pods are marked Failed rather than left Terminating (a real cluster
@@ -62,7 +63,7 @@ import math
 import random
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import structlog
 
@@ -74,16 +75,15 @@ from kubesim.base.events import NO_EVENTS, WARNING, EventSink
 from kubesim.base.workqueue import WorkQueue
 from kubesim.clock import now_rfc3339, parse_rfc3339
 from kubesim.kubelet import simfiles
+from kubesim.kubelet.cri import NOT_YET, ContainerRuntime, CreateError, Runtimes
 from kubesim.kubelet.imagepull import ImagePuller
 from kubesim.kubelet.podstate import TERMINAL, Container, PodRun, pod_status
 from kubesim.kubelet.restartrules import RESTART, RESTART_ALL, exit_action, has_restart_all_rule
+from kubesim.kubelet.simruntime import SimulatedRuntime
 from kubesim.kubelet.taints import no_execute_taints, node_ready, tolerations_for
 from kubesim.machinery.errors import ApiError
 from kubesim.programs.programs import program_for
 from kubeutil.aio import cancel_and_wait
-
-if TYPE_CHECKING:
-    from kubesim.kubelet.processes import ProcessRuntime
 
 __all__ = ["Kubelet"]
 
@@ -113,6 +113,8 @@ def _not_yet(exc: Exception) -> tuple[str, str]:
 
     if isinstance(exc, ConfigError):
         return "CreateContainerConfigError", str(exc)
+    if isinstance(exc, CreateError):
+        return exc.reason, str(exc)
     return "ContainerCreating", str(exc)
 
 
@@ -156,17 +158,19 @@ class Kubelet:
         core: ApiCore,
         time_scale: float = 1.0,
         rng: random.Random | None = None,
-        runtime: ProcessRuntime | None = None,
+        runtime: ContainerRuntime | None = None,
         events: EventSink | None = None,
         puller: ImagePuller | None = None,
     ) -> None:
         self.core = core
-        self.runtime = runtime
+        self.rng = rng or random.Random(0)
+        # Every container goes to the runtime that claims its image: runc for the images of
+        # `--run-image`, the simulated programs for the rest (`cri.py`).
+        self.runtimes = Runtimes(SimulatedRuntime(self.rng), runtime)
         self.recorder = NO_EVENTS if events is None else events.recorder("kubelet")
         self.time_scale = max(float(time_scale), 0.0)
         # imagePullPolicy for the repositories of loaded images (imagepull.py); None: no store
         self.puller = puller
-        self.rng = rng or random.Random(0)
         pods_rt = core.registry.get("", "v1", "pods")
         assert pods_rt is not None
         self._pods_rt: ResourceType = pods_rt
@@ -174,8 +178,6 @@ class Kubelet:
         self._tasks: list[asyncio.Task[None]] = []
         self._runs: dict[PodKey, PodRun] = {}
         self._by_node: dict[str, set[PodKey]] = {}
-        self._logs: dict[str, dict[str, str]] = {}  # pod uid -> container -> log text
-        self._previous_logs: dict[str, dict[str, str]] = {}  # ... of the run before it
         self._taint_since: dict[tuple[str, str], float] = {}  # (node, taint key) -> loop time
         self._node_ids: dict[str, int] = {}
         self._ip_counter: dict[str, int] = {}
@@ -201,8 +203,8 @@ class Kubelet:
         self._tasks = [
             asyncio.create_task(self._worker(), name=f"sim-kubelet-{i}") for i in range(WORKERS)
         ]
-        if self.runtime is not None:
-            self.runtime.bind(self._queue.add)
+        for runtime in self.runtimes.all():
+            runtime.bind(self._queue.add)
 
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
@@ -215,28 +217,12 @@ class Kubelet:
     # ------------------------------------------------------------------ logs
 
     def logs(self, pod: dict[str, Any], container: str, previous: bool = False) -> str | None:
-        """What `kubectl logs` shows: the container program's output once it has started;
-        with `previous`, the output of its run before a restart (None: there was none)."""
-        if self.runtime is not None:
-            real = self.runtime.logs(pod, container)
-            if real is not None:
-                return real
-            if any(self.runtime.claims(c) for c in _named(pod, container)):
-                # a real container that has not run: never a simulated program's output
-                return None if previous else ""
-        meta = pod.get("metadata") or {}
-        if previous:
-            return self._previous_logs.get(str(meta.get("uid") or ""), {}).get(container)
-        known = self._logs.get(str(meta.get("uid") or ""), {})
-        if container in known:
-            return known[container]
-        if (pod.get("status") or {}).get("phase") in (None, "Pending"):
-            return ""
-        spec = pod.get("spec") or {}
-        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-            if c.get("name") == container:
-                return program_for(c, pod=pod).log
-        return ""
+        """What `kubectl logs` shows: the container's output once it has started; with
+        `previous`, the output of its run before a restart (None: there was none). A real
+        container's log is never a simulated program's output."""
+        named = _named(pod, container)
+        runtime = self.runtimes.for_container(named[0] if named else {})
+        return runtime.logs(pod, container, previous)
 
     # ------------------------------------------------------------------ events
 
@@ -274,9 +260,9 @@ class Kubelet:
         run = self._runs.get(key)
         if run is not None and run.uid == meta.get("uid"):
             del self._runs[key]
-        self._logs.pop(str(meta.get("uid") or ""), None)
+        for runtime in self.runtimes.all():
+            runtime.forget(str(meta.get("uid") or ""))
         self._stopping.discard(str(meta.get("uid") or ""))
-        self._previous_logs.pop(str(meta.get("uid") or ""), None)
         if self.puller is not None:
             self.puller.forget(str(meta.get("uid") or ""))
         self._missing_since.pop(key, None)
@@ -400,8 +386,9 @@ class Kubelet:
             if wait is not None:
                 wake_at = loop_now + wait
         if node_ready(node):
-            if self.runtime is not None and (run.started or loop_now >= run.start_at):
-                await self.runtime.prepare(key, run, pod)  # the sandbox of a real pod
+            if run.started or loop_now >= run.start_at:
+                for runtime in self.runtimes.for_pod(pod):
+                    await runtime.prepare(key, run, pod)  # RunPodSandbox
             if self._advance(run, pod, loop_now) or run.dirty:
                 run.dirty = False
                 await self._write(key, run)
@@ -479,9 +466,9 @@ class Kubelet:
             c.restarts = int(cs.get("restartCount") or 0)
             c.container_id = str(cs.get("containerID") or "")
             state = cs.get("state") or {}
-            if "running" in state and self.runtime is not None:
-                if self.runtime.claims(by_name.get(c.name) or {}):
-                    state = {}  # its process ended with the previous simulator: start again
+            runtime = self.runtimes.for_container(by_name.get(c.name) or {})
+            if "running" in state and runtime is not self.runtimes.simulated:
+                state = {}  # its process ended with the previous simulator: start again
             if "running" in state:
                 c.state = "running"
                 c.started_at = str(state["running"].get("startedAt") or run.start_time)
@@ -562,26 +549,18 @@ class Kubelet:
             c.startup_at = now + delay * self.time_scale
         duration = c.program.duration
         c.ends_at = now + duration * self.time_scale if math.isfinite(duration) else math.inf
-        if self.runtime is not None and self.runtime.claims(source):
-            from kubesim.kubelet.processes import NOT_YET
-
-            meta = pod.get("metadata") or {}
+        runtime = self.runtimes.for_container(source)
+        if runtime is not self.runtimes.simulated:
             c.pending_writes = []  # a real process writes its real directories
-            try:
-                self.runtime.start((meta.get("namespace", ""), meta["name"]), c, source, pod, run)
-            except NOT_YET as exc:
-                c.state = "waiting"
-                c.waiting_reason, c.waiting_message = _not_yet(exc)
-                c.retry_at = now + CONFIG_RETRY
-                self._container_event(pod, c, run, WARNING, "Failed", f"Error: {c.waiting_message}")
-                return
-            self._started_events(pod, c, source, run)
+        meta = pod.get("metadata") or {}
+        try:
+            runtime.start((meta.get("namespace", ""), meta["name"]), c, source, pod, run)
+        except NOT_YET as exc:
+            c.state = "waiting"
+            c.waiting_reason, c.waiting_message = _not_yet(exc)
+            c.retry_at = now + CONFIG_RETRY
+            self._container_event(pod, c, run, WARNING, "Failed", f"Error: {c.waiting_message}")
             return
-        c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
-        logs = self._logs.setdefault(run.uid, {})
-        if c.name in logs:
-            self._previous_logs.setdefault(run.uid, {})[c.name] = logs[c.name]
-        logs[c.name] = c.program.log
         self._started_events(pod, c, source, run)
 
     def _container_event(
@@ -752,8 +731,8 @@ class Kubelet:
         for c in run.containers:
             if c.state != "running":
                 continue
-            if c.real and self.runtime is not None:
-                self.runtime.stop_container(run, c.name)  # its exit is reported later
+            if c.real and self.runtimes.real is not None:
+                self.runtimes.real.stop_container(run, c.name)  # its exit is reported later
             else:
                 self._exit(c, KILLED_EXIT_CODE, "Error")
         run.restarting = True
@@ -841,9 +820,9 @@ class Kubelet:
                 if c.state == "running":
                     msg = f"Stopping container {c.name}"
                     self._container_event(pod, c, run, "Normal", "Killing", msg)
-        if self.runtime is not None and any(c.real for c in run.containers):
+        if self.runtimes.real is not None and any(c.real for c in run.containers):
             grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0
-            if not self.runtime.terminate(run, float(grace)):
+            if not self.runtimes.real.terminate(run, float(grace)):
                 return  # SIGTERM sent, SIGKILL after the grace period: woken when they exit
         if run.terminate_at is None:
             grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0

@@ -1,8 +1,9 @@
 """`kubectl exec`, `attach` and `port-forward` for real containers: the kubelet's side.
 
-- exec runs `launch.py` in `join` mode, the one way into a running container (its PID,
-  network, UTS and mount namespaces, user, capabilities, environment and working directory), with the command's standard streams on pipes, or
-  with `tty` on a new pseudo-terminal whose size follows the client's resize messages;
+- exec is `runc exec` of a process JSON (the container's user, capabilities, environment and
+  working directory with the command), with the command's standard streams on pipes, or with
+  `tty` on a pseudo-terminal runc makes in the container: its master end comes back over a
+  console socket, and the client's resize messages set its size (TIOCSWINSZ);
 - attach streams what the container writes from now on (its log), until it exits;
 - port-forward connects, from inside the pod's network namespace, to the port on localhost, as
   the kubelet's runtime does, so a server bound to 127.0.0.1 in the pod is reachable: a
@@ -312,7 +313,8 @@ class RuntimeStreams:
             raise StreamError("the container runtime is stopped")
         listener = None
         if tty:
-            socket_path = str(process.with_suffix(".sock"))
+            # In the simulator's state directory: a Unix socket's path has at most 107 bytes.
+            socket_path = str(runtime.root.parent / f"console-{os.urandom(6).hex()}.sock")
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             listener.bind(socket_path)
             listener.listen(1)

@@ -1,8 +1,8 @@
 """The files a kubelet gives every container of a pod: `/etc/resolv.conf`, `/etc/hosts`, and
 `/etc/hostname`, built from the pod as the kubelet and containerd build them.
 
-Pure functions: `processes.py` writes the results into the pod's directory and `launch.py`
-bind-mounts them into each container's root.
+Pure functions: `processes.py` writes the results into the pod's directory and binds them
+into each container's root.
 """
 
 from __future__ import annotations

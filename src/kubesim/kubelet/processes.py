@@ -8,16 +8,17 @@ asks this runtime to run the container for real instead of a simulated program:
   `status.podIP`;
 - the pod gets the kubelet's /etc/hosts, /etc/resolv.conf and /etc/hostname (`podfiles.py`),
   written once into its directory;
-- each container instance is `launch.py`: a shim that keeps a PID namespace whose init is the
-  container's command, in the pod's network namespace, with its own mount and UTS namespaces
-  and root (an overlay of the host's root with a writable layer per instance, removed when the
-  instance ends), volumes bind-mounted, capabilities cut to the container's set, uid/gid
-  switched; the command and args are resolved with DIR first on PATH; with no `command`,
-  `DIR/entrypoint` plays the image's ENTRYPOINT (args are passed to it) and without one the
-  container fails with StartError;
+- each container instance is an OCI bundle run by runc (`runc.py`): `config.json` built as
+  containerd's CRI plugin builds it (`ocispec.py`: namespaces with the pod's network
+  namespace, capabilities, seccomp, cgroup values, masked paths), a root of its own
+  (`hostroot.py`, or an image's unpacked root under an overlay), volumes as bind mounts with
+  subPaths checked (`subpaths.py`); the bundle goes when the instance ends. The command and
+  args are resolved with DIR first on PATH; with no `command`, `DIR/entrypoint` plays the
+  image's ENTRYPOINT (args are passed to it) and without one the container fails with
+  StartError; a loaded image's container runs what its config says (`images/resolve.py`);
 - its output goes to a log file per instance (`kubectl logs`, `--previous`, `-f`);
 - probes run on a task per container (`probes.py`) and set readiness, or kill the container;
-- deletion sends SIGTERM to the container's PID 1 (through the shim), SIGKILL after the grace
+- deletion sends SIGTERM to the container's PID 1 (through runc), SIGKILL after the grace
   period (wall seconds: `--time-scale` does not shorten a real process's shutdown); when PID 1
   ends, the kernel ends every other process of the container;
 - Secret / ConfigMap / projected / downwardAPI volumes are re-published every
@@ -32,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import functools
 import json
 import math
@@ -53,6 +55,8 @@ from aiohttp import web
 from kubesim.apiserver import reviews
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.base.podhost import simulated_pod_host
+from kubesim.images import resolve
+from kubesim.images.process import ProcessError
 from kubesim.images.types import ImageLookup, ImageRecord
 from kubesim.kubelet import (
     containerlogs,
@@ -65,15 +69,14 @@ from kubesim.kubelet import (
     security,
     subpaths,
 )
+from kubesim.kubelet.cri import NOT_YET, CreateError
 from kubesim.kubelet.envvars import ConfigError, container_env, expand, service_env
 from kubesim.kubelet.volumes import (
-    SA_VOLUME,
     MountError,
     checked_volume,
     claim_directory,
     container_mounts,
     publish,
-    sa_volume,
     volume_files,
 )
 from kubesim.programs import Program
@@ -106,8 +109,6 @@ FORCED_READ_ONLY: Final = ("configMap", "secret", "downwardAPI", "projected")
 _PODS: Final[ResourceKey] = ("", "pods")
 _NODES: Final[ResourceKey] = ("", "nodes")
 PodKey = tuple[str, str]
-# What `start` raises for a container that cannot be configured yet (the kubelet retries).
-NOT_YET: Final = (ConfigError, MountError)
 
 
 def _normalize(repository: str) -> str:
@@ -225,9 +226,6 @@ class ProcessRuntime:
         self._session: aiohttp.ClientSession | None = None
         self._sync_task: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Task[None]] = set()
-        # Host directories no container may see (the cluster's state: its data directory,
-        # every claim's volume); the simulator's own state directory always.
-        self.hidden: list[Path] = [network.STATE_ROOT]
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -370,26 +368,31 @@ class ProcessRuntime:
         directory = self.directory_for(source)
         record = self.image_of(source)
         pod = self._with_ip(pod, sandbox)
-        identity = _identity(pod, source, record)
-        env = self._env(pod, source, directory, identity, record)
-        argv = self._argv(source, env, directory, record)
-        bundle = self._fresh_bundle(sandbox, c)
+        identity = _identity(pod, source)
+        argv: list[str] | None
+        if record is not None:  # the image's config decides, as containerd applies it
+            argv, env = self._image_process(pod, source, record, identity)
+        else:
+            env = self._env(pod, source, directory, identity)
+            argv = self._argv(source, env, directory)
+        cid = os.urandom(32).hex()
+        bundle = self._fresh_bundle(sandbox, c, cid)
         try:
             mounts = self._mounts(sandbox, pod, source, bundle)
             spec = self._oci_spec(sandbox, pod, source, identity, env, argv or [], mounts)
-            self._make_root(bundle, directory, record)
+            self._make_root(bundle, record)
         except BaseException:
             release_bundle(bundle)
             raise
-        inst = self._new_instance(sandbox, key, c, run, source, identity, env, bundle)
+        inst = self._new_instance(sandbox, key, c, run, source, identity, env, bundle, cid)
         if not argv:
-            self._ended(
-                inst,
-                START_ERROR,
-                "StartError",
-                f"the image {source.get('image')} has no entrypoint here: give the "
-                f"container a command, or put an executable {directory}/entrypoint",
+            missing = (
+                "has no command"
+                if directory is None
+                else f"has no entrypoint here: put an executable {directory}/entrypoint"
             )
+            message = f"the image {source.get('image')} {missing}, or give the container a command"
+            self._ended(inst, START_ERROR, "StartError", message)
             self._release(inst)
             return
         spec["root"]["path"] = str(bundle / "rootfs")
@@ -401,23 +404,51 @@ class ProcessRuntime:
             "container process started", pod=f"{key[0]}/{key[1]}", container=c.name, pid=proc.pid
         )
 
-    def _argv(
+    def _image_process(
         self,
+        pod: Mapping[str, Any],
         source: Mapping[str, Any],
-        env: Mapping[str, str],
-        directory: Path | None,
-        record: ImageRecord | None,
+        record: ImageRecord,
+        identity: dict[str, Any],
+    ) -> tuple[list[str], dict[str, str]]:
+        """argv and environment of a loaded image's container (`images/resolve.py`: its
+        Entrypoint, Cmd, Env, WorkingDir and User as containerd applies them); `identity`
+        takes the image's user and working directory. Raises CreateError as containerd
+        refuses."""
+        own = self._container_env(pod, source)
+        expanded = {
+            **source,
+            "command": [expand(str(a), own) for a in source.get("command") or []],
+            "args": [expand(str(a), own) for a in source.get("args") or []],
+            "workingDir": expand(str(source.get("workingDir") or ""), own),
+        }
+        sc = source.get("securityContext") or {}
+        pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
+        group = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
+        try:
+            process = resolve.process_of(
+                expanded,
+                record,
+                env=list(own.items()),
+                hostname=podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
+                run_as_user=identity.get("uid"),
+                run_as_group=None if group is None else int(group),
+                supplemental_groups=list(identity.get("groups") or []),
+            )
+        except ProcessError as exc:
+            raise CreateError(exc.reason, str(exc)) from None
+        identity |= {"uid": process.uid, "gid": process.gid, "workdir": process.cwd}
+        identity["groups"] = list(process.additional_gids)
+        return list(process.argv), dict(e.partition("=")[::2] for e in process.env)
+
+    def _argv(
+        self, source: Mapping[str, Any], env: Mapping[str, str], directory: Path | None
     ) -> list[str] | None:
-        """The container's command line as containerd makes it: `command` replaces the
-        image's entrypoint, `args` its cmd; `$(VAR)` expanded. A `--run-image` DIR's
-        `entrypoint` file plays the image's ENTRYPOINT. None when there is nothing to run."""
+        """The command line of a `--run-image` container: `command` + `args`, `$(VAR)`
+        expanded; DIR's `entrypoint` file plays the image's ENTRYPOINT. None when there is
+        nothing to run."""
         command = [expand(str(a), env) for a in source.get("command") or []]
         args = [expand(str(a), env) for a in source.get("args") or []]
-        if record is not None:  # the single place the image's config decides the command
-            if command:
-                return command + args
-            entry = list(record.config.entrypoint)
-            return (entry + (args or list(record.config.cmd))) or None
         if command:
             return command + args
         assert directory is not None
@@ -426,14 +457,15 @@ class ProcessRuntime:
             return [str(entrypoint), *args]
         return None
 
-    def _fresh_bundle(self, sandbox: Sandbox, c: Any) -> Path:
-        """The OCI bundle directory of the container's next instance (a fresh writable root)."""
-        bundle = sandbox.directory / "containers" / f"{c.name}-{c.restarts}"
-        release_bundle(bundle)
+    def _fresh_bundle(self, sandbox: Sandbox, c: Any, cid: str) -> Path:
+        """The OCI bundle directory of the container's next instance (a fresh writable root),
+        named by its container id too: the previous instance's, with the same restart count
+        after an in-place restart, may still be being removed."""
+        bundle = sandbox.directory / "containers" / f"{c.name}-{c.restarts}-{cid[:12]}"
         bundle.mkdir(parents=True, mode=0o700)
         return bundle
 
-    def _make_root(self, bundle: Path, directory: Path | None, record: ImageRecord | None) -> None:
+    def _make_root(self, bundle: Path, record: ImageRecord | None) -> None:
         rootfs = bundle / "rootfs"
         if record is None:
             hostroot.make_root(rootfs)
@@ -480,7 +512,7 @@ class ProcessRuntime:
             hostname=podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
             netns=str(network.NETNS_DIR / sandbox.net.netns),
             mounts=[*self._root_mounts(source), *files, *mounts],
-            resources=ocispec.resources_of(source, qos),
+            resources=_settable(ocispec.resources_of(source, qos)),
         )
         return ocispec.build(spec)
 
@@ -501,6 +533,7 @@ class ProcessRuntime:
         identity: dict[str, Any],
         env: dict[str, str],
         bundle: Path,
+        cid: str,
     ) -> _Instance:
         """The container's next instance, with an empty log; the previous one's probes stop,
         and the kubelet's container state says it is a real process from now on."""
@@ -509,7 +542,6 @@ class ProcessRuntime:
             self._stop_probes(old)
         container_dir = sandbox.logs / c.name
         container_dir.mkdir(parents=True, exist_ok=True)
-        cid = os.urandom(32).hex()
         inst = _Instance(
             key,
             c.name,
@@ -566,16 +598,8 @@ class ProcessRuntime:
         source: Mapping[str, Any],
         directory: Path | None,
         identity: Mapping[str, Any],
-        record: ImageRecord | None = None,
     ) -> dict[str, str]:
-        node = (
-            self.core.store.get(_NODES, ("", str((pod.get("spec") or {}).get("nodeName") or "")))
-            or {}
-        )
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        env = container_env(
-            pod, source, self._lookup, service_env(self.api_host, self.api_port), allocatable
-        )
+        env = self._container_env(pod, source)
         uid = identity.get("uid")
         home = "/root"
         if uid not in (None, 0):
@@ -584,8 +608,6 @@ class ProcessRuntime:
             except KeyError:
                 home = "/"
         base = {"PATH": DEFAULT_PATH}
-        if record is not None:  # the image's environment, then the container's
-            base |= dict(e.partition("=")[::2] for e in record.config.env)
         base |= {
             "HOSTNAME": podfiles.hostname_and_domain(pod, self.cluster_domain)[0],
             "HOME": home,
@@ -594,6 +616,16 @@ class ProcessRuntime:
         if directory is not None:
             env["PATH"] = f"{directory}:{env['PATH']}"
         return env
+
+    def _container_env(self, pod: Mapping[str, Any], source: Mapping[str, Any]) -> dict[str, str]:
+        """The container's own environment as the kubelet resolves it (its `env` and
+        `envFrom`, and the `kubernetes` Service's variables)."""
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        node = self.core.store.get(_NODES, ("", node_name)) or {}
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        return container_env(
+            pod, source, self._lookup, service_env(self.api_host, self.api_port), allocatable
+        )
 
     def _get(self, plural: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.core.store.get(("", plural), (namespace, name))
@@ -656,11 +688,7 @@ class ProcessRuntime:
                     os.chown(target, -1, int(gid))
 
     def _volumes(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        volumes = list((pod.get("spec") or {}).get("volumes") or [])
-        sa = sa_volume(pod)
-        if sa is not None and not any(v.get("name") == SA_VOLUME for v in volumes):
-            volumes.append(sa)
-        return volumes
+        return list((pod.get("spec") or {}).get("volumes") or [])
 
     def _mounts(
         self, sandbox: Sandbox, pod: Mapping[str, Any], source: Mapping[str, Any], bundle: Path
@@ -912,12 +940,17 @@ class ProcessRuntime:
             return None
         return containerlogs.instance_logs(sandbox.logs / container)
 
-    def logs(self, pod: Mapping[str, Any], container: str) -> str | None:
-        """The current instance's output, or None for a container that is not real."""
-        files = self._instance_logs(pod, container)
-        if not files:
-            return None
-        return files[-1].read_bytes().decode("utf-8", "replace")
+    def logs(self, pod: Mapping[str, Any], container: str, previous: bool = False) -> str | None:
+        """The current instance's output (the one before it with `previous`; None when there
+        was none); a container that has not run yet has an empty log."""
+        files = self._instance_logs(pod, container) or []
+        if previous:
+            return files[-2].read_bytes().decode("utf-8", "replace") if len(files) > 1 else None
+        return files[-1].read_bytes().decode("utf-8", "replace") if files else ""
+
+    def forget(self, uid: str) -> None:
+        """The pod object is gone: its sandbox goes with the store's DELETED event."""
+        return None
 
     async def log_response(
         self, request: web.Request, pod: Mapping[str, Any], container: str
@@ -982,7 +1015,10 @@ class ProcessRuntime:
             self._sandboxes.pop(uid, None)
             for token, _ in sandbox.tokens.values():
                 self.sa_tokens.pop(token, None)
-            shutil.rmtree(sandbox.directory, ignore_errors=True)
+            try:  # never through a subPath bind that an instance's release has not undone
+                await asyncio.to_thread(release_bundle, sandbox.directory)
+            except OSError as exc:
+                log.error("kept a pod's directory: a mount is left", uid=uid, error=str(exc))
 
     async def _sync_volumes(self) -> None:
         while True:
@@ -1011,9 +1047,7 @@ def sandbox_pod_grace(core: ApiCore, key: PodKey) -> float:
     return 30.0 if value is None else float(value)
 
 
-def _identity(
-    pod: Mapping[str, Any], container: Mapping[str, Any], record: ImageRecord | None = None
-) -> dict[str, Any]:
+def _identity(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
     """uid, gid, supplementary groups, capabilities and no_new_privs from the pod's and the
     container's securityContext (the container's wins); `runAsNonRoot` without a non-zero
     uid cannot start."""
@@ -1021,11 +1055,6 @@ def _identity(
     sc = container.get("securityContext") or {}
     uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
     gid = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
-    image_uid, _, image_gid = (record.config.user if record is not None else "").partition(":")
-    if uid is None and image_uid.isdigit():  # a numeric USER of the image
-        uid = int(image_uid)
-        if gid is None and image_gid.isdigit():
-            gid = int(image_gid)
     non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
     if non_root and not uid:
         raise ConfigError(
@@ -1042,7 +1071,7 @@ def _identity(
         "groups": sorted(set(groups)),
         "capabilities": security.capabilities(container),
         "no_new_privs": security.no_new_privs(container),
-        "workdir": record.config.working_dir if record is not None else "",
+        "workdir": "",
     }
 
 
@@ -1056,6 +1085,21 @@ def _host_bounding_set() -> frozenset[int]:
                 mask = int(line.split()[1], 16)
                 return frozenset(n for n in range(64) if mask >> n & 1)
     return frozenset(range(64))
+
+
+CAP_SYS_RESOURCE: Final = 24
+
+
+def _settable(resources: ocispec.Resources) -> ocispec.Resources:
+    """Lowering a process's OOM score below its parent's needs CAP_SYS_RESOURCE; without it
+    (a simulator in a restricted container) the score stays at the simulator's own."""
+    if CAP_SYS_RESOURCE in _host_bounding_set():
+        return resources
+    try:
+        own = int(Path("/proc/self/oom_score_adj").read_text())
+    except (OSError, ValueError):
+        own = 0
+    return dataclasses.replace(resources, oom_score_adj=max(resources.oom_score_adj, own))
 
 
 def release_bundle(bundle: Path) -> None:

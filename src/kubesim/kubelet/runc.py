@@ -33,13 +33,13 @@ CGROUP_PARENT: Final = "kubesim"
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-class MissingRuntime(FileNotFoundError):
+class MissingRuntime(ValueError):
     """runc is not installed."""
 
 
 def find_runc() -> str:
     """runc's path, or MissingRuntime naming the Debian package."""
-    path = shutil.which(PACKAGE, path=f"{os.environ.get('PATH', '')}:{DEFAULT_PATH}")
+    path = shutil.which(PACKAGE)  # on PATH, as the kubelet's runtime finds it
     if path is None:
         raise MissingRuntime(
             "--run-image needs the OCI runtime runc: install the Debian package "

@@ -1,5 +1,5 @@
 """A container's capabilities and no_new_privs from its `securityContext`, as containerd's CRI
-plugin sets them; `launch.py` applies the result (bounding set and prctl)."""
+plugin sets them; they go into the container's OCI spec (`ocispec.py`), which runc applies."""
 
 from __future__ import annotations
 

@@ -26,7 +26,6 @@ from kubesim.machinery.volumepaths import safe_relative
 
 __all__ = [
     "SA_MOUNT_PATH",
-    "SA_VOLUME",
     "Mount",
     "MountError",
     "checked_name",
@@ -38,7 +37,6 @@ __all__ = [
 ]
 
 SA_MOUNT_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
-SA_VOLUME: Final = "kube-api-access-sim"  # the projected volume the ServiceAccount admission adds
 SA_TOKEN_SECONDS: Final = 3607  # what kube-apiserver gives the kube-api-access token
 DEFAULT_MODE: Final = 0o644
 
@@ -155,36 +153,6 @@ def _downward(pod: Mapping[str, Any], items: list[Mapping[str, Any]], default_mo
     return out
 
 
-def sa_volume(pod: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The `kube-api-access` projected volume the ServiceAccount admission plugin adds (token,
-    ca.crt, namespace), unless the pod or its ServiceAccount opts out."""
-    spec = pod.get("spec") or {}
-    if spec.get("automountServiceAccountToken") is False:
-        return None
-    return {
-        "name": SA_VOLUME,
-        "projected": {
-            "defaultMode": DEFAULT_MODE,
-            "sources": [
-                {"serviceAccountToken": {"path": "token", "expirationSeconds": SA_TOKEN_SECONDS}},
-                {
-                    "configMap": {
-                        "name": "kube-root-ca.crt",
-                        "items": [{"key": "ca.crt", "path": "ca.crt"}],
-                    }
-                },
-                {
-                    "downwardAPI": {
-                        "items": [
-                            {"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}
-                        ]
-                    }
-                },
-            ],
-        },
-    }
-
-
 def volume_files(
     pod: Mapping[str, Any], volume: Mapping[str, Any], lookup: Lookup, tokens: TokenSource
 ) -> Files | None:
@@ -259,8 +227,8 @@ def claim_directory(
 
 
 def container_mounts(pod: Mapping[str, Any], container: Mapping[str, Any]) -> list[Mount]:
-    """The container's volumeMounts, plus the ServiceAccount volume at its standard path when
-    the pod has it and the container mounts nothing there; parents before children."""
+    """The container's volumeMounts, parents before children (the ServiceAccount token's
+    among them: the API server's ServiceAccount admission puts it in the pod spec)."""
     spec = pod.get("spec") or {}
     volumes = {v.get("name") for v in spec.get("volumes") or []}
     out: list[Mount] = []
@@ -279,8 +247,6 @@ def container_mounts(pod: Mapping[str, Any], container: Mapping[str, Any]) -> li
                 bool(m.get("readOnly")),
             )
         )
-    if sa_volume(pod) is not None and not any(m.path == SA_MOUNT_PATH for m in out):
-        out.append(Mount(SA_VOLUME, SA_MOUNT_PATH, "", True))
     return sorted(out, key=lambda m: m.path.count("/"))
 
 

@@ -107,6 +107,22 @@ async def test_the_agents_token_may_write_only_its_own_attempt(
         message = await refused("a", {"metadata": {"labels": {"app": "other"}}}, "merge")
         assert message.endswith(f"{DENIED}{ONLY_ANNOTATION}")
         assert (await refused("a", swap)).endswith(f"{DENIED}{ONLY_ANNOTATION}")
+
+        # Its own pod's finalizers (a pod that can never be deleted) or owner references
+        # (the pod handed to another controller, or to the garbage collector): refused.
+        stuck = {"metadata": {"finalizers": ["example.com/never"]}}
+        assert (await refused("a", stuck, "merge")).endswith(f"{DENIED}{ONLY_ANNOTATION}")
+        owner = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "other",
+            "uid": "00000000-0000-0000-0000-000000000001",
+            "controller": True,
+        }
+        owned = {"metadata": {"ownerReferences": [owner]}}
+        assert (await refused("a", owned, "merge")).endswith(f"{DENIED}{ONLY_ANNOTATION}")
+        meta = get_pod(sim, "a")["metadata"]
+        assert "finalizers" not in meta and "ownerReferences" not in meta
     finally:
         await client.close()
 

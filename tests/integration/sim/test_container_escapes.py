@@ -186,3 +186,27 @@ async def test_runtime_default_seccomp_filters_and_unconfined_does_not(env: Env)
         await env.create(script_pod(name, show, securityContext=sc))
     assert await finished(env, "filtered") == "Seccomp:\t2\n"
     assert await finished(env, "open") == "Seccomp:\t0\n"
+
+
+def expected_oom_score(wanted: int) -> int:
+    """What runc can set: lowering below this process's own score needs CAP_SYS_RESOURCE."""
+    bounding = next(
+        int(line.split()[1], 16)
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("CapBnd:")
+    )
+    if bounding >> 24 & 1:  # CAP_SYS_RESOURCE
+        return wanted
+    return max(wanted, int(Path("/proc/self/oom_score_adj").read_text()))
+
+
+async def test_a_guaranteed_pod_gets_the_kubelets_oom_score(env: Env) -> None:
+    both = {"cpu": "100m", "memory": "128Mi"}
+    pod = script_pod(
+        "guaranteed",
+        "cat /proc/self/oom_score_adj",
+        securityContext=LOCKED,
+        resources={"limits": both, "requests": both},
+    )
+    await env.create(pod)
+    assert await finished(env, "guaranteed") == f"{expected_oom_score(-997)}\n"

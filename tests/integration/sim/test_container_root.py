@@ -261,7 +261,7 @@ async def test_no_process_outlives_its_container(env: Env) -> None:
     layers = env.cluster.runtime.bridge.state_dir / "pods" / uid / "containers"
     await eventually(
         lambda: asyncio.to_thread(lambda: sorted(p.name for p in layers.iterdir())),
-        lambda names: "web-0" not in names and len(names) == 1,
+        lambda names: len(names) == 1 and names[0].startswith("web-1-"),
     )
     await env.core.delete_namespaced_pod("escaper", NS, grace_period_seconds=1)
     await eventually(lambda: env.core.list_namespaced_pod(NS), lambda r: not r.items)

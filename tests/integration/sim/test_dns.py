@@ -220,6 +220,31 @@ def test_truncated_over_udp_complete_over_tcp(cluster: Dns) -> None:
     assert udp.flags & dns.flags.TC
 
 
+def test_an_endpoint_hostname_that_is_no_dns_label_is_refused(cluster: Dns) -> None:
+    """kube-apiserver validates a slice endpoint's hostname as a DNS label: `bad name`
+    would become a DNS name no lookup could answer; a valid one answers PTR lookups."""
+
+    def endpoint_slice(hostname: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {"name": "manual", "labels": {"kubernetes.io/service-name": "manual"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.244.9.9"], "hostname": hostname}],
+        }
+
+    out = cluster.sim.kubectl(
+        "apply", "-f", "-", input=json.dumps(endpoint_slice("bad name")), check=False
+    )
+    assert out.returncode != 0
+    assert 'endpoints[0].hostname: Invalid value: "bad name": a lowercase RFC 1123 label' in (
+        out.stderr
+    )
+    cluster.apply(service("manual", headless=True), endpoint_slice("good"))
+    ptr = dns.reversename.from_address("10.244.9.9").to_text()
+    eventually_sync(lambda: cluster.values(ptr, "PTR"), lambda v: v == [fq("good.manual")])
+
+
 def test_cluster_domain_flag(tmp_path: Path) -> None:
     port = free_port()
     sim = start_sim(
@@ -239,6 +264,12 @@ def test_invalid_cluster_domain_is_refused(tmp_path: Path) -> None:
     assert '--cluster-domain: Invalid value: "Not_A.Domain": a lowercase RFC 1123 subdomain' in str(
         err.value
     )
+
+
+def test_wildcard_dns_address_is_refused_without_its_flag(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError) as err:
+        start_command(tmp_path, "sim", "--dns-address", "0.0.0.0:5353", timeout=30)
+    assert "--dns-address '0.0.0.0:5353': a wildcard address" in str(err.value)
 
 
 REALPOD = Path(__file__).with_name("realpod")

@@ -217,3 +217,41 @@ def test_higher_priority_gang_preempts_lower_group_whole(sim: SimProcess, ns: st
     assert all(f"low-{i}" in events for i in range(4))
     cond = pg_condition(sim, ns, "low", "DisruptionTarget")
     assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+
+
+def test_a_pod_cannot_give_itself_a_priority_its_class_does_not(sim: SimProcess, ns: str) -> None:
+    """The Priority admission plugin: a tenant's pod may not claim a priority of its own to
+    stay out of another gang's preemption; a class that does not exist is refused; the
+    global default class applies to a pod without one."""
+    _apply(sim, ns, *PRIORITIES)
+    immune = pod("immune", None, "1", priority=2000000000)
+    out = sim.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(immune), check=False)
+    assert out.returncode != 0
+    assert (
+        'pods "immune" is forbidden: the integer value of priority (2000000000) must not be '
+        "provided in pod spec; priority admission controller computed 0 from the given "
+        "PriorityClass name"
+    ) in out.stderr
+    low = pod("low-claims-high", None, "1", priorityClassName="gang-low", priority=100000)
+    out = sim.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(low), check=False)
+    assert "priority admission controller computed 1 from the given PriorityClass" in out.stderr
+    missing = pod("missing", None, "1", priorityClassName="nope")
+    out = sim.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(missing), check=False)
+    assert 'pods "missing" is forbidden: no PriorityClass with name nope was found' in out.stderr
+    _apply(sim, ns, pod("classed", None, "1", priorityClassName="gang-low"))
+    got = json.loads(sim.kubectl("get", "pod", "-n", ns, "classed", "-o", "json").stdout)
+    assert (got["spec"]["priority"], got["spec"]["preemptionPolicy"]) == (1, "PreemptLowerPriority")
+    default = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+               "metadata": {"name": f"{ns}-default"}, "value": 7, "globalDefault": True}  # fmt: skip
+    sim.kubectl("apply", "-f", "-", input=json.dumps(default))
+    try:
+        _apply(sim, ns, pod("plain", None, "1"))
+        got = json.loads(sim.kubectl("get", "pod", "-n", ns, "plain", "-o", "json").stdout)
+        assert (got["spec"]["priorityClassName"], got["spec"]["priority"]) == (f"{ns}-default", 7)
+        second = {**default, "metadata": {"name": f"{ns}-second"}}
+        out = sim.kubectl("apply", "-f", "-", input=json.dumps(second), check=False)
+        assert (
+            f"PriorityClass {ns}-default is already marked as default. Only one default can exist"
+        ) in out.stderr
+    finally:
+        sim.kubectl("delete", "priorityclass", f"{ns}-default")

@@ -30,8 +30,10 @@ import pytest
 from kubernetes_asyncio import client, config
 
 from kubesim.cluster import SimCluster, SimOptions
+from kubesim.kubelet.network import pids_in_netns
+from kubesim.kubelet.runc import cgroup_dirs
 from kubesim.process import SimProcess, start_sim
-from tests.eventually import eventually
+from tests.eventually import eventually, eventually_sync
 
 T = TypeVar("T")
 NS = "default"
@@ -175,10 +177,12 @@ async def real_cluster(tmp_path: Path, realpod: Path | None = None) -> AsyncIter
     finally:
         await api.close()
         await cluster.stop()
-    # Nothing is left behind: namespaces, interfaces, state directories.
+    # Nothing is left behind: namespaces, interfaces, state directories (runc's with them),
+    # cgroups.
     assert netns_of(index) == []
     assert links_of(index) == []
     assert not exists(f"/run/kubesim/ksim{index}")
+    assert not any(p.exists() for p in cgroup_dirs(f"kubesim/ksim{index}"))
 
 
 def web_pod(name: str, **container: Any) -> dict[str, Any]:
@@ -466,7 +470,11 @@ def test_the_command_cleans_up_on_sigterm_and_sweeps_a_crashed_run(
     _wait_running(crashed)
     stale = pod_netns(crashed, "w")
     assert set(stale) <= set(netns_all())
-    crashed.stop(signal.SIGKILL)  # leaves its namespace, bridge and state behind
+    inode = os.stat(f"/run/netns/{stale[0]}").st_ino
+    assert pids_in_netns(inode)  # the pod's container runs
+    crashed.stop(signal.SIGKILL)  # leaves its namespace, bridge and state behind ...
+    # ... but not its containers: runc's reaper deletes them as the simulator goes.
+    eventually_sync(lambda: pids_in_netns(inode), lambda pids: pids == [], within=10)
     second = start_sim(tmp_path / "two", *flags)  # sweeps them at start
     try:
         assert not set(stale) & set(netns_all())
@@ -556,3 +564,47 @@ async def test_a_real_container_that_cannot_start_is_pending_and_never_simulated
         'Error from server (BadRequest): container "web" in pod "nocm" is waiting to start: '
         "ContainerCreating\n"
     )
+
+
+def test_without_runc_the_command_names_the_package(tmp_path: Path) -> None:
+    """`--run-image` needs runc: a PATH without it is a one-line error naming the package."""
+    flags = ["--kubeconfig", str(tmp_path / "kubeconfig"), "--run-image", f"x={tmp_path}"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jobset.cli", "dev", "--port", "0", *flags],
+        env={"PATH": str(tmp_path)},  # no runc there
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "jobset dev: --run-image needs the OCI runtime runc: install the Debian package "
+        "`runc` (apt-get install runc; `make test` installs it)"
+    ]
+
+
+STUBBORN_YAML = """
+apiVersion: v1
+kind: Pod
+metadata: {name: w}
+spec:
+  terminationGracePeriodSeconds: 600
+  containers:
+  - {name: web, image: example.com/web:v2, command: [sh, -c, "trap '' TERM; sleep 1000"]}
+"""
+
+
+def test_sigterm_stops_the_simulator_without_waiting_out_grace_periods(
+    tmp_path: Path, realpod: Path
+) -> None:
+    """As `kind delete cluster` kills containers, the simulator's own shutdown gives a pod a
+    short budget, not its grace period: a container that ignores SIGTERM, with 600 s of grace,
+    is killed, and the command exits 0 (`stop` would kill it after 20 s)."""
+    sim = start_sim(tmp_path, "--nodes", "1", "--run-image", f"example.com/web={realpod}")
+    sim.kubectl("apply", "-f", "-", input=STUBBORN_YAML)
+    _wait_running(sim)
+    inode = os.stat(f"/run/netns/{pod_netns(sim, 'w')[0]}").st_ino
+    assert pids_in_netns(inode)
+    assert sim.stop(signal.SIGTERM) == 0
+    assert any("container process ended" in line and "code=137" in line for line in sim.output)
+    assert pids_in_netns(inode) == []

@@ -249,6 +249,50 @@ async def test_static_volume_binds_by_selector_and_size(sim: Sim) -> None:
     assert await sim.jsonpath("pv", "big", "{.status.phase}") == "Available"
 
 
+async def test_volume_pre_bound_in_one_namespace_is_not_bound_in_another(sim: Sim) -> None:
+    """A volume pre-bound to team-a/data serves that claim only: team-b/data, naming the
+    volume or asking for any, is another claim (its namespace differs) and stays Pending."""
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "reserved"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/tmp/reserved"},
+            "storageClassName": "",
+            "claimRef": {"namespace": "team-a", "name": "data"},
+        },
+    }
+    namespaces = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+        for n in ("team-a", "team-b")
+    ]
+    await sim.apply(pv, *namespaces)
+    named = claim("data", "1Gi", storageClassName="", volumeName="reserved")
+    named["metadata"]["namespace"] = "team-b"
+    await sim.apply(named)
+    await eventually(
+        lambda: sim.kubectl("get", "events", "-n", "team-b", "-o", "jsonpath={.items[*].message}"),
+        lambda got: 'volume "reserved" already bound to a different claim.' in got,
+        what="FailedBinding event",
+    )
+    got = await sim.kubectl("get", "pvc", "data", "-n", "team-b", "-o", "jsonpath={.status.phase}")
+    assert got == "Pending"
+    assert await sim.jsonpath("pv", "reserved", "{.spec.claimRef.namespace}") == "team-a"
+    owner = claim("data", "1Gi", storageClassName="")
+    owner["metadata"]["namespace"] = "team-a"
+    await sim.apply(owner)
+    await eventually(
+        lambda: sim.kubectl("get", "pvc", "data", "-n", "team-a", "-o", "jsonpath={.status.phase}"),
+        lambda got: got == "Bound",
+        what="team-a/data Bound",
+    )
+    assert await sim.jsonpath("pv", "reserved", "{.spec.claimRef.namespace}") == "team-a"
+    got = await sim.kubectl("get", "pvc", "data", "-n", "team-b", "-o", "jsonpath={.status.phase}")
+    assert got == "Pending"
+
+
 async def test_static_local_volume_places_its_first_consumer(sim: Sim) -> None:
     local = {
         **storage_class("local-storage", mode="WaitForFirstConsumer"),
@@ -480,6 +524,9 @@ async def test_sub_paths_of_one_claim(real: Sim) -> None:
     writer["spec"]["containers"][0]["volumeMounts"][0]["subPath"] = "run-1"
     await real.apply(writer)
     await phase(real, "pod", "part-writer", "Succeeded")
+    # The writer's pod directory goes with it, its subPath bind undone first: never through
+    # that bind into the claim's files.
+    await real.kubectl("delete", "pod", "part-writer", "--wait=true")
     await real.apply(pod("part-reader", "parts", f"cat {MOUNT}/run-1/note"))
     await phase(real, "pod", "part-reader", "Succeeded")
     assert (await real.kubectl("logs", "part-reader")).strip() == "mine"

@@ -79,8 +79,10 @@ def test_the_new_count_is_capped_and_named_like_a_create() -> None:
     # js-<58 characters>-8 is a 63-character Job name; 11 replicas make index 10 (64).
     old = _js(builders.rjob("a" * 58, 9, indexed=None))
     assert validate_update(_with(old, replicas=11), old) != []  # gate off: immutable
-    (err,) = validate_update(_with(old, replicas=11), old, features=REPLICAS)
-    assert err.message.endswith("job names generated for this JobSet will exceed 63 characters")
+    # compared defaulted (Indexed, as the webhook stores it): the pod names are too long too
+    job_err, pod_err = validate_update(_with(old, replicas=11), old, features=REPLICAS)
+    assert job_err.message.endswith("job names generated for this JobSet will exceed 63 characters")
+    assert pod_err.message.endswith("pod names generated for this JobSet will exceed 63 characters")
 
 
 def test_restart_job_ceiling_applies_to_the_new_count() -> None:

@@ -79,3 +79,18 @@ def test_summary_checks_the_goal() -> None:
     assert tr.summary(runs)["goal_met"] is True
     runs[1]["lost_seconds"] = 6.0
     assert tr.summary(runs)["goal_met"] is False
+
+
+def test_summary_checks_the_restart_phase_goal() -> None:
+    runs = [
+        {"strategy": "Recreate", "lost_seconds": 10.0, "phases": {"until_process_started": 4.0}},
+        {
+            "strategy": "InPlaceRestart",
+            "lost_seconds": 8.0,
+            "phases": {"until_process_started": 2.0},
+        },
+    ]
+    out = tr.summary(runs)
+    assert (out["restart_phase_ratio"], out["restart_goal_met"]) == (0.5, True)
+    runs[1]["phases"]["until_process_started"] = 2.4
+    assert tr.summary(runs)["restart_goal_met"] is False

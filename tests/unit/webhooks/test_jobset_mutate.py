@@ -190,3 +190,22 @@ async def test_mutate_neither_copies_nor_diffs_the_jobset(monkeypatch: pytest.Mo
     # name: one operation each, none carrying the JobSet's own content.
     assert len(resp.patch) == 50 * 2 + 4
     assert jsonpatch.apply_patch(js, resp.patch) == expected
+
+
+async def test_update_gets_the_defaults_back() -> None:
+    """A re-applied manifest lacks the defaults create filled in: the update is defaulted
+    too (without the create-only planned strategy annotation)."""
+    js = _big_jobset()
+    req = AdmissionRequest(
+        uid="u",
+        operation="UPDATE",
+        kind={"group": c.GROUP, "version": c.VERSION, "kind": c.KIND},
+        namespace="default",
+        name="big",
+        object=js,
+        old_object=reference_default(js),
+        dry_run=False,
+    )
+    resp = await JobSetWebhook(None).mutate(req)
+    assert resp.allowed and resp.patch
+    assert jsonpatch.apply_patch(js, resp.patch) == reference_default(js)

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.api import types as t
+from jobset.api.defaulting import defaulted_view
 from jobset.api.validation.create import validate_shape
 from jobset.api.validation.errors import FieldError, forbidden, invalid
 from jobset.api.validation.helpers import gate, is_indexed
@@ -62,11 +63,16 @@ def validate_update(
     and pods caps, the RestartJob replicas ceiling), so no accepted update leaves a stored
     JobSet that cannot run.
 
+    Both objects are compared in their defaulted forms (`defaulted_view`): `kubectl apply`
+    of an unchanged manifest sends the lists it holds without the defaults the mutating
+    webhook filled in on create, and that is no change. Upstream compares them as sent.
+
     network, successPolicy, failurePolicy, startupPolicy and volumeClaimPolicies are
     immutable through the CRD's CEL rules, not here. `limits.max_pods_per_job` applies to a
     changed parallelism or completions as on create.
     """
     errs: list[FieldError] = []
+    new, old = defaulted_view(new), defaulted_view(old)
     new_spec: Mapping[str, Any] = new.get("spec") or {}
     old_spec: Mapping[str, Any] = old.get("spec") or {}
     new_rjobs: list[Mapping[str, Any]] = list(new_spec.get("replicatedJobs") or [])

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
-from kubesim.apiserver.core import fieldmanagers, reads
+from kubesim.apiserver.core import fieldmanagers, fieldvalidation, reads
 from kubesim.apiserver.core.deleter import Deleter, commit, remove
 from kubesim.apiserver.core.objects import (
     bind_pod,
@@ -175,6 +175,8 @@ class ApiCore:
         req = req or Request()
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
+        if not applied:  # an apply's configuration was checked as such
+            await self._check_fields(rt, body, req)
         if rt.storage is not None:
             check_kind(rt, dict(body))
             rt, body = self._stored(rt), eventsapi.to_core(body)
@@ -207,6 +209,16 @@ class ApiCore:
         if req.dry_run:
             return obj
         return self._commit(rt, obj, None)
+
+    async def _check_fields(self, rt: ResourceType, body: dict[str, Any], req: Request) -> None:
+        """A create or update body's unknown and duplicate fields, as `fieldValidation`
+        says (fieldvalidation.py): refused, warned about or ignored."""
+        if req.field_validation not in ("Warn", "Strict"):
+            return
+        raw = req.raw_body or None
+        problems = await self._off_loop(req, fieldvalidation.body_problems, rt, raw, body)
+        kind = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+        fieldvalidation.enforce(problems, req, kind)
 
     def _stored(self, view: ResourceType) -> ResourceType:
         """The type whose store a view type (`ResourceType.storage`) reads and writes."""
@@ -258,6 +270,8 @@ class ApiCore:
         req = req or Request()
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
+        if subresource != "status":  # the controllers' hot path; their status is theirs
+            await self._check_fields(rt, body, req)
         if rt.storage is not None:
             check_kind(rt, dict(body))
             rt, body = self._stored(rt), eventsapi.to_core(body)
@@ -320,10 +334,9 @@ class ApiCore:
         obj = carry_over(rt, old, obj, subresource)
         strategy = self._strategy(rt)
         obj = strategy.prepare_for_update(rt, obj, old, subresource)
-        if tracks_generation(rt):
+        tracked = tracks_generation(rt)
+        if tracked:
             obj["metadata"]["generation"] = old_meta.get("generation", 1)
-            if subresource != "status" and content(obj) != content(old):
-                obj["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         else:
             obj["metadata"].pop("generation", None)
         obj = await self._off_loop(req, self._run_hooks, rt, obj, old, req)
@@ -333,6 +346,10 @@ class ApiCore:
             mutated = await admission.mutate(attrs, obj, old)
             if mutated is not obj:  # a webhook patched it: prune and default the result
                 obj = await self._off_loop(req, self._run_hooks, rt, mutated, old, req)
+        # After mutating admission, as kube-apiserver's PrepareForUpdate: a change a webhook
+        # takes back (defaults a re-applied manifest lacked) is no new generation.
+        if tracked and subresource != "status" and content(obj) != content(old):
+            obj["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         causes = await self._off_loop(req, self._validate, rt, strategy, obj, old)
         if causes:
             raise invalid(rt.group, rt.kind, name, causes)
@@ -381,7 +398,10 @@ class ApiCore:
                     "API server: apply the core/v1 object instead",
                 )
             view, rt = rt, self._stored(rt)
-        for _attempt in range(8):
+        checking = req.field_validation in ("Warn", "Strict") and subresource != "status"
+        if checking and content_type in fieldmanagers.APPLY_TYPES and isinstance(body, dict):
+            fieldvalidation.enforce(fieldvalidation.apply_problems(rt, body), req)
+        for attempt in range(8):
             old = self.store.get(rt.key, (namespace, name))
             if content_type in fieldmanagers.APPLY_TYPES:
                 if old is None:
@@ -399,6 +419,10 @@ class ApiCore:
                 else:
                     patched = fieldmanagers.apply_patch(rt, old, content_type, body)
                 operation = "Update"
+                if checking and attempt == 0:
+                    raw = req.raw_body or None
+                    found = fieldvalidation.patch_problems(rt, content_type, raw, body, patched)
+                    fieldvalidation.enforce(found, req)
             want_rv = (patched.get("metadata") or {}).get("resourceVersion")
             check_version(rt, name, want_rv, old)
             obj = copy_meta(patched)

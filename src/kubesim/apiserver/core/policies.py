@@ -34,7 +34,15 @@ from kubesim.apiserver.core.request import AdmissionAttributes
 from kubesim.apiserver.core.store import ResourceKey
 from kubesim.apiserver.core.webhookconfig import request_namespace, rule_matches
 from kubesim.apiserver.registry.resourcetype import ResourceType
-from kubesim.machinery.cel import CelError, CelProgram, LazyVariables, compile_expression
+from kubesim.machinery.cel import (
+    PER_CALL_LIMIT,
+    RUNTIME_COST_BUDGET,
+    CelError,
+    CelProgram,
+    CostTracker,
+    LazyVariables,
+    compile_expression,
+)
 from kubesim.machinery.errors import ApiError, Cause
 
 __all__ = ["BINDINGS", "POLICIES", "Policy", "PolicyAdmission", "parse_policy"]
@@ -110,19 +118,38 @@ class _Failed(Exception):
     """An expression could not be compiled or evaluated: failurePolicy decides."""
 
 
-def _run(expr: _Expr, scope: dict[str, Any]) -> Any:
+class _Budget:
+    """What one policy's expressions may still cost for a request (kube-apiserver's
+    runtime budget, `RUNTIME_COST_BUDGET`); each evaluation also has the per-call limit."""
+
+    def __init__(self) -> None:
+        self.remaining = RUNTIME_COST_BUDGET
+
+    def charge(self, tracker: CostTracker) -> None:
+        if tracker.cost > self.remaining:
+            raise _Failed(
+                "validation failed due to running out of cost budget, no further validation "
+                "rules will be run"
+            )
+        self.remaining -= tracker.cost
+
+
+def _run(expr: _Expr, scope: dict[str, Any], budget: _Budget) -> Any:
     if expr.program is None:
         raise _Failed(f"compilation failed for {expr.name}: {expr.error}")
+    tracker = CostTracker(PER_CALL_LIMIT)
     try:
-        return expr.program.evaluate(scope)
+        result = expr.program.evaluate(scope, tracker)
     except CelError as exc:
         raise _Failed(
             f"expression '{expr.program.source}' resulted in error: {exc.message}"
         ) from None
+    budget.charge(tracker)
+    return result
 
 
-def _boolean(expr: _Expr, scope: dict[str, Any]) -> bool:
-    result = _run(expr, scope)
+def _boolean(expr: _Expr, scope: dict[str, Any], budget: _Budget) -> bool:
+    result = _run(expr, scope, budget)
     if not isinstance(result, bool | celtypes.BoolType):
         raise _Failed(f"expression '{expr.name}' must evaluate to bool")
     return bool(result)
@@ -219,15 +246,16 @@ class PolicyAdmission:
         )
         scope["params"] = None
         computed = celtypes.MapType({})
+        budget = _Budget()
         scope["variables"] = computed
         try:
             for cond in policy.conditions:
-                if not _boolean(cond, scope):
+                if not _boolean(cond, scope, budget):
                     return None
             for var in policy.variables:
-                computed[celtypes.StringType(var.name)] = _run(var, scope)
+                computed[celtypes.StringType(var.name)] = _run(var, scope, budget)
             for check in policy.validations:
-                if not _boolean(check, scope):
+                if not _boolean(check, scope, budget):
                     return check.message, check.reason
         except _Failed as exc:
             if policy.failure_policy == "Ignore":

@@ -32,10 +32,13 @@ class Request:
     user: dict[str, Any] = field(default_factory=lambda: dict(ADMIN_USER))
     dry_run: bool = False
     field_manager: str = ""
-    field_validation: str = "Ignore"  # Ignore | Warn | Strict
+    # Ignore | Warn | Strict (fieldvalidation.py); the simulator's own writes ignore
+    field_validation: str = "Ignore"
     force: bool = False
     warnings: list[str] = field(default_factory=list)
     body_bytes: int = 0  # the request body's size, which decides OFF_LOOP_BYTES
+    # The JSON body as received (repeated keys are lost once decoded); empty for others
+    raw_body: bytes = b""
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,25 @@ def success_status() -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
+def quote_ascii(text: str) -> str:
+    """Go's strconv.QuoteToASCII: a header value must be ASCII, and kubectl unquotes it."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif 0x20 <= code < 0x7F:
+            out.append(ch)
+        elif ch in "\n\t\r":
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[ch])
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def object_response(
     request: web.Request,
     rt: ResourceType,
@@ -88,7 +107,8 @@ def object_response(
 ) -> web.Response:
     headers = {}
     if req is not None and req.warnings:
-        headers["Warning"] = ", ".join(f'299 - "{w}"' for w in req.warnings)
+        # quoted: a warning may itself hold quotes (`unknown field "x"`) and any character
+        headers["Warning"] = ", ".join(f"299 - {quote_ascii(w)}" for w in req.warnings)
     accept = request.headers.get("Accept", "")
     if tables.wants_table(accept):
         return json_response(

@@ -284,7 +284,7 @@ class ApiHttpServer:
         rt, ns = t.rt, t.namespace or ""
         if t.subresource in podstreams.SUBRESOURCES and rt.key == ("", "pods"):
             return await self._get(request, t)  # the SPDY form of the same request
-        body = await read_body(request)
+        body = await read_body(request, req)
         if t.subresource == "binding":
             return json_response(await subresources.bind(self.core, t, body, req), 201)
         if t.subresource == "eviction":
@@ -298,7 +298,7 @@ class ApiHttpServer:
         return object_response(request, rt, obj, 201, req)
 
     async def _update(self, request: web.Request, t: Target, req: Request) -> web.StreamResponse:
-        body = await read_body(request)
+        body = await read_body(request, req)
         if t.subresource == "scale":
             return json_response(
                 subresources.scale_of(await subresources.set_scale(self.core, t, body, req))
@@ -307,7 +307,7 @@ class ApiHttpServer:
         return object_response(request, t.rt, obj, 200, req)
 
     async def _patch(self, request: web.Request, t: Target, req: Request) -> web.StreamResponse:
-        body = await read_body(request)
+        body = await read_body(request, req)
         ctype = request.content_type
         if t.subresource == "scale":  # `kubectl scale` patches the Scale, not the object
             return json_response(

@@ -79,7 +79,9 @@ def parse_target(registry: Registry, group: str, version: str, rest: list[str]) 
     return Target(rt, namespace, name, sub, watch_path)
 
 
-async def read_body(request: web.Request) -> Any:
+async def read_body(request: web.Request, req: Request | None = None) -> Any:
+    """The decoded body; a JSON body's bytes also go to `req.raw_body` (strict decoding
+    looks for repeated keys in them)."""
     raw = await request.read()
     if not raw:
         return None
@@ -104,7 +106,10 @@ async def read_body(request: web.Request) -> Any:
     try:
         if "yaml" in ctype:
             return yaml.load(raw, Loader=_YAML_LOADER)
-        return orjson.loads(raw)
+        decoded = orjson.loads(raw)
+        if req is not None:
+            req.raw_body = raw
+        return decoded
     except Exception as exc:
         raise bad_request(f"the body of the request could not be decoded: {exc}") from None
 
@@ -123,7 +128,8 @@ def request_options(request: web.Request) -> Request:
         user=user,
         dry_run="All" in dry,
         field_manager=q.get("fieldManager", "") or _user_agent_manager(request),
-        field_validation=q.get("fieldValidation", "Ignore"),
+        # kube-apiserver's default for a client that does not say (since 1.27): Warn
+        field_validation=q.get("fieldValidation") or "Warn",
         force=flag(q.get("force")) if "force" in q else False,
         body_bytes=request.content_length or 0,
     )

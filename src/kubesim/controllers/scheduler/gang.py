@@ -59,7 +59,6 @@ __all__ = [
 ]
 
 PODGROUPS_KEY: Final = ("scheduling.k8s.io", "podgroups")
-_PRIORITY_CLASSES: Final = ("scheduling.k8s.io", "priorityclasses")
 _PODS: Final = ("", "pods")
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 MSG_NO_QUORUM: Final = "waiting for minCount pods from a gang to appear in scheduling queue"
@@ -160,17 +159,11 @@ class GangPlanner:
 
     # ------------------------------------------------------------------ priorities
 
-    def _class_value(self, name: str | None) -> int:
-        if not name:
-            return 0
-        pc = self.store.get(_PRIORITY_CLASSES, ("", name))
-        return int((pc or {}).get("value") or 0)
-
-    def pod_priority(self, pod: Mapping[str, Any]) -> int:
-        spec = pod.get("spec") or {}
-        if spec.get("priorityClassName"):
-            return self._class_value(spec["priorityClassName"])
-        return int(spec.get("priority") or 0)
+    @staticmethod
+    def pod_priority(pod: Mapping[str, Any]) -> int:
+        """`spec.priority`, as kube-scheduler reads it: the Priority admission plugin set it
+        from the pod's class when the pod was created, and refused any other value."""
+        return int((pod.get("spec") or {}).get("priority") or 0)
 
     def group_priority(self, group: GroupKey, members: list[dict[str, Any]]) -> int:
         pg = self.podgroup(group)

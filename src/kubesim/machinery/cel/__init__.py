@@ -15,6 +15,8 @@ Where things live:
 - `functions.py` - the function table, merged from each library's `FUNCTIONS`.
 - `variables.py` - `LazyVariables`: variables given as JSON, converted to CEL values only
   when an expression reads them (a webhook's matchCondition need not convert the pod).
+- `cost.py` - the runtime cost of an evaluation and kube-apiserver's limits: the per-call
+  limit (an evaluation past it is cancelled) and the budget all the rules of one request share.
 - `values.py` - `CelError`, error values, type tests, namespace markers (`sets`, `optional`, ...).
 - `standard.py` - cel-go's semantics where celpy's differ: heterogeneous equality (`1 == 1.0`),
   cross-type numeric comparisons, `+`, `in`, `[]`, conversions; `SetList` / `MapList` (lists
@@ -28,19 +30,29 @@ Where things live:
 
 Not supported: the optional-field syntax `a.?b` / `a[?b]` (celpy's grammar cannot parse it),
 static type checking beyond unknown names (a rule that is not a bool, or mixes types, fails at
-evaluation instead of at CRD creation), cost estimation and cost limits, `cel.bind`, and the
-semver, authorizer and jsonpatch libraries.
+evaluation instead of at CRD creation), static cost estimation (the estimated-cost check at
+CRD and policy creation), `cel.bind`, and the semver, authorizer and jsonpatch libraries.
 """
 
 from kubesim.machinery.cel.compiler import CelProgram, compile_expression
+from kubesim.machinery.cel.cost import (
+    COST_LIMIT_MESSAGE,
+    PER_CALL_LIMIT,
+    RUNTIME_COST_BUDGET,
+    CostTracker,
+)
 from kubesim.machinery.cel.regex import re2_compile
 from kubesim.machinery.cel.standard import MapList, Optional, SetList, equals
 from kubesim.machinery.cel.values import CelError
 from kubesim.machinery.cel.variables import LazyVariables
 
 __all__ = [
+    "COST_LIMIT_MESSAGE",
+    "PER_CALL_LIMIT",
+    "RUNTIME_COST_BUDGET",
     "CelError",
     "CelProgram",
+    "CostTracker",
     "LazyVariables",
     "MapList",
     "Optional",

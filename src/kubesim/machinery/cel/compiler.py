@@ -16,6 +16,7 @@ import lark
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
+from kubesim.machinery.cel.cost import CostLimitExceeded, CostTracker
 from kubesim.machinery.cel.evaluator import K8sEvaluator
 from kubesim.machinery.cel.functions import KNOWN_FUNCTIONS, MACROS, TYPE_NAMES
 from kubesim.machinery.cel.values import NAMESPACES, CelError
@@ -45,14 +46,18 @@ class CelProgram:
             name: fields_selected(ast, name) for name in ("self", "oldSelf")
         }
 
-    def evaluate(self, variables: dict[str, Any]) -> Any:
-        """Evaluate with `variables` (CEL values); raise CelError on an evaluation error."""
+    def evaluate(self, variables: dict[str, Any], tracker: CostTracker | None = None) -> Any:
+        """Evaluate with `variables` (CEL values); raise CelError on an evaluation error, and
+        with `cost_limit` set when the evaluation passed the per-call limit (`tracker.limit`,
+        `PER_CALL_LIMIT` without one). `tracker.cost` is then what the evaluation cost."""
         if self._namespaces:
             variables = variables.copy()  # a LazyVariables stays lazy
             variables.update(self._namespaces)
-        evaluator = K8sEvaluator(self._ast, variables)
+        evaluator = K8sEvaluator(self._ast, variables, tracker)
         try:
             result = evaluator.visit(self._ast)
+        except CostLimitExceeded as ex:
+            raise CelError(str(ex), cost_limit=True) from None
         except CELEvalError as ex:
             raise _translate(ex) from None
         except RecursionError:

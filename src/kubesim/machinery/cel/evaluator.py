@@ -8,6 +8,12 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, Evaluator
 
+from kubesim.machinery.cel.cost import (
+    COST_LIMIT_MESSAGE,
+    CostLimitExceeded,
+    CostTracker,
+    argument_cost,
+)
 from kubesim.machinery.cel.functions import ACTIVATION, ALL_FUNCTIONS, MACROS
 from kubesim.machinery.cel.standard import Optional, logical_and, logical_or
 from kubesim.machinery.cel.values import MISSING, error_value, is_bool
@@ -74,21 +80,33 @@ class K8sEvaluator(Evaluator):
     when `a.b` is absent) and error-absorbing `&&`, `||`, `all()` and `exists()`.
     """
 
-    def __init__(self, ast: lark.Tree[Any], scope: dict[str, Any]):
+    def __init__(
+        self, ast: lark.Tree[Any], scope: dict[str, Any], tracker: CostTracker | None = None
+    ):
         super().__init__(ast, ACTIVATION)
         self.scope = scope
         self.functions = ALL_FUNCTIONS
+        # Shared with the evaluators of macro bodies: one evaluation, one cost.
+        self.tracker = tracker if tracker is not None else CostTracker()
 
     def evaluate(self, context: Any = None) -> Any:
         return self.visit(self.ast)
 
+    def visit(self, tree: lark.Tree[Any]) -> Any:
+        tracker = self.tracker  # a step: `tracker.add(1)`, inlined on this hot path
+        tracker.cost += 1
+        if tracker.cost > tracker.limit:
+            raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+        return super().visit(tree)
+
     def sub_evaluator(self, ast: lark.Tree[Any]) -> Evaluator:
-        return K8sEvaluator(ast, self.scope)
+        return K8sEvaluator(ast, self.scope, self.tracker)
 
     def _call(self, name: str, args: list[Any]) -> Any:
         for a in args:
             if isinstance(a, CELEvalError):
                 return a
+        self.tracker.add(sum(argument_cost(a) for a in args))
         func = self.functions.get(name)
         if func is None:
             return error_value(f"undeclared reference to '{name}'")
@@ -238,7 +256,7 @@ class K8sEvaluator(Evaluator):
         ident: Any = next(var_tree.find_data("ident"))
         var_name = ident.children[0].value
         scope = self.scope.copy()  # a LazyVariables stays lazy
-        body_eval = K8sEvaluator(body, scope)
+        body_eval = K8sEvaluator(body, scope, self.tracker)
 
         def run(item: Any) -> Any:
             scope[var_name] = item

@@ -18,13 +18,14 @@ class CelError(Exception):
     """A rule could not be evaluated; the message is worded like cel-go's.
 
     `overload` marks "no such overload" failures, which kube-apiserver reports with its own
-    longer explanation.
+    longer explanation; `cost_limit` an evaluation cancelled at the per-call cost limit.
     """
 
-    def __init__(self, message: str, *, overload: bool = False) -> None:
+    def __init__(self, message: str, *, overload: bool = False, cost_limit: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.overload = overload
+        self.cost_limit = cost_limit
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ Simplifications: string formats are checked loosely (date-time, date, duration, 
 ipv4, ipv6, cidr, mac, hostname, email, hexcolor, rgbcolor, bsonobjectid) and others are
 accepted; as in the real server `int32`/`int64`/`float`/`double` are not range-checked.
 `pattern` uses Python's `re` (RE2 only when `re` rejects the pattern). Embedded resources get
-their `apiVersion`/`kind` checked but not their metadata. CEL cost limits are not enforced.
+their `apiVersion`/`kind` checked but not their metadata. CEL cost limits: `machinery/cel/cost.py`.
 """
 
 from kubesim.machinery.schema.compiler import compile_schema

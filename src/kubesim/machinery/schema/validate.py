@@ -15,7 +15,10 @@ from celpy.adapter import json_to_cel
 
 from kubesim.machinery import field as fe
 from kubesim.machinery.cel import (
+    PER_CALL_LIMIT,
+    RUNTIME_COST_BUDGET,
     CelError,
+    CostTracker,
     MapList,
     Optional,
     SetList,
@@ -32,6 +35,7 @@ from kubesim.machinery.schema.nodes import (
     json_type,
     same_json,
 )
+from kubeutil.gofmt import go_quote
 
 _BLOCKING_REASONS = frozenset(
     {
@@ -44,6 +48,10 @@ _BLOCKING_REASONS = frozenset(
 )
 
 
+# A rule whose cost the request's remaining budget does not cover (apiextensions-apiserver).
+OUT_OF_BUDGET = (
+    "validation failed due to running out of cost budget, no further validation rules will be run"
+)
 _SKIPPED_CEL = fe.invalid(
     "<nil>",
     None,
@@ -131,7 +139,15 @@ def _unique_key(v: Any) -> str:
 class Run:
     """The state of one validation: the causes found so far and converted CEL values."""
 
-    __slots__ = ("blocking", "cel_errors", "list_errors", "memo", "schema_errors")
+    __slots__ = (
+        "blocking",
+        "budget",
+        "cel_errors",
+        "list_errors",
+        "memo",
+        "schema_errors",
+        "stopped",
+    )
 
     def __init__(self) -> None:
         self.schema_errors: list[Cause] = []
@@ -139,6 +155,10 @@ class Run:
         self.cel_errors: list[Cause] = []
         self.blocking = False
         self.memo: dict[int, tuple[Any, Any]] = {}
+        # What the object's rules may still cost together (kube-apiserver's per-request
+        # budget); `stopped` once a rule ran out of it or passed the per-call limit.
+        self.budget = RUNTIME_COST_BUDGET
+        self.stopped = False
 
     def finish(self) -> list[Cause]:
         errors = self.schema_errors + self.list_errors
@@ -483,6 +503,8 @@ class Run:
         self_value: Any = MISSING
         old_value: Any = MISSING
         for rule in node.rules:
+            if self.stopped:
+                return  # no further validation rules are run
             if rule.transition:
                 if old is MISSING and not rule.optional_old_self:
                     continue
@@ -504,20 +526,41 @@ class Run:
                     variables["oldSelf"] = old_value
             self.evaluate(rule, variables, node, cpath)
 
+    def charge(self, tracker: CostTracker) -> bool:
+        """Take an evaluation's cost from the request's budget; False (and validation
+        stops) when the budget does not cover it, as kube-apiserver reports it."""
+        if tracker.cost > self.budget:
+            self.stopped = True
+            return False
+        self.budget -= tracker.cost
+        return True
+
     def evaluate(self, rule: Rule, variables: dict[str, Any], node: Node, cpath: str) -> None:
         field = cpath or "<nil>"
         type_name = node.type_name
+        tracker = CostTracker(PER_CALL_LIMIT)
         try:
-            result = rule.program.evaluate(variables)
+            result = rule.program.evaluate(variables, tracker)
         except CelError as ex:
-            if ex.overload:
+            if ex.cost_limit:
+                self.stopped = True
+                detail = (
+                    f"'{ex.message}': no further validation rules will be run due to call cost "
+                    f"exceeds limit for rule: {rule.error_string}"
+                )
+            elif ex.overload:
                 detail = (
                     f"'{ex.message}': call arguments did not match a supported operator, function "
                     f"or macro signature for rule: {rule.error_string}"
                 )
             else:
                 detail = f"{ex.message} evaluating rule: {rule.error_string}"
+            if not self.stopped and not self.charge(tracker):
+                detail = OUT_OF_BUDGET
             self.cel_errors.append(fe.invalid(field, type_name, detail))
+            return
+        if not self.charge(tracker):
+            self.cel_errors.append(fe.invalid(field, type_name, OUT_OF_BUDGET))
             return
         if isinstance(result, bool | celtypes.BoolType):
             if result:
@@ -526,28 +569,44 @@ class Run:
             detail = f"rule did not evaluate to a bool: {rule.error_string}"
             self.cel_errors.append(fe.invalid(field, type_name, detail))
             return
+        message, problem = self.message(rule, variables)
+        if problem:
+            self.cel_errors.append(fe.invalid(field, type_name, problem))
+            return
+        self.rule_failed(rule, message, field, cpath, type_name)
 
-        message = rule.message
-        if rule.message_program is not None:
-            problem = ""
-            try:
-                evaluated = rule.message_program.evaluate(variables)
-            except CelError as ex:
-                problem = f"messageExpression evaluation failed due to: {ex.message}"
-            else:
-                if not isinstance(evaluated, str):
-                    problem = "messageExpression failed to convert to string"
-                else:
-                    text = evaluated.strip()
-                    if "\n" in text or "\r" in text:
-                        problem = "messageExpression should not contain line breaks"
-                    elif not text:
-                        problem = "messageExpression should evaluate to a non-empty string"
-                    else:
-                        message = text
-            if problem:
-                self.cel_errors.append(fe.invalid(field, type_name, problem))
-                return
+    def message(self, rule: Rule, variables: dict[str, Any]) -> tuple[str, str]:
+        """The failed rule's message, its messageExpression's when it has one; and the
+        problem with that expression that replaces the message, if any."""
+        if rule.message_program is None:
+            return rule.message, ""
+        tracker = CostTracker(PER_CALL_LIMIT)
+        try:
+            evaluated = rule.message_program.evaluate(variables, tracker)
+        except CelError as ex:
+            if ex.cost_limit:
+                self.stopped = True
+                source = go_quote(rule.message_program.source)
+                return "", (
+                    "no further validation rules will be run due to call cost exceeds limit "
+                    f"for messageExpression: {source}"
+                )
+            if not self.charge(tracker):
+                return "", f"messageExpression {OUT_OF_BUDGET}"
+            return "", f"messageExpression evaluation failed due to: {ex.message}"
+        if not self.charge(tracker):
+            return "", f"messageExpression {OUT_OF_BUDGET}"
+        if not isinstance(evaluated, str):
+            return "", "messageExpression failed to convert to string"
+        text = evaluated.strip()
+        if "\n" in text or "\r" in text:
+            return "", "messageExpression should not contain line breaks"
+        if not text:
+            return "", "messageExpression should evaluate to a non-empty string"
+        return text, ""
+
+    def rule_failed(self, rule: Rule, message: str, field: str, cpath: str, type_name: str) -> None:
+        """A rule evaluated to false: its cause, typed by the rule's `reason`."""
         if rule.field_suffix:
             field = (cpath + rule.field_suffix).lstrip(".")
         # The rule's `reason` picks the error type, as in apiextensions-apiserver.

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubesim.controllers.pvmatch import find_volume, node_allows
+from kubesim.controllers.pvmatch import bound_to, find_volume, node_allows
 from kubesim.controllers.scheduler.volumebinding import (
     MSG_BIND_CONFLICT,
     MSG_NODE_CONFLICT,
@@ -136,3 +136,23 @@ def test_prebind_binds_a_static_volume_or_selects_the_node() -> None:
     [(kind, obj, annotations, ref)] = static.bind_writes(node("b"))
     assert kind == "claim" and ref is None
     assert annotations == {"volume.kubernetes.io/selected-node": "b"}
+
+
+@pytest.mark.parametrize(
+    ("ref", "bound"),
+    [
+        pytest.param({"namespace": "team-a", "name": "data"}, True, id="same-claim"),
+        pytest.param({"namespace": "team-b", "name": "data"}, False, id="other-namespace"),
+        pytest.param({"name": "data"}, False, id="no-namespace"),
+        pytest.param({"namespace": "team-a", "name": "data", "uid": "u-1"}, True, id="uid"),
+        pytest.param({"namespace": "team-a", "name": "data", "uid": "u-2"}, False, id="other-uid"),
+    ],
+)
+def test_a_claim_ref_names_one_claim_by_namespace_name_and_uid(
+    ref: dict[str, str], bound: bool
+) -> None:
+    pv = volume("reserved", claimRef=ref)
+    data = {"metadata": {"name": "data", "namespace": "team-a", "uid": "u-1"}, "spec": {}}
+    assert bound_to(pv, data) is bound
+    named = {**data, "spec": {"volumeName": "reserved"}}
+    assert (find_volume(named, [pv]) is pv) is bound

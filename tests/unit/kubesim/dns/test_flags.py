@@ -33,13 +33,25 @@ def test_invalid_cluster_domain_names_the_flag_and_the_rule(domain: str, rule: s
     [
         pytest.param("127.0.0.1", ("127.0.0.1", 53), id="default-port"),
         pytest.param("127.0.0.2:5353", ("127.0.0.2", 5353), id="port"),
+        pytest.param("::1", ("::1", 53), id="ipv6-default-port"),
+        pytest.param("[::1]:5353", ("::1", 5353), id="ipv6-port"),
+        pytest.param("localhost:5353", ("localhost", 5353), id="hostname"),
     ],
 )
 def test_dns_address(text: str, address: tuple[str, int]) -> None:
     assert parse_dns_address(text) == address
 
 
-@pytest.mark.parametrize("text", [":53", "127.0.0.1:x", "127.0.0.1:70000"])
+@pytest.mark.parametrize("text", [":53", "127.0.0.1:x", "127.0.0.1:70000", "[::1", "[::1]x"])
 def test_bad_dns_address(text: str) -> None:
     with pytest.raises(ValueError, match="--dns-address"):
         parse_dns_address(text)
+
+
+@pytest.mark.parametrize("text", ["0.0.0.0", "0.0.0.0:5353", "::", "[::]:5353", "[::]"])
+def test_wildcard_dns_address_needs_its_flag(text: str) -> None:
+    with pytest.raises(ValueError) as err:
+        parse_dns_address(text)
+    assert f"--dns-address {text!r}: a wildcard address" in str(err.value)
+    assert "--dns-allow-wildcard" in str(err.value)
+    assert parse_dns_address(text, allow_wildcard=True)[0] in ("0.0.0.0", "::")

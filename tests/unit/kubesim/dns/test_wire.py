@@ -9,7 +9,7 @@ import dns.rcode
 from kubesim.apiserver.core.store import Store
 from kubesim.dns.feed import ClusterRecords
 from kubesim.dns.records import A
-from kubesim.dns.server import UDP_PLAIN_MAX, answer_wire
+from kubesim.dns.server import UDP_EDNS_MAX, UDP_PLAIN_MAX, answer_wire
 
 NAME = "big.ns.svc.cluster.local."
 
@@ -36,6 +36,18 @@ def test_edns_buffer_size_raises_the_udp_limit() -> None:
     wire = answer_wire(records, query.to_wire(), tcp=False)
     assert wire is not None and len(wire) > UDP_PLAIN_MAX
     assert not dns.message.from_wire(wire).flags & dns.flags.TC
+
+
+def test_udp_answer_is_capped_whatever_edns_buffer_the_client_claims() -> None:
+    """A small query claiming a 64 KiB buffer must not draw a large datagram back (CoreDNS
+    caps UDP answers at 1232 bytes): the answer is truncated there, complete over TCP."""
+    records = _records(250)
+    query = dns.message.make_query(NAME, "A", use_edns=0, payload=65535)
+    wire = answer_wire(records, query.to_wire(), tcp=False)
+    assert wire is not None and len(wire) <= UDP_EDNS_MAX
+    assert dns.message.from_wire(wire).flags & dns.flags.TC
+    full = dns.message.from_wire(answer_wire(records, query.to_wire(), tcp=True) or b"")
+    assert not full.flags & dns.flags.TC and len(full.answer[0]) == 250
 
 
 def test_garbage_gets_formerr_with_its_id_and_a_runt_nothing() -> None:

@@ -170,15 +170,20 @@ def test_volume_files() -> None:
     )
 
 
-def test_container_mounts_add_the_service_account_volume() -> None:
-    pod = {**POD, "spec": {**POD["spec"], "volumes": [{"name": "a", "emptyDir": {}}]}}
-    mounts = container_mounts(pod, {"volumeMounts": [{"name": "a", "mountPath": "/data/x/"}]})
-    assert [(m.volume, m.path) for m in mounts] == [
-        ("a", "/data/x"),
-        ("kube-api-access-sim", SA_MOUNT_PATH),
+def test_container_mounts_are_the_pod_specs_own() -> None:
+    """The token volume is the one ServiceAccount admission put in the spec: no second one."""
+    volumes = [{"name": "a", "emptyDir": {}}, {"name": "kube-api-access-x2b4z", "projected": {}}]
+    pod = {**POD, "spec": {**POD["spec"], "volumes": volumes}}
+    given = [
+        {"name": "a", "mountPath": "/data/x/"},
+        {"name": "kube-api-access-x2b4z", "mountPath": SA_MOUNT_PATH, "readOnly": True},
     ]
-    no_sa = {**pod, "spec": {**pod["spec"], "automountServiceAccountToken": False}}
-    assert [m.path for m in container_mounts(no_sa, {})] == []
+    mounts = container_mounts(pod, {"volumeMounts": given})
+    assert [(m.volume, m.path, m.read_only) for m in mounts] == [
+        ("a", "/data/x", False),
+        ("kube-api-access-x2b4z", SA_MOUNT_PATH, True),
+    ]
+    assert [m.path for m in container_mounts(pod, {})] == []
     with pytest.raises(MountError):
         container_mounts(pod, {"volumeMounts": [{"name": "missing", "mountPath": "/m"}]})
 

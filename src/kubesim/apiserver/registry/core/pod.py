@@ -4,10 +4,11 @@ GenericWorkload gate `spec.schedulingGroup` kept and validated."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from kubesim.apiserver.core.store import Store
 from kubesim.apiserver.registry.columns import Obj, age, name
+from kubesim.apiserver.registry.core import podadmission
 from kubesim.apiserver.registry.core.poddns import validate_pod_dns
 from kubesim.apiserver.registry.core.podvalidation import validate_pod_spec
 from kubesim.apiserver.registry.features import FeatureGates
@@ -16,8 +17,11 @@ from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.apiserver.registry.scheduling.fields import name_errors
 from kubesim.apiserver.registry.strategy import Strategy
 from kubesim.machinery import field as fe
-from kubesim.machinery.errors import Cause
+from kubesim.machinery.errors import ApiError, Cause
 from kubeutil import names
+
+_PRIORITY_CLASSES: Final = ("scheduling.k8s.io", "priorityclasses")
+_SERVICE_ACCOUNTS: Final = ("", "serviceaccounts")
 
 TYPE = ResourceType(
     "",
@@ -34,6 +38,32 @@ TYPE = ResourceType(
 
 
 class PodStrategy(Strategy):
+    """Pods' defaults and validation; on create also the built-in admission plugins that run
+    before webhooks (ServiceAccount, Priority: `podadmission.py`), which read the store."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store
+
+    def _admit(self, meta: dict[str, Any], spec: dict[str, Any]) -> None:
+        """The ServiceAccount and Priority plugins, with the objects they read."""
+        if self.store is None:
+            return
+        name = str(meta.get("name") or "")
+        classes = self.store.resource(_PRIORITY_CLASSES).objects
+        try:
+            podadmission.admit_priority(spec, {str(key[1]): pc for key, pc in classes.items()})
+        except podadmission.PriorityRefused as exc:
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'pods "{name}" is forbidden: {exc}',
+                kind="pods",
+                name=name,
+            ) from None
+        key = (str(meta.get("namespace") or ""), str(spec.get("serviceAccountName") or "default"))
+        account = self.store.get(_SERVICE_ACCOUNTS, key)
+        podadmission.admit_service_account(spec, account)
+
     def prepare_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         spec = dict(obj.get("spec") or {})
         spec.setdefault("restartPolicy", "Always")
@@ -43,8 +73,6 @@ class PodStrategy(Strategy):
         spec.setdefault("securityContext", {})
         spec.setdefault("serviceAccountName", spec.get("serviceAccount") or "default")
         spec.setdefault("enableServiceLinks", True)
-        spec.setdefault("priority", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         spec.pop("schedulingGroup", None)  # GenericWorkload off (GroupedPodStrategy keeps it)
         tolerations = list(spec.get("tolerations") or [])
         for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
@@ -61,6 +89,9 @@ class PodStrategy(Strategy):
         spec["containers"] = [_default_container(c) for c in spec.get("containers") or []]
         if spec.get("initContainers"):
             spec["initContainers"] = [_default_container(c) for c in spec["initContainers"]]
+        self._admit(obj["metadata"], spec)
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         obj["spec"] = spec
         conditions = []
         if spec.get("schedulingGates"):
@@ -231,11 +262,8 @@ def _pod_restarts(o: Obj) -> int:
     )
 
 
-def _strategy(gates: FeatureGates, _store: Store) -> Strategy:
-    return GroupedPodStrategy() if gates.generic else _POD
-
-
-_POD = PodStrategy()
+def _strategy(gates: FeatureGates, store: Store) -> Strategy:
+    return GroupedPodStrategy(store) if gates.generic else PodStrategy(store)
 
 
 RESOURCE = Resource(
