@@ -65,4 +65,9 @@ export KUBECONFIG="$WORK/kubeconfig"
     kubernetes/e2e_test kubernetes/aio/e2e_test) || status=1
 (cd "$WORK/pyka" && "$PYTHON" -m pytest -p no:cacheprovider -q -n 0 -rfEs \
     kubernetes_asyncio/e2e_test) || status=1
+if [ "$status" -ne 0 ]; then
+    # What the simulator saw go wrong (a container that could not start, say), for the failures.
+    echo "--- the simulator's warnings, errors and StartErrors:"
+    grep -E '\[(warning|error|critical) *\]|reason=StartError' "$WORK/sim.log" | tail -n 50 || true
+fi
 exit $status
