@@ -32,8 +32,12 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole `jobset` parser (the tests render the chart's and kustomize's flags against it)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole `jobset` parser (the tests render the chart's and kustomize's flags against it).
+
+    With `command` other than `sim` or `dev`, those two get only their `--kubeconfig`: the
+    simulator is a distribution of its own, and `jobset controller` never imports it."""
+    simulator = command in (None, "sim", "dev")
     from jobset import __version__
     from jobset.commands import add_user_commands
     from jobset.commands.completion import add_completion_command
@@ -58,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`jobset sim load-image ARCHIVE...` loads images into a running one.",
         formatter_class=argparse.RawTextHelpFormatter,
     )
-    add_sim_flags(sim)
+    add_sim_flags(sim, simulator)
     sim.set_defaults(nodes=SIM_DEFAULT_NODES)
     controller = sub.add_parser(
         "controller",
@@ -77,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         "otherwise.",
         formatter_class=argparse.RawTextHelpFormatter,
     )
-    add_sim_flags(dev)
+    add_sim_flags(dev, simulator)
     # A new user's cluster needs somewhere to run pods: 4 node pools of 4 nodes by default.
     dev.set_defaults(nodes=DEV_DEFAULT_NODES)
     add_jobset_flags(dev)
@@ -138,7 +142,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if missing := missing_sim_extra(args_list[0]):
             _error_line(_log_format_only(args_list), missing)
             return 2
-    parser = build_parser()
+    parser = build_parser(args_list[0] if args_list else None)
     args = parser.parse_args(args_list)
     if args.command in ("sim", "controller", "dev"):
         runner = {"sim": run_sim, "controller": run_controller, "dev": run_dev}[args.command]

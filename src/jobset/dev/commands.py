@@ -37,20 +37,24 @@ DEV_DEFAULT_NODES: Final = "pools=4x4,label=cloud.google.com/gke-nodepool"
 SIM_DEFAULT_NODES: Final = "1"
 
 
-def add_sim_flags(p: argparse.ArgumentParser) -> None:
-    """The simulated cluster's flags, `kubesim.serve`'s; without the simulator installed only
-    `--kubeconfig`, so that `jobset sim --help` still answers (running says what to install)."""
-    try:
-        from kubesim.serve import add_sim_flags as add_simulator_flags
-    except ModuleNotFoundError:
-        p.add_argument(
-            "--kubeconfig",
-            required=True,
-            help=f"where to write the kubeconfig for clients (the other flags: pip install "
-            f"'{SIM_EXTRA}')",
-        )
-        return
-    add_simulator_flags(p)
+def add_sim_flags(p: argparse.ArgumentParser, simulator: bool = True) -> None:
+    """The simulated cluster's flags, `kubesim.serve`'s; without the simulator installed (or
+    not `simulator`: another command was chosen) only `--kubeconfig`, so that `jobset sim
+    --help` still answers (running says what to install)."""
+    if simulator:
+        try:
+            from kubesim.serve import add_sim_flags as add_simulator_flags
+        except ModuleNotFoundError:
+            pass
+        else:
+            add_simulator_flags(p)
+            return
+    p.add_argument(
+        "--kubeconfig",
+        required=True,
+        help=f"where to write the kubeconfig for clients (the other flags: pip install "
+        f"'{SIM_EXTRA}')",
+    )
 
 
 # What the `[sim]` extra installs (pyproject.toml), by top-level module: the simulator itself

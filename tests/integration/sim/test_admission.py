@@ -24,6 +24,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.apiserver import certs
+from kubesim.apiserver.core.webhookclient import CONNECTIONS_PER_HOST
 from kubesim.cluster import SimCluster, SimOptions
 from kubesim.process import free_port
 
@@ -43,6 +44,7 @@ class HookServer:
     reviews: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     handlers: dict[str, Handler] = field(default_factory=dict)
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    peers: set[Any] = field(default_factory=set)  # (host, port) of each connection served
 
     def calls(self, path: str) -> list[dict[str, Any]]:
         """The AdmissionRequests received on `path`."""
@@ -69,6 +71,8 @@ async def hooks() -> AsyncIterator[HookServer]:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         review = await request.json()
+        if request.transport is not None:
+            server.peers.add(request.transport.get_extra_info("peername"))
         server.reviews.setdefault(request.path, []).append(review)
         handler = server.handlers.get(request.path, allow())
         answer: Any = handler(review["request"])
@@ -543,6 +547,27 @@ async def test_timeout_seconds(api: client.ApiClient, hooks: HookServer) -> None
         f'Post "{hooks.url}/slow?timeout=1s": context deadline exceeded'
     )
     assert 0.9 <= elapsed < 3
+
+
+async def test_a_burst_of_calls_shares_a_bounded_set_of_connections(
+    cluster: SimCluster, hooks: HookServer
+) -> None:
+    """Calls beyond the kept connections wait for one instead of each dialling (and
+    handshaking) its own; all of them are still answered."""
+
+    async def slow(_req: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0.05)
+        return {"allowed": True}
+
+    hooks.handlers["/slow"] = slow
+    cfg = client.Configuration()
+    await config.load_kube_config(config_file=cluster.kubeconfig, client_configuration=cfg)
+    cfg.connection_pool_maxsize = 100  # the test's client must not be what bounds the burst
+    async with client.ApiClient(cfg) as api:
+        await register(api, "slow", webhook("slow.example.com", hooks, "/slow"))
+        await asyncio.gather(*(create_cm(api, f"cm-{i}") for i in range(60)))
+    assert len(hooks.calls("/slow")) == 60
+    assert 1 <= len(hooks.peers) <= CONNECTIONS_PER_HOST
 
 
 async def test_bad_responses_follow_failure_policy(

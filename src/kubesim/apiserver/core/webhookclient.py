@@ -34,6 +34,12 @@ __all__ = [
 ]
 
 _MAX_ERROR_BODY = 512
+# Connections kept to one webhook server. A call finding all of them busy waits for one
+# (within the webhook's timeout) rather than dialling: a burst of pod creations otherwise
+# opened a TLS connection per pod in flight, and the handshakes on both sides cost more
+# than the calls. A webhook server answers from one event loop, so more connections than
+# this only queue there.
+CONNECTIONS_PER_HOST = 16
 
 
 class ServiceUnavailable(Exception):
@@ -142,7 +148,9 @@ class WebhookClient:
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+                connector=aiohttp.TCPConnector(
+                    limit=0, limit_per_host=CONNECTIONS_PER_HOST, keepalive_timeout=30
+                ),
                 trust_env=False,
                 json_serialize=lambda o: orjson.dumps(o).decode(),
             )
