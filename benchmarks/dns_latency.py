@@ -71,7 +71,10 @@ async def _load_loop(kubeconfig: str, concurrency: int, stop_at: float, prefix: 
         nonlocal done
         i = 0
         while time.monotonic() < stop_at:
-            body = {"metadata": {"name": f"{prefix}-{w}-{i}"}, "data": {"x": "x" * PAYLOAD_BYTES}}
+            body = client.V1ConfigMap(
+                metadata=client.V1ObjectMeta(name=f"{prefix}-{w}-{i}"),
+                data={"x": "x" * PAYLOAD_BYTES},
+            )
             await core.create_namespaced_config_map("default", body)
             await core.list_namespaced_config_map("default", _preload_content=False)
             done += 2
