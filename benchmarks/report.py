@@ -17,6 +17,7 @@ from rich.table import Table
 from benchmarks import (
     cli_latency,
     cpu_guard,
+    dns_latency,
     pod_scale_report,
     rate_report,
     tenancy_report,
@@ -30,6 +31,7 @@ RESULTS = Path(__file__).parent / "results"
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
 TRAIN_RECOVERY = "train_recovery.json"  # benchmarks/train_recovery.py, run on its own
 CLI_LATENCY = "cli_latency.json"  # benchmarks/cli_latency.py, last step of `make bench`
+DNS_LATENCY = "dns_latency.json"  # benchmarks/dns_latency.py, after it
 SIDES = ("baseline", "controller")
 
 # The span each scenario's throughput is taken over, and what it means.
@@ -703,6 +705,10 @@ def write_all(results: Path = RESULTS, out: Path = RESULTS_MD) -> list[Path]:
     if cli.exists():
         section = cli_latency.markdown(json.loads(cli.read_text()))
         sections.append("## Commands against a running cluster\n\n" + section)
+    dns = results / DNS_LATENCY
+    if dns.exists():
+        section = dns_latency.markdown(json.loads(dns.read_text()))
+        sections.append("## Cluster DNS while the API server is loaded\n\n" + section)
     out.write_text("\n".join(sections))
     written.append(out)
     return written

@@ -43,6 +43,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from benchmarks import (
     admission,
     cpu_guard,
+    dns_latency,
     fairness,
     pod_scale,
     profiling,
@@ -249,6 +250,13 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="the CLI latency (benchmarks/cli_latency.py) last; auto: if 60 s of budget remain",
     )
+    p.add_argument(
+        "--dns",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="cluster DNS latency idle and loaded (benchmarks/dns_latency.py) last; auto: if "
+        "30 s of budget remain",
+    )
     p.add_argument("--qps", type=float, default=500.0)
     p.add_argument("--burst", type=int, default=500)
     p.add_argument("--concurrency", type=int, default=5, help="controller reconcile workers")
@@ -425,6 +433,15 @@ def _finish(run: _Run, data: dict[str, Any], out: Path) -> int:
     ):
         console.print("cli latency: jobset get/describe/tree beside kubectl get ...")
         data["cli_latency"] = run_cli_latency(console, RESULTS / "cli_latency.json")
+    elapsed = time.monotonic() - run.t_start
+    if args.dns == "yes" or (
+        args.dns == "auto" and (not args.budget or elapsed + 30 < args.budget)
+    ):
+        console.print("dns latency: cluster DNS with the API server idle and loaded ...")
+        dns = dns_latency.run(300, command="make bench")
+        console.print(f"dns latency: {dns['unloaded']['median_ms']} ms idle, "
+                      f"{dns['loaded']['median_ms']} ms loaded (median)")  # fmt: skip
+        data["dns_latency"] = dns
     _guard(console, data)
     data["goals"] = report.goals(data)
     data["wall_seconds"] = round(time.monotonic() - run.t_start, 1)

@@ -84,6 +84,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("benchmarks.fairness", "GOAL_SECONDS", r"3-Job JobSet|Goal: within", units=_SECONDS),
     Setting("benchmarks.train_recovery", "GOAL_RATIO", r"InPlaceRestart.*Recreate"),
     Setting("benchmarks.train_recovery", "RESTART_GOAL_RATIO", r"restart phase"),
+    Setting("benchmarks.dns_latency", "GOAL_RATIO", r"loaded median"),
+    Setting(
+        "benchmarks.dns_latency", "GOAL_SLACK_MS", r"loaded median", units=((r"\s*ms\b", 1.0),)
+    ),
     Setting("benchmarks.pod_scale", "ANCHOR_PODS", r"anchor", render=lambda v: f"{v:,.0f}"),
     Setting("benchmarks.pod_scale", "ANCHOR_SECONDS", r"anchor", units=_SECONDS),
     Setting(

@@ -179,3 +179,93 @@ def test_a_body_of_many_typos_gets_a_bounded_answer(sim: SimProcess) -> None:
     assert out.stderr.count("unknown field") == 100
     assert 'unknown field "spec.typo0"' in out.stderr
     assert sim.kubectl("get", "--raw", "/healthz").stdout == "ok"
+
+
+def _get(sim: SimProcess, *what: str) -> Any:
+    return json.loads(sim.kubectl("get", *what, "-o", "json").stdout)
+
+
+def _typoed_deployment(name: str) -> dict[str, Any]:
+    d = _deployment(name, replcas=2)
+    d["metadata"]["labels"] = {"replcas": "a label's key is free"}
+    d["metadata"]["annotations"] = {"example.com/typo": "kept"}
+    pod = d["spec"]["template"]["spec"]
+    pod["containers"][0]["imagePulPolicy"] = "Never"
+    pod["containers"][0]["env"] = [{"name": "E", "value": "1", "valeu": "2"}]
+    pod["nodeSelector"] = {"typo": "kept"}
+    return d
+
+
+def _assert_pruned(d: dict[str, Any]) -> None:
+    assert "replcas" not in d["spec"]
+    container = d["spec"]["template"]["spec"]["containers"][0]
+    assert "imagePulPolicy" not in container
+    assert container["env"] == [{"name": "E", "value": "1"}]
+    assert d["metadata"]["labels"] == {"replcas": "a label's key is free"}
+    assert d["metadata"]["annotations"]["example.com/typo"] == "kept"
+    assert d["spec"]["template"]["spec"]["nodeSelector"] == {"typo": "kept"}
+    fields = json.dumps(d["metadata"].get("managedFields") or [])
+    assert "f:replcas" not in fields
+    assert "f:imagePulPolicy" not in fields and "f:valeu" not in fields
+
+
+def test_ignored_unknown_fields_of_built_in_types_are_not_stored(sim: SimProcess) -> None:
+    """`--validate=false` (Ignore), `create --validate=ignore`, server-side apply and a
+    client that does not say (Warn): every verb stores the object as kube-apiserver's
+    decoding keeps it, unknown fields dropped at every depth, free-keyed maps whole."""
+    out = _apply(sim, _typoed_deployment("pruned"), "--validate=false")
+    assert out.returncode == 0, out.stderr
+    _assert_pruned(_get(sim, "deployment", "pruned"))
+    out = sim.kubectl(
+        "create", "--validate=ignore", "-f", "-",
+        input=json.dumps(_typoed_deployment("created")), check=False,
+    )  # fmt: skip
+    assert out.returncode == 0 and "unknown field" not in out.stderr, out.stderr
+    _assert_pruned(_get(sim, "deployment", "created"))
+    out = _apply(sim, _typoed_deployment("ssa"), "--server-side", "--validate=false")
+    assert out.returncode == 0, out.stderr
+    _assert_pruned(_get(sim, "deployment", "ssa"))
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "free"},
+          "data": {"replcas": "1", "a.b": "2"}, "dat": {"x": "y"}}  # fmt: skip
+    assert _apply(sim, cm, "--validate=false").returncode == 0
+    stored = _get(sim, "configmap", "free")
+    assert stored["data"] == {"replcas": "1", "a.b": "2"} and "dat" not in stored
+
+
+def test_warn_warns_and_drops(sim: SimProcess) -> None:
+    out = _apply(sim, _typoed_deployment("warn-drop"), "--validate=warn")
+    assert out.returncode == 0, out.stderr
+    assert 'Warning: unknown field "spec.replcas"' in out.stderr
+    assert 'unknown field "spec.template.spec.containers[0].env[0].valeu"' in out.stderr
+    _assert_pruned(_get(sim, "deployment", "warn-drop"))
+    out = sim.kubectl(
+        "patch", "deployment", "warn-drop", "--type", "merge", "-p",
+        json.dumps({"spec": {"minReadySeconds": 3, "minReadySecnds": 4}}),
+    )  # fmt: skip
+    assert 'Warning: unknown field "spec.minReadySecnds"' in out.stderr
+    spec = _get(sim, "deployment", "warn-drop")["spec"]
+    assert spec["minReadySeconds"] == 3 and "minReadySecnds" not in spec
+
+
+def test_a_status_write_drops_unknown_status_fields(sim: SimProcess) -> None:
+    assert _apply(sim, _deployment("status")).returncode == 0
+    sim.kubectl(
+        "patch", "deployment", "status", "--subresource=status", "--type", "merge", "-p",
+        json.dumps({"status": {"observedGeneration": 1, "replcas": 5}}),
+    )  # fmt: skip
+    status = _get(sim, "deployment", "status")["status"]
+    assert status.get("observedGeneration") == 1 and "replcas" not in status
+
+
+def test_a_body_of_many_unknown_fields_is_stored_without_them(sim: SimProcess) -> None:
+    """Hostile input: ten thousand unknown fields under Ignore, at the top of the spec and
+    in every container, cost one walk and are all gone."""
+    deployment = _deployment("flood-ignored", **{f"typo{i}": i for i in range(10_000)})
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    containers += [{"name": f"c{i}", "image": "busybox", f"typo{i}": i} for i in range(200)]
+    assert _apply(sim, deployment, "--validate=false").returncode == 0
+    stored = _get(sim, "deployment", "flood-ignored")
+    assert not [k for k in stored["spec"] if k.startswith("typo")]
+    kept = stored["spec"]["template"]["spec"]["containers"]
+    assert len(kept) == 201 and not [k for c in kept for k in c if k.startswith("typo")]
+    assert sim.kubectl("get", "--raw", "/healthz").stdout == "ok"

@@ -155,14 +155,6 @@ class ApiCore:
             obj = hook.before_write(rt, obj, old, req)
         return obj
 
-    async def _off_loop(
-        self, req: Request, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs
-    ) -> R:
-        """`fn(*args)`, in a worker thread when the request is large (OFF_LOOP_BYTES)."""
-        if req.body_bytes >= OFF_LOOP_BYTES:
-            return await asyncio.to_thread(fn, *args, **kwargs)
-        return fn(*args, **kwargs)
-
     async def create(
         self,
         rt: ResourceType,
@@ -175,8 +167,8 @@ class ApiCore:
         req = req or Request()
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
-        if not applied:  # an apply's configuration was checked as such
-            await self._check_fields(rt, body, req)
+        if not applied:  # an apply's configuration was checked and pruned as such
+            body = await _decoded(rt, body, req)
         if rt.storage is not None:
             check_kind(rt, dict(body))
             rt, body = self._stored(rt), eventsapi.to_core(body)
@@ -188,37 +180,26 @@ class ApiCore:
         set_create_fields(rt, meta)
         strategy = self._strategy(rt)
         obj = strategy.prepare_for_create(rt, obj)
-        obj = await self._off_loop(req, self._run_hooks, rt, obj, None, req)
+        obj = await _off_loop(req, self._run_hooks, rt, obj, None, req)
         attrs = AdmissionAttributes(rt, "", namespace, meta["name"], "CREATE", req)
         if self.admission is not None:
             mutated = await self.admission.mutate(attrs, obj, None)
             if mutated is not obj:  # a webhook patched it: prune and default the result
-                obj = await self._off_loop(req, self._run_hooks, rt, mutated, None, req)
-        causes = await self._off_loop(req, self._validate, rt, strategy, obj, None)
+                mutated = fieldvalidation.pruned(rt, mutated)
+                obj = await _off_loop(req, self._run_hooks, rt, mutated, None, req)
+        causes = await _off_loop(req, self._validate, rt, strategy, obj, None)
         if causes:
             raise invalid(rt.group, rt.kind, obj["metadata"]["name"], causes)
         if self.admission is not None:
             await self.admission.validate(attrs, obj, None)
         if not applied:  # an apply already recorded its manager's Apply entry
-            obj = await self._off_loop(
-                req, fieldmanagers.record_managers, obj, None, req, "Update", rt
-            )
+            obj = await _off_loop(req, fieldmanagers.record_managers, obj, None, req, "Update", rt)
         # No await from this check to the commit: nothing can be stored in between.
         if self.store.get(rt.key, (namespace, obj["metadata"]["name"])) is not None:
             raise already_exists(rt.group, rt.plural, obj["metadata"]["name"])
         if req.dry_run:
             return obj
         return self._commit(rt, obj, None)
-
-    async def _check_fields(self, rt: ResourceType, body: dict[str, Any], req: Request) -> None:
-        """A create or update body's unknown and duplicate fields, as `fieldValidation`
-        says (fieldvalidation.py): refused, warned about or ignored."""
-        if req.field_validation not in ("Warn", "Strict"):
-            return
-        raw = req.raw_body or None
-        problems = await self._off_loop(req, fieldvalidation.body_problems, rt, raw, body)
-        kind = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-        fieldvalidation.enforce(problems, req, kind)
 
     def _stored(self, view: ResourceType) -> ResourceType:
         """The type whose store a view type (`ResourceType.storage`) reads and writes."""
@@ -270,8 +251,7 @@ class ApiCore:
         req = req or Request()
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
-        if subresource != "status":  # the controllers' hot path; their status is theirs
-            await self._check_fields(rt, body, req)
+        body = await _decoded(rt, body, req, subresource)
         if rt.storage is not None:
             check_kind(rt, dict(body))
             rt, body = self._stored(rt), eventsapi.to_core(body)
@@ -339,18 +319,19 @@ class ApiCore:
             obj["metadata"]["generation"] = old_meta.get("generation", 1)
         else:
             obj["metadata"].pop("generation", None)
-        obj = await self._off_loop(req, self._run_hooks, rt, obj, old, req)
+        obj = await _off_loop(req, self._run_hooks, rt, obj, old, req)
         attrs = AdmissionAttributes(rt, subresource, namespace, name, "UPDATE", req)
         admission = self.admission if admit else None
         if admission is not None:
             mutated = await admission.mutate(attrs, obj, old)
             if mutated is not obj:  # a webhook patched it: prune and default the result
-                obj = await self._off_loop(req, self._run_hooks, rt, mutated, old, req)
+                mutated = fieldvalidation.pruned(rt, mutated, subresource)
+                obj = await _off_loop(req, self._run_hooks, rt, mutated, old, req)
         # After mutating admission, as kube-apiserver's PrepareForUpdate: a change a webhook
         # takes back (defaults a re-applied manifest lacked) is no new generation.
         if tracked and subresource != "status" and content(obj) != content(old):
             obj["metadata"]["generation"] = old_meta.get("generation", 1) + 1
-        causes = await self._off_loop(req, self._validate, rt, strategy, obj, old)
+        causes = await _off_loop(req, self._validate, rt, strategy, obj, old)
         if causes:
             raise invalid(rt.group, rt.kind, name, causes)
         if admission is not None:
@@ -358,7 +339,7 @@ class ApiCore:
         if operation != "Apply":
             # The diff of a large object runs off the loop,
             # before the version check: from the check to the commit nothing awaits.
-            obj = await self._off_loop(
+            obj = await _off_loop(
                 req, fieldmanagers.record_managers, obj, old, req, "Update", rt, subresource
             )
         current = self.store.get(rt.key, (namespace, name))
@@ -394,8 +375,10 @@ class ApiCore:
                 raise _view_apply_refused(rt)
             view, rt = rt, self._stored(rt)
         checking = req.field_validation in ("Warn", "Strict") and subresource != "status"
-        if checking and content_type in fieldmanagers.APPLY_TYPES and isinstance(body, dict):
-            fieldvalidation.enforce(fieldvalidation.apply_problems(rt, body), req)
+        if content_type in fieldmanagers.APPLY_TYPES and isinstance(body, dict):
+            if checking:
+                fieldvalidation.enforce(fieldvalidation.apply_problems(rt, body), req)
+            body = fieldvalidation.pruned(rt, body)  # nor is any manager's field unknown
         for attempt in range(8):
             old = self.store.get(rt.key, (namespace, name))
             if content_type in fieldmanagers.APPLY_TYPES:
@@ -412,6 +395,7 @@ class ApiCore:
                     raw = req.raw_body or None
                     found = fieldvalidation.patch_problems(rt, content_type, raw, body, patched)
                     fieldvalidation.enforce(found, req)
+                patched = fieldvalidation.pruned(rt, patched, subresource)
             want_rv = (patched.get("metadata") or {}).get("resourceVersion")
             check_version(rt, name, want_rv, old)
             obj = copy_meta(patched)
@@ -468,6 +452,28 @@ class ApiCore:
     def force_remove(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Remove at once, whatever the finalizers: for a kubelet ending a pod's grace period."""
         self._deleter.force_remove(rt, obj)
+
+
+async def _off_loop(req: Request, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`fn(*args)`, in a worker thread when the request is large (OFF_LOOP_BYTES)."""
+    if req.body_bytes >= OFF_LOOP_BYTES:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    return fn(*args, **kwargs)
+
+
+async def _decoded(
+    rt: ResourceType, body: dict[str, Any], req: Request, subresource: str = ""
+) -> dict[str, Any]:
+    """A create or update body as decoding it keeps it: its unknown and duplicate fields
+    refused, warned about or ignored as `fieldValidation` says, and the unknown ones
+    dropped whatever it says (fieldvalidation.py). A status write - the controllers' hot
+    path - is not checked (its status is its writer's) and is pruned in `.status` only."""
+    if subresource != "status" and req.field_validation in ("Warn", "Strict"):
+        raw = req.raw_body or None
+        problems = await _off_loop(req, fieldvalidation.body_problems, rt, raw, body)
+        kind = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+        fieldvalidation.enforce(problems, req, kind)
+    return await _off_loop(req, fieldvalidation.pruned, rt, body, subresource)
 
 
 def _view_apply_refused(rt: ResourceType) -> ApiError:

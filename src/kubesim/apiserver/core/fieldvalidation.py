@@ -3,8 +3,10 @@ duplicate fields of a create, update, patch or apply body.
 
 `Strict` refuses the request (400, `strict decoding error: unknown field "spec.replcas"`,
 the whole list in one message); `Warn` - the default when a client does not say, as in
-kube-apiserver since 1.27 - answers each as a `Warning` header; `Ignore` drops unknown
-fields silently, as before. Built-in types are checked against their fields
+kube-apiserver since 1.27 - answers each as a `Warning` header; `Ignore` says nothing.
+Whatever the value, what is stored has no unknown field: `pruned` drops a built-in
+object's as decoding into its Go type does (from the table Strict reads, so what Strict
+refuses is what is dropped), and a custom resource's are pruned by its schema (the CRD hook). Built-in types are checked against their fields
 (`machinery/schema/strict.py`), custom resources against their structural schema with
 `x-kubernetes-preserve-unknown-fields` honoured. At most `MAX_REPORTED` problems are
 reported per request: a body made of a million typos costs its walk, not a million-line
@@ -24,6 +26,8 @@ from kubesim.machinery.schema.strict import (
     builtin_model,
     duplicate_fields,
     load_pairs,
+    prune_field,
+    prune_typed,
     schema_unknown_fields,
     typed_problems,
     typed_unknown_fields,
@@ -35,6 +39,7 @@ __all__ = [
     "body_problems",
     "enforce",
     "patch_problems",
+    "pruned",
 ]
 
 MAX_REPORTED: Final = 100
@@ -65,6 +70,20 @@ def _unknown(rt: ResourceType, obj: Mapping[str, Any]) -> list[str]:
         return schema_unknown_fields(obj, rt.crd["compiled"])
     model = builtin_model(rt.group, rt.version, rt.kind)
     return sorted(typed_unknown_fields(obj, model)) if model is not None else []
+
+
+def pruned(rt: ResourceType, obj: dict[str, Any], subresource: str = "") -> dict[str, Any]:
+    """A built-in object without its unknown fields (`obj` itself when it has none); a
+    status write is pruned in `.status` only, the one part of it that is kept."""
+    if rt.crd is not None:
+        return obj
+    model = builtin_model(rt.group, rt.version, rt.kind)
+    if model is None:
+        return obj
+    if subresource == "status":
+        return prune_field(obj, model, "status")
+    out: dict[str, Any] = prune_typed(obj, model)
+    return out
 
 
 def body_problems(rt: ResourceType, raw: bytes | None, body: Any) -> list[str]:

@@ -11,12 +11,15 @@ them (`fieldValidation=Strict|Warn`).
   ObjectMeta and decoded as a built-in type.
 
 Paths read as kube-apiserver's: `spec.template.spec.containers[0].imagePullPolicy`.
+
+`prune_typed` drops what `typed_unknown_fields` reports, from the same table: what a
+built-in object keeps once decoded into its Go type, whatever `fieldValidation` says.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any, Final
@@ -29,6 +32,8 @@ __all__ = [
     "duplicate_fields",
     "load_pairs",
     "pairs_to_json",
+    "prune_field",
+    "prune_typed",
     "schema_unknown_fields",
     "typed_problems",
     "typed_unknown_fields",
@@ -81,6 +86,7 @@ def _table() -> dict[str, dict[str, str]]:
     return table
 
 
+@cache
 def builtin_model(group: str, version: str, kind: str) -> str | None:
     """The model of a built-in kind (`V1Pod`, `EventsV1Event`, ...), None when unknown."""
     prefix = (group.split(".")[0] if group else "core").capitalize()
@@ -93,6 +99,7 @@ def builtin_model(group: str, version: str, kind: str) -> str | None:
     return None
 
 
+@cache
 def _element(type_name: str) -> tuple[str, str]:
     """('list'|'map'|'one', the element's type) of a model's field type."""
     if type_name.startswith("list[") and type_name.endswith("]"):
@@ -100,6 +107,73 @@ def _element(type_name: str) -> tuple[str, str]:
     if type_name.startswith("dict(") and type_name.endswith(")"):
         return "map", type_name.split(",", 1)[1].strip()[:-1]
     return "one", type_name
+
+
+@cache
+def _descends(type_name: str) -> bool:
+    """Whether a value of this field type can hold an object with fields of its own."""
+    return _element(type_name)[1] in _table()
+
+
+@cache
+def _plan(type_name: str) -> tuple[str, str, dict[str, str] | None]:
+    """What pruning a value of this type needs: its shape, its element type, and for an
+    object type its fields, each with the type to descend into ("" for a leaf)."""
+    shape, element = _element(type_name)
+    fields = _table().get(element)
+    if fields is None:
+        return shape, element, None
+    return shape, element, {k: v if _descends(v) else "" for k, v in fields.items()}
+
+
+def prune_typed(value: Any, type_name: str) -> Any:
+    """`value` without the fields its built-in type does not have: `value` itself when it
+    has none (the common case costs a walk, no copy), else a copy along the dropped paths."""
+    shape, element, plan = _plan(type_name)
+    if shape == "list":
+        return _prune_items(value, element, enumerate(value)) if isinstance(value, list) else value
+    if shape == "map":
+        return _prune_items(value, element, value.items()) if isinstance(value, dict) else value
+    if plan is None or not isinstance(value, dict):
+        return value
+    out: dict[str, Any] | None = None
+    for key, item in value.items():
+        sub = plan.get(key)
+        if sub is None:
+            out = dict(value) if out is None else out
+            del out[key]
+        elif sub:
+            new = prune_typed(item, sub)
+            if new is not item:
+                out = dict(value) if out is None else out
+                out[key] = new
+    return value if out is None else out
+
+
+def _prune_items(container: Any, element: str, items: Iterable[tuple[Any, Any]]) -> Any:
+    """A list's or a free-keyed map's elements pruned as `element` (keys all kept)."""
+    if not _descends(element):
+        return container
+    out: Any = None
+    for key, item in items:
+        new = prune_typed(item, element)
+        if new is not item:
+            out = (
+                (list(container) if isinstance(container, list) else dict(container))
+                if out is None
+                else out
+            )
+            out[key] = new
+    return container if out is None else out
+
+
+def prune_field(obj: dict[str, Any], model: str, key: str) -> dict[str, Any]:
+    """`obj` with only its field `key` pruned (a status write changes nothing else)."""
+    sub = _table().get(model, {}).get(key)
+    if sub is None or key not in obj:
+        return obj
+    new = prune_typed(obj[key], sub)
+    return obj if new is obj[key] else {**obj, key: new}
 
 
 def _typed_walk(tree: Any, type_name: str, path: str, out: list[tuple[str, str]]) -> None:
