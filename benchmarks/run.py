@@ -122,43 +122,33 @@ def _pod_scale_sizes(flag: str, large: bool) -> list[int]:
     return list(pod_scale.LARGE_PODS) if large else [pod_scale.BENCH_PODS]
 
 
-def run_placement(console: Console, out: Path) -> dict[str, Any] | None:
-    cmd = [sys.executable, "-m", "benchmarks.placement", "--domains", "64", "--pods", "8"]
-    cmd += ["--out", str(out)]
+def run_module(console: Console, module: str, out: Path, *args: str) -> dict[str, Any] | None:
+    """Run `python -m benchmarks.MODULE ARGS --out OUT` from the repository and read OUT;
+    None, with the tail of what it printed, when it fails."""
+    cmd = [sys.executable, "-m", f"benchmarks.{module}", *args, "--out", str(out)]
     proc = subprocess.run(
         cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1]
     )
     if proc.returncode != 0:
-        console.print(f"[red]placement benchmark failed[/red]\n{proc.stdout[-2000:]}")
+        tail = (proc.stdout + proc.stderr)[-2000:]
+        console.print(f"[red]{module} benchmark failed[/red]\n{tail}")
         return None
     data: dict[str, Any] = json.loads(out.read_text())
     return data
+
+
+def run_placement(console: Console, out: Path) -> dict[str, Any] | None:
+    return run_module(console, "placement", out, "--domains", "64", "--pods", "8")
 
 
 def run_gang(console: Console, out: Path) -> dict[str, Any] | None:
     """benchmarks/gang.py: gangs competing for a cluster that holds only some of them."""
-    cmd = [sys.executable, "-m", "benchmarks.gang", "--out", str(out)]
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1]
-    )
-    if proc.returncode != 0:
-        console.print(f"[red]gang benchmark failed[/red]\n{proc.stdout[-2000:]}")
-        return None
-    data: dict[str, Any] = json.loads(out.read_text())
-    return data
+    return run_module(console, "gang", out)
 
 
 def run_cli_latency(console: Console, out: Path) -> dict[str, Any] | None:
     """benchmarks/cli_latency.py: jobset get/describe/tree beside kubectl get, wall time."""
-    cmd = [sys.executable, "-m", "benchmarks.cli_latency", "--out", str(out)]
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1]
-    )
-    if proc.returncode != 0:
-        console.print(f"[red]cli latency benchmark failed[/red]\n{proc.stderr[-2000:]}")
-        return None
-    data: dict[str, Any] = json.loads(out.read_text())
-    return data
+    return run_module(console, "cli_latency", out)
 
 
 def main(argv: list[str] | None = None) -> int:
