@@ -58,7 +58,7 @@ from jobset.api.types import (
     subdomain,
 )
 from jobset.api.validation import semantic_equal
-from jobset.controllers.classify import Children, job_restarts
+from jobset.controllers.classify import ChildLists, job_restarts
 from jobset.controllers.jobfacts import facts_of, split_job_name
 from jobset.controllers.volumes import add_volumes
 from jobset.placement.labels import (
@@ -624,7 +624,7 @@ def _gaps(indices: Iterable[int], count: int) -> list[int]:
 def missing_indices(
     js: Mapping[str, Any],
     rjob: Mapping[str, Any],
-    children: Children,
+    children: ChildLists,
     *,
     existing: Set[str] | None = None,
     indices: Iterable[int] | None = None,
