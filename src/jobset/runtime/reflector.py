@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 
-from jobset.runtime.client import ApiError, Client, Object, Resource
+from jobset.runtime.client import ApiError, Client, Object, Resource, WatchDecoder
 from jobset.runtime.logging import get_logger
 
 __all__ = ["YIELD_EVERY", "Reflector", "ReflectorSink"]
@@ -68,6 +68,7 @@ class Reflector:
         label_selector: str = "",
         field_selector: str = "",
         transform: Callable[[Object], Object] | None = None,
+        decode: WatchDecoder | None = None,
         page_size: int = 500,
         min_watch_timeout: int = 300,
         backoff_initial: float = 0.8,
@@ -81,6 +82,7 @@ class Reflector:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.transform = transform
+        self.decode = decode
         self.page_size = page_size
         self.min_watch_timeout = min_watch_timeout
         self.backoff_initial = backoff_initial
@@ -169,6 +171,7 @@ class Reflector:
                 allow_bookmarks=True,
                 label_selector=self.label_selector,
                 field_selector=self.field_selector,
+                decode=self.decode,
             ) as events:
                 self.watches += 1
                 established = True
