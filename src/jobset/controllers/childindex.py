@@ -88,6 +88,7 @@ class ChildIndex:
         self._suspended: dict[str, dict[str, Job]] = {}
         self._indices: dict[str, dict[int, int]] = {}  # rjob -> index -> Jobs with it
         self._restarts = 0
+        self._rjob_of_head: dict[str, str | None] = {}  # a name's head -> its ReplicatedJob
 
     @classmethod
     def of(cls, jobs: Iterable[Job]) -> ChildIndex:
@@ -138,21 +139,44 @@ class ChildIndex:
             self._key, self._prefix, self._restart_job = params.key, params.prefix, restart_job
             self._counts, self._targets = params.counts, params.targets
             self._restarts = params.restarts
-            self._reset()
-            pending: Iterable[str] = list(self._records)
+            self._rebuild()
         else:
-            pending = self._pending
-        for k in pending:
-            self._reclassify(k)
+            for k in self._pending:
+                self._reclassify(k)
         self._pending = set()
 
-    def _reset(self) -> None:
-        self._entries.clear()
-        self._buckets = {b: {} for b in BUCKETS}
+    def _rebuild(self) -> None:
+        """Every Job classified anew: `_reclassify` of each into empty tables, in one loop
+        (the first pass over a JobSet, and one after a restart, do this for all its Jobs)."""
+        self._rjob_of_head = {}
+        entries: dict[str, tuple[str, JobFacts, Job, tuple[str, int] | None]] = {}
+        buckets: dict[str, dict[str, Job]] = {b: {} for b in BUCKETS}
+        tally: Tally = {}
+        suspended: dict[str, dict[str, Job]] = {}
+        indices: dict[str, dict[int, int]] = {}
+        self._buckets, self._tally, self._suspended, self._indices = (
+            buckets,
+            tally,
+            suspended,
+            indices,
+        )
         self._sorted.clear()
-        self._tally.clear()
-        self._suspended.clear()
-        self._indices.clear()
+        restart_job, counts, restarts = self._restart_job, self._counts, self._restarts
+        targets = self._targets
+        for key, job in self._records.items():
+            facts = facts_of(job)
+            bucket = bucket_of(facts, restart_job, counts, restarts, targets)
+            rjob_index = self._rjob_index(facts)
+            entries[key] = (bucket, facts, job, rjob_index)
+            buckets[bucket][key] = job
+            if bucket != PREVIOUS:
+                count_job(tally, facts, bucket, 1)
+                if bucket == ACTIVE and facts.suspended:
+                    suspended.setdefault(facts.rjob or "", {})[key] = job
+            if rjob_index is not None:
+                held = indices.setdefault(rjob_index[0], {})
+                held[rjob_index[1]] = held.get(rjob_index[1], 0) + 1
+        self._entries = entries
 
     def _reclassify(self, key: str) -> None:
         old = self._entries.pop(key, None)
@@ -169,9 +193,15 @@ class ChildIndex:
 
     def _rjob_index(self, facts: JobFacts) -> tuple[str, int] | None:
         """(ReplicatedJob, index) as the Job's name gives them (`jobs.indices_of`)."""
-        if facts.name_index is None or not facts.name_head.startswith(self._prefix):
+        if facts.name_index is None:
             return None
-        return facts.name_head[len(self._prefix) :], facts.name_index
+        head = facts.name_head
+        try:
+            rjob = self._rjob_of_head[head]
+        except KeyError:
+            found = head[len(self._prefix) :] if head.startswith(self._prefix) else None
+            rjob = self._rjob_of_head[head] = found
+        return None if rjob is None else (rjob, facts.name_index)
 
     def _account(
         self,

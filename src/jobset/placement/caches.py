@@ -127,20 +127,29 @@ _decoder: Final = msgspec.json.Decoder(_PodEvent)
 def pod_record(pod: Object) -> Object:
     """The cache transform: the pod cut to a `PodRecord` (as it is when of another shape)."""
     try:
-        return msgspec.convert(pod, PodRecord)  # type: ignore[return-value]
+        record: Object = msgspec.convert(pod, PodRecord)
+        return record
     except msgspec.ValidationError:
         return pod
 
 
 def decode_pod_event(line: bytes) -> Object:
-    """One pod watch event (`Client.watch`'s `decode`): its type, and its object decoded
-    as a `PodRecord` - what `orjson.loads` then `pod_record` give; anything of another
-    shape, a line that is no JSON included, is left to `orjson.loads`."""
+    """One pod watch event (`Informer`'s `watch_decode`): its type, and its object decoded
+    as a `PodRecord` - what `orjson.loads` then `pod_record` give. An ERROR event (its
+    object a Status) and a line of another shape are parsed by `orjson.loads` (which raises
+    on a line that is no JSON), the object of the latter then cut by `pod_record`."""
     try:
-        return _decoder.decode(line)  # type: ignore[return-value]
+        event: Object = _decoder.decode(line)  # type: ignore[assignment]
+        if event.get("type") != "ERROR":
+            return event
     except msgspec.DecodeError:  # ValidationError included: a shape of its own, parse it all
-        event: Object = orjson.loads(line)
-        return event
+        pass
+    event = orjson.loads(line)
+    if isinstance(event, dict) and event.get("type") != "ERROR":
+        obj = event.get("object")
+        if isinstance(obj, dict):
+            event["object"] = pod_record(obj)
+    return event
 
 
 def pod_informer(manager: Manager) -> Informer:

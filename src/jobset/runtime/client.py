@@ -613,7 +613,8 @@ class Client:
 
 # Parses one watch event line (bytes, maybe with surrounding whitespace) into the event,
 # raising `orjson.JSONDecodeError` for a line that is not JSON, as `orjson.loads` does: a
-# decoder that keeps only what a cache reads of each object (`Client.watch`'s `decode`).
+# decoder that keeps only what a cache reads of each object (`Client.watch`'s `decode`,
+# `Informer`'s `watch_decode`).
 WatchDecoder = Callable[[bytes], Object]
 
 _TIMEOUTS: dict[Any, aiohttp.ClientTimeout] = {}

@@ -7,8 +7,8 @@ stored, and optional periodic resync (an update with old == new for every object
 
 A `watch_decode` parses each watch event line in place of `orjson.loads`: a decoder that
 builds only what the transform keeps (the pod cache's does) saves most of the parse of
-every event. The transform still runs on every object, so the two must agree: decoding a
-line gives the event `orjson.loads` gives, its object as the transform would leave it.
+every event. It gives the event's type and its object as the transform would leave it (the
+transform then runs on listed objects only), so both paths cache the same.
 
 Delivery is synchronous on the event loop: handlers are meant to be cheap (map the object to
 keys and add them to a workqueue). A handler that raises is logged and skipped; it never

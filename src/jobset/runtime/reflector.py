@@ -153,11 +153,13 @@ class Reflector:
             if not token:
                 return objects, str(meta.get("resourceVersion") or "")
 
-    def _prepare(self, obj: Object) -> Object:
+    def _prepare(self, obj: Object, *, decoded: bool = False) -> Object:
         # List items carry no apiVersion/kind; watch objects do. Make them uniform.
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        return self.transform(obj) if self.transform is not None else obj
+        if decoded or self.transform is None:
+            return obj  # a watch decoder leaves its objects as the transform would
+        return self.transform(obj)
 
     async def _watch_once(self) -> None:
         # client-go: a random timeout in [min, 2*min) spreads re-watches of many informers.
@@ -216,6 +218,6 @@ class Reflector:
         if etype not in ("ADDED", "MODIFIED", "DELETED"):
             self.log.warning("unknown watch event type", type=etype)
             return
-        self.sink.apply(etype, self._prepare(obj))
+        self.sink.apply(etype, self._prepare(obj, decoded=self.decode is not None))
         if rv:
             self.last_sync_resource_version = rv

@@ -156,12 +156,11 @@ async def test_pod_watch_decodes_records(client: Client) -> None:
         status = {"phase": "Running", "containerStatuses": [{"name": "c", "restartCount": 2}]}
         await client.patch(PODS, "watched", {"status": status}, ns, subresource="status")
 
-        def running(inf: Informer) -> bool:
-            pod = inf.store.get(f"{ns}/watched")
-            return pod is not None and (pod.get("status") or {}).get("phase") == "Running"
+        def running() -> bool:
+            phases = [(i.store.get(f"{ns}/watched") or {}).get("status") for i in (full, slim)]
+            return all((s or {}).get("phase") == "Running" for s in phases)
 
-        for inf in (full, slim):
-            await eventually(lambda inf=inf: running(inf), within=10, what="the status patch")
+        await eventually(running, within=10, what="the status patch in both caches")
         assert decoded[0] >= 2
         for name in ("listed", "watched"):
             raw = full.store.get(f"{ns}/{name}")
