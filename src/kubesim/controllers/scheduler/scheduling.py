@@ -22,6 +22,7 @@ no preferred affinity / topology spread / image locality scoring, no host ports,
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -200,7 +201,7 @@ class _PodContext:
 
         # Required pod affinity: per term, the domains that already hold a pod matching *all*
         # terms (kube-scheduler's affinityCounts), plus its first-pod-of-a-group exception.
-        self.affinity = required_terms(pod, "podAffinity")
+        self.affinity = required_terms(pod, "podAffinity") if affinity else []
         self.allowed: list[DomainCount] = []
         if len(self.affinity) == 1:
             self.allowed = [snap.term_counts(self.affinity[0])]
@@ -216,11 +217,23 @@ class _PodContext:
         self.first_of_group = not any(a.any() for a in self.allowed) and all(
             t.matches(self.namespace, self.labels) for t in self.affinity
         )
-        self.anti = [
-            (t.topology_key, snap.term_counts(t)) for t in required_terms(pod, "podAntiAffinity")
-        ]
+        anti_terms = required_terms(pod, "podAntiAffinity") if affinity else []
+        self.anti = [(t.topology_key, snap.term_counts(t)) for t in anti_terms]
         self.anti_checks = [(k, c) for k, c in self.anti if c.fixed or c.pos]
         self.existing_anti = snap.existing_anti_affinity(self.namespace, self.labels)
+        # The common pod: nothing but cpu, memory and a pod slot to check on a node without
+        # taints or cordon, and nothing but cpu and memory to score (`scan_fast`).
+        self.fast = (
+            not self.node_selector
+            and self.node_terms is None
+            and volumes is None
+            and not self.affinity
+            and not self.anti_checks
+            and not self.existing_anti
+            and all(n in ("pods", "cpu", "memory") for n in req)
+        )
+        self.cpu = req.get("cpu", 0)
+        self.memory = req.get("memory", 0)
 
     def _tolerates(self, key: str, value: str, effect: str) -> bool:
         for t_key, op, t_value, t_effect in self.tolerations:
@@ -303,6 +316,44 @@ class _PodContext:
             count += 1
         return total // count
 
+    def scan_fast(
+        self, snap: ClusterSnapshot, start: int, wanted: int
+    ) -> tuple[int, int, list[str]]:
+        """The filter and score loop of `schedule()` for a `fast` pod, fused: from node
+        `start` of the rotation, filter until `wanted` nodes pass, scoring each as it passes.
+        Returns (nodes examined, nodes feasible, the names of the best-scoring ones in
+        rotation order): what the general loop finds, without its per-node lists and dict
+        lookups. A node with taints or cordon still goes through `reasons()`."""
+        infos = snap.infos
+        cpu, memory = self.cpu, self.memory
+        shape = (self.nonzero_cpu, self.nonzero_memory)
+        reasons = self.reasons
+        examined = feasible = 0
+        best_score = -1
+        best: list[str] = []
+        for examined, info in enumerate(
+            itertools.chain(itertools.islice(infos, start, None), itertools.islice(infos, start)),
+            1,
+        ):
+            if info.plain:
+                if info.free_pods < 1 or info.free_cpu < cpu or info.free_memory < memory:
+                    continue
+            elif reasons(info) is not None:
+                continue
+            feasible += 1
+            if info.scored_for == shape:
+                s = info.score
+            else:
+                s = info.score = _least_allocated(info, shape)
+                info.scored_for = shape
+            if s > best_score:
+                best_score, best = s, [info.name]
+            elif s == best_score:
+                best.append(info.name)
+            if feasible >= wanted:
+                break
+        return examined, feasible, best
+
     def candidates(self, snap: ClusterSnapshot) -> list[str] | None:
         """A subset of node names that must contain every feasible node, when the pod's
         nodeSelector or pod affinity pins it down; None means "all nodes"."""
@@ -321,6 +372,17 @@ class _PodContext:
             if best is None or len(names) < len(best):
                 best = names
         return best
+
+
+def _least_allocated(info: NodeInfo, shape: tuple[int, int]) -> int:
+    """`_PodContext.score` for a pod that asks for no extended resource, whose cpu and
+    memory as scored are `shape`."""
+    cap = info.alloc_cpu
+    used = info.nonzero_cpu + shape[0]
+    s = (cap - used) * 100 // cap if cap > 0 and used <= cap else 0
+    cap = info.alloc_memory
+    used = info.nonzero_memory + shape[1]
+    return (s + ((cap - used) * 100 // cap if cap > 0 and used <= cap else 0)) // 2
 
 
 def schedule(
@@ -354,9 +416,17 @@ def schedule(
         return None, _prefilter_rejected(spec, len(snap.nodes), volumes.rejected)
     ctx = _PodContext(pod, snap, volumes)
     order = snap.order
+    wanted = nodes_to_score or min(num_feasible_nodes_to_find(len(order)), MAX_NODES_TO_SCORE)
+    if ctx.fast:  # candidates() narrows nothing for such a pod
+        examined, found, best = ctx.scan_fast(snap, rng.randrange(len(order)), wanted)
+        if scan is not None:
+            scan.candidates, scan.examined, scan.feasible = len(order), examined, found
+            scan.existing_anti_matched = False
+        if not best:
+            return None, _diagnose(ctx, snap)
+        return (best[0] if len(best) == 1 else rng.choice(best)), ""
     narrowed = ctx.candidates(snap)
     names = order if narrowed is None else narrowed
-    wanted = nodes_to_score or min(num_feasible_nodes_to_find(len(order)), MAX_NODES_TO_SCORE)
     feasible: list[NodeInfo] = []
     n = len(names)
     examined = 0
