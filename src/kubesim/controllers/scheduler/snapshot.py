@@ -34,6 +34,9 @@ __all__ = ["UNSCHEDULABLE_TAINT", "BoundCounts", "ClusterSnapshot", "NodeInfo"]
 UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
 
 
+_MAX_SHAPES: Final = 1024
+
+
 _NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 
 
@@ -72,7 +75,7 @@ def _node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeInfo:
     """One node as the scheduler sees it: the Node object, what its bound pods request
     (`resource_units`, plus a "pods" count) and those pods.
@@ -101,10 +104,10 @@ class NodeInfo:
     free_cpu: int = field(init=False, default=0)
     free_memory: int = field(init=False, default=0)
     free_pods: int = field(init=False, default=0)
-    # The fast path's last LeastAllocated score here, and the pod (cpu, memory) it was for;
-    # any change to the node's pods or capacity forgets it.
-    scored_for: tuple[int, int] | None = field(init=False, default=None)
-    score: int = field(init=False, default=0)
+    # The fast path's last verdict here (-1: does not fit, else the LeastAllocated score) and
+    # the interned pod shape it was for; any change to the node's pods or capacity forgets it.
+    fit_for: tuple[int, int, int, int] | None = field(init=False, default=None)
+    fit_score: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.refresh()
@@ -112,7 +115,7 @@ class NodeInfo:
     def update_free(self) -> None:
         """Re-derive the `free_*` fields after `requested` or `allocatable` changed."""
         alloc, used = self.allocatable, self.requested
-        self.scored_for = None
+        self.fit_for = None
         self.alloc_cpu = alloc.get("cpu", 0)
         self.alloc_memory = alloc.get("memory", 0)
         self.free_cpu = self.alloc_cpu - used.get("cpu", 0)
@@ -266,6 +269,17 @@ class ClusterSnapshot:
         self._anti_buckets: dict[tuple[str, ...], dict[Term, None]] = {}
         self._anti_groups: dict[tuple[Any, ...], _AntiGroup] = {}
         self.bound = BoundCounts()
+        self._shapes: dict[tuple[int, int, int, int], tuple[int, int, int, int]] = {}
+
+    def intern_shape(self, shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        """One object per pod shape, so a node's cached verdict is checked by identity
+        (`NodeInfo.fit_for`). Forgets them all past `_MAX_SHAPES`, re-scoring nodes then."""
+        found = self._shapes.get(shape)
+        if found is None:
+            if len(self._shapes) >= _MAX_SHAPES:
+                self._shapes.clear()
+            found = self._shapes[shape] = shape
+        return found
 
     # -- nodes ------------------------------------------------------------------------------
 
