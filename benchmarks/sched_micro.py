@@ -77,8 +77,8 @@ def job_pod(job: int, index: int) -> dict[str, Any]:
 def run(pods: int, seed: int = 0) -> dict[str, Any]:
     """Schedule `pods` pods; returns the CPU seconds and what was placed."""
     snap = ClusterSnapshot()
-    for node in parse_node_spec(node_spec(nodes_for(pods)), now="2026-01-01T00:00:00Z"):
-        snap.add_node(node)
+    for node_obj in parse_node_spec(node_spec(nodes_for(pods)), now="2026-01-01T00:00:00Z"):
+        snap.add_node(node_obj)
     rng = random.Random(seed)
     todo = [job_pod(j, i) for j in range(-(-pods // PODS_PER_JOB)) for i in range(PODS_PER_JOB)]
     todo = todo[:pods]

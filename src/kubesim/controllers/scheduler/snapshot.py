@@ -402,13 +402,15 @@ class ClusterSnapshot:
 
     def _replace(self, rec: _PodRecord, pod: dict[str, Any]) -> None:
         """Swap in a newer object of an attached pod whose scheduling facts are unchanged
-        (the confirmed binding of an assumed pod, a status update): nothing is recounted."""
+        (the confirmed binding of an assumed pod, a status update): nothing is recounted. The
+        pod goes last among its node's pods, where removing and adding it would put it."""
         pods = self.nodes[rec.node_name].pods
         old = rec.pod
         for i, p in enumerate(pods):
             if p is old:
-                pods[i] = pod
+                del pods[i]
                 break
+        pods.append(pod)
         rec.pod = pod
 
     def remove_pod(self, pod: dict[str, Any]) -> None:

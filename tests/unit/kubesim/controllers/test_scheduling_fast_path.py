@@ -187,3 +187,19 @@ def test_pod_not_asking_for_cpu_fits_an_overcommitted_node() -> None:
     node_name, message = schedule(heavy, snap, random.Random(0))
     assert node_name is None
     assert message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def test_a_confirmed_binding_goes_last_among_its_nodes_pods() -> None:
+    """Swapping in the API server's bound object keeps the node's pods in the order that
+    removing and adding the pod gives (gang preemption reads them in that order)."""
+    snap = ClusterSnapshot()
+    node = random_node(random.Random(0), "n")
+    node["status"]["allocatable"] = {"cpu": "8", "memory": "8Gi", "pods": "10"}
+    snap.add_node(node)
+    first = snap.assume(random_pod(random.Random(1), "a"), "n")
+    second = snap.assume(random_pod(random.Random(2), "b"), "n")
+    confirmed = {**first, "status": {"phase": "Running"}}
+    snap.add_pod(confirmed)
+    assert snap.nodes["n"].pods == [second, confirmed]
+    assert snap.nodes["n"].pods[1] is confirmed
+    assert free(snap) == recount(snap)
