@@ -325,8 +325,10 @@ class Scheduler:
             except Exception as exc:  # one odd claim must not stop scheduling
                 log.exception("reading a pod's claims failed", pod=f"{key[0]}/{key[1]}")
                 volumes = PodVolumes(rejected=f"error reading the pod's claims: {exc}")
-            # A pod's claims are its own: its verdict is not shared with look-alikes.
-            sig = _signature(pod) if volumes is None else b""
+            # A pod's claims are its own: its verdict is not shared with look-alikes. The
+            # signature is only worked out when there is a verdict to share or to look up.
+            shared = volumes is None
+            sig = _signature(pod) if shared and verdicts else b""
             self.cycles += 1
             cached = verdicts.get(sig) if sig else None
             if cached is None:
@@ -353,8 +355,8 @@ class Scheduler:
                     bindings.append((pod, node))
                     verdicts.clear()  # a new placement may satisfy someone's affinity
                     continue
-                if sig:
-                    verdicts[sig] = (message, cost)
+                if shared:
+                    verdicts[sig or _signature(pod)] = (message, cost)
             else:
                 message, cost = cached
                 self.cost += cost
