@@ -456,8 +456,8 @@ class Scheduler:
                 log.info("placing a claim failed", object=meta["name"], error=str(err))
 
     async def _bind(self, pod: dict[str, Any], node: str) -> bool:
-        """Bind through the binding subresource (spec.nodeName, with the admission
-        kube-apiserver gives a Binding), then set PodScheduled=True."""
+        """Bind through the binding subresource: spec.nodeName and PodScheduled=True in one
+        write, with the admission kube-apiserver gives a Binding."""
         meta = pod["metadata"]
         ns, name, uid = meta.get("namespace", ""), meta["name"], meta.get("uid")
         current = self.core.store.get(_PODS, (ns, name))
@@ -484,7 +484,6 @@ class Scheduler:
             if err.code not in (404, 409):
                 log.warning("binding failed", pod=f"{ns}/{name}", node=node, error=str(err))
             return False
-        await self._set_scheduled(ns, name, uid, "True", "", "")
         self.recorder.event(
             current,
             "Normal",
