@@ -567,8 +567,7 @@ async def job_creation_runs(runs: int) -> dict[str, Any]:
         return out
     for phase in ("with_webhook", "without_webhook"):
         out[phase] = {
-            key: statistics.median(r[phase][key] for r in results)
-            for key in results[0][phase]
+            key: statistics.median(r[phase][key] for r in results) for key in results[0][phase]
         }
     out["pod_rate_with_over_without"] = round(
         statistics.median(

@@ -94,6 +94,7 @@ from kubesim.apiserver.core.webhookconfig import (
     request_namespace,
     rule_matches,
 )
+from kubesim.apiserver.core.webhookpatch import apply_patch
 from kubesim.apiserver.registry.registry import Registry
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.machinery.cel import CelError, LazyVariables
@@ -497,7 +498,7 @@ class WebhookAdmission:
                 "supported for this operation"
             )
         try:
-            patched = jsonpatch.apply_patch(_versioned(obj, inv.rt), operations)
+            patched = apply_patch(_versioned(obj, inv.rt), operations)
         except (
             jsonpatch.JsonPatchException,
             jsonpatch.JsonPointerException,

@@ -21,13 +21,13 @@ import orjson
 
 from kubesim.apiserver import certs
 from kubesim.apiserver.core.store import Store
+from kubesim.apiserver.core.webhookconfig import Webhook
 from kubesim.apiserver.core.webhookhttp import (
     Endpoint,
     HttpPool,
     ProtocolError,
     request_bytes,
 )
-from kubesim.apiserver.core.webhookconfig import Webhook
 
 __all__ = [
     "CallError",

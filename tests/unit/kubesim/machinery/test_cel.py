@@ -1111,7 +1111,9 @@ def test_has_on_a_lazy_variable_converts_nothing() -> None:
     meta = {"labels": {"a": "1"}, "managedFields": [{"manager": "m", "fieldsV1": {}}]}
     condition = "!has(oldObject.metadata.labels) || !has(object.metadata.annotations)"
     program = compile_expression(condition, _ADMISSION_VARIABLES)
-    variables = LazyVariables({"object": {"metadata": meta}, "oldObject": {"metadata": meta}}, convert)
+    variables = LazyVariables(
+        {"object": {"metadata": meta}, "oldObject": {"metadata": meta}}, convert
+    )
     assert program.evaluate(variables) == celtypes.BoolType(True)
     assert converted == []
 
