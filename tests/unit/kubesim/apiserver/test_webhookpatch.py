@@ -116,3 +116,46 @@ def test_the_same_errors_as_jsonpatch(operations: list[Any]) -> None:
     assert type(ours.value) is type(theirs.value)
     assert str(ours.value) == str(theirs.value)
     assert pod == before
+
+
+EDGES: list[Any] = [
+    [{"op": "add", "path": "/spec/containers/2", "value": {"name": "end"}}],
+    [{"op": "add", "path": "/spec/containers/0", "value": {"name": "first"}}],
+    [{"op": "add", "path": "/spec/containers/3", "value": {}}],
+    [{"op": "add", "path": "/spec/containers/01/name", "value": "x"}],
+    [{"op": "replace", "path": "/spec/containers/-", "value": {}}],
+    [{"op": "remove", "path": "/spec/containers/-"}],
+    [{"op": "replace", "path": "/spec/containers/1", "value": {"name": "r"}}],
+    [{"op": "remove", "path": "/spec/containers/1"}],
+    [{"op": "remove", "path": "/metadata/labels/a"}],
+    [{"op": "add", "path": "/metadata/name/x", "value": 1}],
+    [{"op": "add", "path": "/metadata/labels/~2", "value": "1"}],
+    [{"op": "add", "path": "/metadata/labels/b"}],
+    [{"op": "replace", "path": "/metadata/labels/a"}],
+    [{"op": "add", "path": "/metadata/labels/b", "value": "1"}, {"op": "nope", "path": "/a"}],
+    [{"op": "add", "path": "/metadata/-", "value": "1"}],
+    [{"op": "add", "path": "/spec/containers/-/name", "value": "1"}],
+    [
+        {"op": "add", "path": "/metadata/labels/b", "value": "1"},
+        {"op": "remove", "path": "/metadata/labels/b"},
+        {"op": "replace", "path": "/metadata/labels/a", "value": "2"},
+    ],
+]
+
+
+@pytest.mark.parametrize("operations", EDGES)
+def test_edges_behave_as_jsonpatch(operations: list[Any]) -> None:
+    """Indexes at and past the end, `-`, bad escapes, missing members: the same result or
+    the same error, and the object passed in untouched either way."""
+    pod = _pod()
+    before = copy.deepcopy(pod)
+    try:
+        expected: Any = jsonpatch.apply_patch(copy.deepcopy(pod), copy.deepcopy(operations))
+    except Exception as exc:
+        expected = (type(exc), str(exc))
+    try:
+        got: Any = apply_patch(pod, copy.deepcopy(operations))
+    except Exception as exc:
+        got = (type(exc), str(exc))
+    assert got == expected
+    assert pod == before
