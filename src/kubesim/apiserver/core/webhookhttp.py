@@ -92,9 +92,13 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self._fail(ProtocolError(f"malformed HTTP response: {exc}"))
-        except ProtocolError as exc:  # raised by a callback below
-            self._fail(exc)
+            # A limit a callback below enforced reaches here wrapped in the parser's error.
+            cause = exc.__context__
+            self._fail(
+                cause
+                if isinstance(cause, ProtocolError)
+                else ProtocolError(f"malformed HTTP response: {exc}")
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
