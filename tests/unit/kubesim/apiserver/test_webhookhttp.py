@@ -208,6 +208,7 @@ async def test_garbage_is_a_protocol_error(
 @pytest.mark.parametrize(
     ("partial", "message"),
     [(b"", "EOF"), (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{", "unexpected EOF")],
+    ids=["before-any-byte", "mid-answer"],
 )
 async def test_connection_cut_before_the_whole_answer(
     serve: Callable[..., Awaitable[RawServer]], partial: bytes, message: str
