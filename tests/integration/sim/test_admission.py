@@ -598,6 +598,45 @@ async def test_bad_responses_follow_failure_policy(
     assert hooks.calls("/v2") == []
 
 
+async def test_an_answer_that_is_not_http_fails_the_call(api: client.ApiClient) -> None:
+    """Bytes that are no HTTP response are a failure to call the webhook, with the
+    parser's reason, and `failurePolicy` decides."""
+    ca_cert, ca_key = certs.make_ca("raw-ca")
+    cert, key = certs.make_serving_cert(ca_cert, ca_key, ["127.0.0.1"])
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HELLO\r\n\r\n")
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(
+        handle, "127.0.0.1", 0, ssl=certs.server_ssl_context(cert, key)
+    )
+    try:
+        url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/v"
+        hook = webhook("garbage.example.com", HookServer("", 0, ca_cert), "", url=url)
+        await register(api, "garbage", hook)
+        code, status = await rejected(create_cm(api, "a"))
+        assert code == 500
+        assert status["message"].startswith(
+            'Internal error occurred: failed calling webhook "garbage.example.com": failed to '
+            f'call webhook: Post "{url}?timeout=10s": malformed HTTP response: '
+        )
+        await client.AdmissionregistrationV1Api(api).delete_validating_webhook_configuration(
+            "garbage"
+        )
+        await register(api, "ignored", {**hook, "failurePolicy": "Ignore"})
+        await create_cm(api, "b")
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
 # ------------------------------------------------------------------------- services, dry run
 
 
