@@ -152,7 +152,8 @@ class _Connection(asyncio.Protocol):
 
     async def send(self, raw: bytes) -> tuple[int, bytes]:
         assert self.transport is not None and self.waiter is None
-        waiter = self.waiter = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
+        self.waiter = waiter
         self.transport.write(raw)
         return await waiter
 
