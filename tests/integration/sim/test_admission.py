@@ -776,3 +776,25 @@ async def test_a_denied_binding_leaves_the_pod_unbound(
     assert code == 409 and "Precondition failed: UID in precondition" in status["message"]
     assert (await bind(core, binding))[0] == 201
     assert (await core.read_namespaced_pod("p", "default")).spec.node_name == "node-a"
+
+
+async def test_a_path_that_would_break_the_request_line(
+    api: client.ApiClient, hooks: HookServer
+) -> None:
+    """A Service path with a line break or a space is refused before anything is sent, as
+    Go's URL parser refuses it: no header can be smuggled into the request."""
+    service: Any = {
+        "metadata": {"name": "hooks"},
+        "spec": {"ports": [{"port": 443, "targetPort": hooks.port}]},
+    }
+    await client.CoreV1Api(api).create_namespaced_service("default", service)
+    hook = webhook("crlf.example.com", hooks, "")
+    hook["clientConfig"] = {
+        "service": {"name": "hooks", "namespace": "default", "path": "/v\r\nX-Smuggled: 1"},
+        "caBundle": base64.b64encode(hooks.ca_pem).decode(),
+    }
+    await register(api, "crlf", hook)
+    code, status = await rejected(create_cm(api, "x"))
+    assert code == 500
+    assert status["message"].endswith(": net/url: invalid control character in URL")
+    assert hooks.reviews == {}

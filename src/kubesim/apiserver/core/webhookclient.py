@@ -11,6 +11,7 @@ import asyncio
 import base64
 import binascii
 import errno
+import re
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -146,10 +147,13 @@ def _conn_reason(err: OSError, host: str, port: int) -> str:
     return f"dial tcp {addr}: {text.lower() if text else 'connect failed'}"
 
 
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+
+
 def _bad_request_line(text: str) -> bool:
     """Whether a path or Host header would break the request line (Go's url.Parse refuses
     control characters; a space would split the line)."""
-    return any(ch <= " " or ch == "\x7f" for ch in text)
+    return _CONTROL.search(text) is not None
 
 
 def _status_message(raw: bytes) -> str:
