@@ -331,3 +331,21 @@ async def test_an_idle_connection_the_server_closed_is_not_reused(
     assert await pool.post(ep, REQUEST) == (200, b"{}")
     assert server.connections == 2
     pool.close()
+
+
+async def test_a_connection_idle_too_long_is_closed_not_reused(
+    serve: Callable[..., Awaitable[RawServer]],
+) -> None:
+    async def answer(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        w.write(ok(b"{}"))
+
+    server = await serve(answer)
+    pool = HttpPool(2, idle_timeout=0.05)
+    ep = Endpoint("127.0.0.1", server.port, None, None)
+    assert await pool.post(ep, REQUEST) == (200, b"{}")
+    assert await pool.post(ep, REQUEST) == (200, b"{}")  # at once: the same connection
+    assert server.connections == 1
+    await asyncio.sleep(0.1)
+    assert await pool.post(ep, REQUEST) == (200, b"{}")
+    assert server.connections == 2 and pool.host(ep).live == 1
+    pool.close()
