@@ -5,8 +5,8 @@ Hand-written rather than aiohttp's client: aiohttp's per-request machinery (requ
 response objects, timers, connector bookkeeping) cost the simulator more CPU than the rest of
 a webhook call. Answers are parsed by `httptools` (llhttp, Node.js's parser); this module
 only adds the pool and the limits a hostile server must not get past: response headers at
-most `MAX_HEADER_BYTES` (Go's `DefaultMaxHeaderBytes`, which kube-apiserver's transport
-keeps), a body at most `MAX_BODY_BYTES`. The caller's deadline (`asyncio.timeout`) bounds
+most `MAX_HEADER_BYTES` (the default of Go's `http.Transport`, which kube-apiserver's
+webhook client keeps), a body at most `MAX_BODY_BYTES`. The caller's deadline (`asyncio.timeout`) bounds
 the dial, the TLS handshake, the wait for a free connection and the answer; a connection
 whose call was cut off is closed, never reused.
 """
