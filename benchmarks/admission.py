@@ -25,6 +25,8 @@ controller` serves them, in one asyncio process - one core at most).
   taken from the harness's pod watch - once with the webhooks registered, once without
   (configurations deleted; the same webhook process still runs). Ratio: with / without
   pods per second; each phase also gives the simulator's and the webhook's CPU per pod.
+  `python -m benchmarks.admission jobs [RUNS]` runs this comparison alone, on RUNS fresh
+  clusters, and reports the medians.
 """
 
 from __future__ import annotations
@@ -527,6 +529,16 @@ async def run(within: float = 120.0) -> dict[str, Any]:
             out["load"] = await load(harness.webhook_port, pods, harness_ps, tmp, metrics_port)
     except Exception as exc:
         out["load"] = {"error": repr(exc)}
+    out.update(await job_creation(within))
+    w, wo = out.get("with_webhook", {}), out.get("without_webhook", {})
+    if "error" not in w and "error" not in wo:
+        out["pod_rate_with_over_without"] = round(w["pods_per_second"] / wo["pods_per_second"], 3)
+    return out
+
+
+async def job_creation(within: float = 120.0) -> dict[str, Any]:
+    """The `jobs` comparison alone: pod creation with the webhooks, then without."""
+    out: dict[str, Any] = {}
     try:
         nodes = f"pools={JOBS_B}x1,cpu=64,memory=256Gi,pods=110"
         async with _cluster("--sim-level", "pods", "--nodes", nodes) as (client, _h, _t, _m, procs):
@@ -543,15 +555,35 @@ async def run(within: float = 120.0) -> dict[str, Any]:
     except Exception as exc:
         out.setdefault("with_webhook", {"error": repr(exc)})
         out.setdefault("without_webhook", {"error": repr(exc)})
-    w, wo = out.get("with_webhook", {}), out.get("without_webhook", {})
-    if "error" not in w and "error" not in wo:
-        out["pod_rate_with_over_without"] = round(w["pods_per_second"] / wo["pods_per_second"], 3)
+    return out
+
+
+async def job_creation_runs(runs: int) -> dict[str, Any]:
+    """`runs` fresh clusters of the `jobs` comparison, one after another, and the median of
+    each figure: a single 512-pod run on a shared machine moves by a factor of two."""
+    results = [await job_creation() for _ in range(runs)]
+    out: dict[str, Any] = {"runs": results}
+    if any("error" in r[k] for r in results for k in ("with_webhook", "without_webhook")):
+        return out
+    for phase in ("with_webhook", "without_webhook"):
+        out[phase] = {
+            key: statistics.median(r[phase][key] for r in results) for key in results[0][phase]
+        }
+    out["pod_rate_with_over_without"] = round(
+        statistics.median(
+            r["with_webhook"]["pods_per_second"] / r["without_webhook"]["pods_per_second"]
+            for r in results
+        ),
+        3,
+    )
     return out
 
 
 def one_line(d: dict[str, Any]) -> str:
     lo = d.get("load", {})
-    if "error" in lo:
+    if not lo:
+        text = "admission (Job pod creation only)"
+    elif "error" in lo:
         text = f"admission load failed ({lo['error'][:200]})"
     else:
         side = lo.get("server_side", {})
@@ -578,6 +610,11 @@ if __name__ == "__main__":
     from jobset.runtime.logging import configure_logging
 
     configure_logging("console", "WARNING")
+    if sys.argv[1:2] == ["jobs"]:  # the Job-controller comparison alone: `jobs [RUNS]`
+        data = asyncio.run(job_creation_runs(int(sys.argv[2]) if sys.argv[2:] else 1))
+        print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+        print(one_line(data))
+        sys.exit(0)
     data = asyncio.run(run())
     print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
     print(one_line(data))
