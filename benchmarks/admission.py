@@ -25,6 +25,8 @@ controller` serves them, in one asyncio process - one core at most).
   taken from the harness's pod watch - once with the webhooks registered, once without
   (configurations deleted; the same webhook process still runs). Ratio: with / without
   pods per second; each phase also gives the simulator's and the webhook's CPU per pod.
+  Each phase starts once both processes are idle, so the second is not charged for the
+  first one's pods still finishing.
   `python -m benchmarks.admission jobs [RUNS]` runs this comparison alone, on RUNS fresh
   clusters, and reports the medians.
 """
@@ -495,6 +497,21 @@ async def job_pods(
     }
 
 
+async def settle(
+    procs: dict[str, psutil.Process], idle: float = 0.05, window: float = 0.5, limit: float = 60.0
+) -> None:
+    """Wait until every measured process is idle (under `idle` of a core over `window`
+    seconds), so a phase is not charged for the tail of the one before it (its pods still
+    finishing). Gives up after `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = {k: sum(p.cpu_times()[:2]) for k, p in procs.items()}
+        await asyncio.sleep(window)
+        busy = max(sum(p.cpu_times()[:2]) - before[k] for k, p in procs.items())
+        if busy < idle * window:
+            return
+
+
 @contextlib.asynccontextmanager
 async def _cluster(*sim_args: str) -> Any:
     tmp = Path(tempfile.mkdtemp(prefix="bench-admission-"))
@@ -548,9 +565,11 @@ async def job_creation(within: float = 120.0) -> dict[str, Any]:
             without = await _jobs_of(client, jobset("wout", JOBS_B, command=FINISH))
             for j in without:
                 j["spec"]["parallelism"] = j["spec"]["completions"] = PODS_B
+            await settle(procs)
             out["with_webhook"] = await job_pods(client, with_jobs, within, procs)
             await client.delete(MUTATING_CONFIGURATIONS, MUTATING)
             await client.delete(VALIDATING_CONFIGURATIONS, VALIDATING)
+            await settle(procs)
             out["without_webhook"] = await job_pods(client, without, within, procs)
     except Exception as exc:
         out.setdefault("with_webhook", {"error": repr(exc)})
