@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -52,6 +51,7 @@ from kubesim.machinery.errors import (
     not_found,
 )
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubesim.machinery.uids import new_uid
 
 __all__ = ["OFF_LOOP_BYTES", "ApiCore", "ListResult"]
 
@@ -222,7 +222,7 @@ class ApiCore:
         old = self.store.get(rt.key, (namespace, meta["name"]))
         if old is None:
             check_namespace(self.store, rt, namespace, creating=True)
-            meta["uid"] = str(uuid.uuid4())
+            meta["uid"] = new_uid()
             meta["creationTimestamp"] = now or now_rfc3339()
         else:
             old_meta = old["metadata"]

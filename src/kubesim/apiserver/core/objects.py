@@ -8,7 +8,6 @@ fields the server sets on create and keeps on update, generation, no-op detectio
 from __future__ import annotations
 
 import secrets
-import uuid
 from typing import Any
 
 from kubesim.apiserver.core.store import Store
@@ -16,6 +15,7 @@ from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.machinery import field as fe
 from kubesim.machinery.errors import ApiError, Cause, bad_request, conflict, invalid, not_found
+from kubesim.machinery.uids import new_uid
 from kubeutil import names
 
 __all__ = [
@@ -136,7 +136,7 @@ def set_create_fields(rt: ResourceType, meta: dict[str, Any]) -> None:
         "selfLink",
     ):
         meta.pop(server_field, None)
-    meta["uid"] = str(uuid.uuid4())
+    meta["uid"] = new_uid()
     meta["creationTimestamp"] = now_rfc3339()
     if tracks_generation(rt):
         meta["generation"] = 1
