@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from sortedcontainers import SortedList
 
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
 
 ResourceKey = tuple[str, str]  # (group, plural)
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
+
+_RANGE_CHUNK = 256
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -110,7 +113,9 @@ class ResourceStore:
 
     history_size: int
     objects: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
-    keys: list[ObjectKey] = field(default_factory=list)
+    # Sorted for lists in key order; a SortedList inserts in O(log n) where a list's insort
+    # moves every later key (tens of thousands of Events, each inserted at a random place).
+    keys: SortedList[ObjectKey] = field(default_factory=SortedList)
     history: deque[WatchEvent] = field(default_factory=deque)
     compacted_rv: int = 0
     watchers: set[Watcher] = field(default_factory=set)
@@ -141,17 +146,22 @@ class ResourceStore:
         """Objects in key order, optionally in one namespace, after a continue key."""
         keys = self.keys
         if namespace is not None:
-            lo = bisect.bisect_left(keys, (namespace, ""))
-            hi = bisect.bisect_left(keys, (namespace + "\x00", ""))
+            lo = keys.bisect_left((namespace, ""))
+            hi = keys.bisect_left((namespace + "\x00", ""))
         else:
             lo, hi = 0, len(keys)
         if start_after is not None:
-            lo = max(lo, bisect.bisect_right(keys, start_after))
+            lo = max(lo, keys.bisect_right(start_after))
         objects = self.objects
-        for i in range(lo, hi):
-            if i >= len(keys):
-                break
-            yield objects[keys[i]]
+        # By position, a slice of keys at a time: the caller may write while it iterates
+        # (positions then shift, as they did in a plain list), and may stop after a page.
+        while lo < min(hi, len(keys)):
+            chunk = keys[lo : min(lo + _RANGE_CHUNK, hi)]
+            for key in chunk:
+                obj = objects.get(key)
+                if obj is not None:
+                    yield obj
+            lo += len(chunk)
 
 
 Listener = Callable[[ResourceKey, WatchEvent], None]
@@ -197,7 +207,7 @@ class Store:
         old = rs.objects.get(okey)
         rs.objects[okey] = obj
         if old is None:
-            bisect.insort(rs.keys, okey)
+            rs.keys.add(okey)
             ev = WatchEvent(ADDED, obj, rv)
         else:
             ev = WatchEvent(MODIFIED, obj, rv, old)
@@ -212,9 +222,7 @@ class Store:
         okey = object_key(obj)
         old = rs.objects.pop(okey, None)
         if old is not None:
-            i = bisect.bisect_left(rs.keys, okey)
-            if i < len(rs.keys) and rs.keys[i] == okey:
-                del rs.keys[i]
+            rs.keys.discard(okey)
             self._unindex(rkey, okey, old)
         ev = WatchEvent(DELETED, obj, rv)
         self._emit(rkey, rs, ev)
