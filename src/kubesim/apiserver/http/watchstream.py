@@ -137,8 +137,12 @@ class WatchStream:
                     "watch", self.rt.group, self.rt.plural, self.namespace or "", now
                 ):
                     break  # the server "went away": the stream ends with it
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(watcher.wakeup.wait(), timeout=wait)
+            if not watcher.wakeup.is_set():
+                # `timeout` rather than `wait_for`: no task per wait, and none at all when
+                # events arrived while the last batch was being written.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await watcher.wakeup.wait()
             watcher.wakeup.clear()
             await self._drain(watcher)
             if watcher.closed:
