@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Hashable, Iterable
+from collections.abc import Collection, Hashable, Iterable
 from typing import Any, Final, Generic, TypeVar
 
 import structlog
@@ -47,6 +47,7 @@ class Controller(Generic[K]):
         self.core = core
         self._queue: WorkQueue[K] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._watched: Collection[ResourceKey] | None = None
 
     def rt(self, group: str, plural: str) -> ResourceType:
         found = next(
@@ -60,6 +61,12 @@ class Controller(Generic[K]):
         return Request(user=dict(SYSTEM_USER), field_manager=self.name)
 
     # ------------------------------------------------------------------ for subclasses
+
+    def watched(self) -> Collection[ResourceKey] | None:
+        """The resources whose events `keys_for` looks at (None: all of them). The store
+        tells every listener of every write; declaring these spares `keys_for` the rest,
+        the Events above all."""
+        return None
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[K]:
         raise NotImplementedError
@@ -82,6 +89,8 @@ class Controller(Generic[K]):
 
     def start(self) -> None:
         self._queue = WorkQueue()
+        watched = self.watched()
+        self._watched = None if watched is None else frozenset(watched)
         self.core.store.listeners.append(self._on_event)
         for key in self.initial_keys():
             self._queue.add(key)
@@ -104,7 +113,7 @@ class Controller(Generic[K]):
 
     def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
         queue = self._queue
-        if queue is None:
+        if queue is None or (self._watched is not None and rkey not in self._watched):
             return
         try:
             for key in self.keys_for(rkey, ev):
