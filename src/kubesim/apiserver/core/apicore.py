@@ -140,7 +140,8 @@ class ApiCore:
         obj: dict[str, Any],
         old: dict[str, Any] | None,
     ) -> builtins.list[Cause]:
-        causes = validate_meta(rt, obj) + strategy.validate(rt, obj, old)
+        causes = [] if _meta_kept(obj, old) else validate_meta(rt, obj)
+        causes += strategy.validate(rt, obj, old)
         for hook in self.hooks:
             causes += hook.validate(rt, obj, old)
         return causes
@@ -474,6 +475,20 @@ async def _decoded(
         kind = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
         fieldvalidation.enforce(problems, req, kind)
     return await _off_loop(req, fieldvalidation.pruned, rt, body, subresource)
+
+
+def _meta_kept(obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
+    """True when an update keeps the name, labels and annotations of the stored object
+    themselves (a status write, a binding): the rules `validate_meta` checks held when
+    that object was stored, and hold for the same values."""
+    if old is None:
+        return False
+    meta, old_meta = obj["metadata"], old["metadata"]
+    return (
+        meta.get("name") == old_meta.get("name")
+        and meta.get("labels") is old_meta.get("labels")
+        and meta.get("annotations") is old_meta.get("annotations")
+    )
 
 
 def _view_apply_refused(rt: ResourceType) -> ApiError:
