@@ -47,7 +47,6 @@ class Controller(Generic[K]):
         self.core = core
         self._queue: WorkQueue[K] | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._watched: Collection[ResourceKey] | None = None
 
     def rt(self, group: str, plural: str) -> ResourceType:
         found = next(
@@ -64,8 +63,8 @@ class Controller(Generic[K]):
 
     def watched(self) -> Collection[ResourceKey] | None:
         """The resources whose events `keys_for` looks at (None: all of them). The store
-        tells every listener of every write; declaring these spares `keys_for` the rest,
-        the Events above all."""
+        calls a controller that declares them on their writes only (`Store.subscribe`),
+        sparing it the rest, the Events above all."""
         return None
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[K]:
@@ -90,8 +89,10 @@ class Controller(Generic[K]):
     def start(self) -> None:
         self._queue = WorkQueue()
         watched = self.watched()
-        self._watched = None if watched is None else frozenset(watched)
-        self.core.store.listeners.append(self._on_event)
+        if watched is None:
+            self.core.store.listeners.append(self._on_event)
+        else:
+            self.core.store.subscribe(self._on_event, frozenset(watched))
         for key in self.initial_keys():
             self._queue.add(key)
         self._tasks = [
@@ -102,6 +103,7 @@ class Controller(Generic[K]):
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
             self.core.store.listeners.remove(self._on_event)
+        self.core.store.unsubscribe(self._on_event)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -113,7 +115,7 @@ class Controller(Generic[K]):
 
     def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
         queue = self._queue
-        if queue is None or (self._watched is not None and rkey not in self._watched):
+        if queue is None:
             return
         try:
             for key in self.keys_for(rkey, ev):

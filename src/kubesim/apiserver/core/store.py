@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,6 +177,8 @@ class Store:
         self.by_uid: dict[str, tuple[ResourceKey, ObjectKey]] = {}
         self.dependents: dict[str, set[tuple[ResourceKey, ObjectKey]]] = {}
         self.listeners: list[Listener] = []
+        # Listeners of some resources only (`subscribe`), called after `listeners`.
+        self.scoped: dict[ResourceKey, list[Listener]] = {}
         self.journal: Callable[[ResourceKey, WatchEvent], None] | None = None
 
     def resource(self, rkey: ResourceKey) -> ResourceStore:
@@ -243,6 +245,18 @@ class Store:
             self.journal(rkey, ev)
         for listener in self.listeners:
             listener(rkey, ev)
+        for listener in self.scoped.get(rkey, ()):
+            listener(rkey, ev)
+
+    def subscribe(self, listener: Listener, rkeys: Iterable[ResourceKey]) -> None:
+        """Call `listener` on every write of the resources `rkeys` (and of no other)."""
+        for rkey in rkeys:
+            self.scoped.setdefault(rkey, []).append(listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        for scoped in self.scoped.values():
+            while listener in scoped:
+                scoped.remove(listener)
 
     def _index(self, rkey: ResourceKey, okey: ObjectKey, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
