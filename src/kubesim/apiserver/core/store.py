@@ -211,10 +211,16 @@ class Store:
         if old is None:
             rs.keys.add(okey)
             ev = WatchEvent(ADDED, obj, rv)
+            self._index(rkey, okey, obj)
         else:
             ev = WatchEvent(MODIFIED, obj, rv, old)
-            self._unindex(rkey, okey, old)
-        self._index(rkey, okey, obj)
+            meta, old_meta = obj["metadata"], old["metadata"]
+            same_uid = meta.get("uid") == old_meta.get("uid")
+            same_owners = meta.get("ownerReferences") == old_meta.get("ownerReferences")
+            # Most updates keep both (a status write): then the indexes stand as they are.
+            if not (same_uid and same_owners):
+                self._unindex(rkey, okey, old)
+                self._index(rkey, okey, obj)
         self._emit(rkey, rs, ev)
         return ev
 
