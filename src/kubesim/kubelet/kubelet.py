@@ -61,6 +61,7 @@ import contextlib
 import ipaddress
 import math
 import random
+import socket
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -143,6 +144,11 @@ def _source(pod: Mapping[str, Any], c: Container) -> Mapping[str, Any]:
         ),
         {},
     )
+
+
+def _dotted(address: int) -> str:
+    """An IPv4 address as text (what `str(IPv4Address(n))` gives, without the object)."""
+    return socket.inet_ntoa(address.to_bytes(4, "big"))
 
 
 def _backoff(restarts: int) -> float:
@@ -803,11 +809,11 @@ class Kubelet:
             if addr.get("type") == "InternalIP":
                 host = str(addr.get("address") or "")
                 break
-        run.host_ip = host or str(ipaddress.IPv4Address(_NODE_NET + 2 + idx % 65000))
+        run.host_ip = host or _dotted(_NODE_NET + 2 + idx % 65000)
         n = self._ip_counter.get(run.node, 0)
         self._ip_counter[run.node] = n + 1
         if not run.pod_ip:  # a real pod has its sandbox's IP
-            run.pod_ip = str(ipaddress.IPv4Address(_POD_NET + ((idx % 16384) << 8) + 2 + n % 253))
+            run.pod_ip = _dotted(_POD_NET + ((idx % 16384) << 8) + 2 + n % 253)
 
     # ------------------------------------------------------------------ endings
 
