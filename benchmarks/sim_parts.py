@@ -29,8 +29,11 @@ PARTS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("API server: HTTP, decode, encode", ("apiserver/http/", "apiserver/core/")),
     ("EndpointSlice + Endpoints controller", ("controllers/endpoints",)),
     ("DNS", ("kubesim/dns/",)),
-    ("scheduler: filter", ("_PodContext.reasons", "_PodContext.__init__", "_PodContext._")),
-    ("scheduler: score", ("_PodContext.score",)),
+    (
+        "scheduler: filter",
+        ("_PodContext.reasons", "_PodContext.__init__", "_PodContext._", "_fit_score", "_rotation"),
+    ),
+    ("scheduler: score", ("_PodContext.score", "_least_allocated")),
     ("scheduler: queue, snapshot, bind", ("controllers/scheduler/",)),
     ("Job controller", ("controllers/job",)),
     ("kubelet", ("kubesim/kubelet/",)),

@@ -737,3 +737,58 @@ async def test_a_denied_binding_leaves_the_pod_unbound(
     assert code == 409 and "Precondition failed: UID in precondition" in status["message"]
     assert (await bind(core, binding))[0] == 201
     assert (await core.read_namespaced_pod("p", "default")).spec.node_name == "node-a"
+
+
+async def test_a_binding_writes_the_node_and_pod_scheduled_in_one_update(
+    api: client.ApiClient,
+) -> None:
+    """kube-apiserver's BindingREST sets spec.nodeName, the Binding's annotations and
+    PodScheduled=True (an earlier Unschedulable reason and message cleared) in one write, so
+    a watcher sees one MODIFIED event for the binding."""
+    core = client.CoreV1Api(api)
+    pod: Any = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    created = await core.create_namespaced_pod("default", pod)
+    unschedulable: Any = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/1 nodes are available.",
+                }
+            ]
+        }
+    }
+    pending = await core.patch_namespaced_pod_status("p", "default", unschedulable)
+    binding: Any = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p", "annotations": {"example.com/placed-by": "test"}},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"},
+    }
+    assert (await bind(core, binding))[0] == 201
+    resp = await core.list_namespaced_pod(
+        "default",
+        field_selector="metadata.name=p",
+        watch=True,
+        resource_version=pending.metadata.resource_version,
+        timeout_seconds=1,
+        _preload_content=False,
+    )
+    try:
+        first = json.loads(await resp.content.readline())
+    finally:
+        resp.release()
+    assert first["type"] == "MODIFIED"
+    bound = first["object"]
+    assert bound["metadata"]["uid"] == created.metadata.uid
+    assert bound["spec"]["nodeName"] == "node-a"
+    assert bound["metadata"]["annotations"] == {"example.com/placed-by": "test"}
+    (cond,) = bound["status"]["conditions"]
+    assert cond["lastTransitionTime"]
+    assert {k: v for k, v in cond.items() if k != "lastTransitionTime"} == {
+        "type": "PodScheduled",
+        "status": "True",
+        "lastProbeTime": None,
+    }

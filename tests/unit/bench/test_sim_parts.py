@@ -23,6 +23,12 @@ def test_a_sample_goes_to_its_innermost_part_past_shared_machinery() -> None:
     # ... and a label match inside a watcher's filter is watch fan-out, not validation.
     assert sim_parts.part_of([LOOP, SYNC, UPDATE, OFFER, MATCH]) == "API server: watch fan-out"
     assert sim_parts.part_of([LOOP, FILTER]) == "scheduler: filter"
+    fast = "_PodContext._scan_fast (kubesim/controllers/scheduler/scheduling.py:340)"
+    fit = "_fit_score (kubesim/controllers/scheduler/scheduling.py:390)"
+    score = "_least_allocated (kubesim/controllers/scheduler/scheduling.py:398)"
+    assert sim_parts.part_of([LOOP, fast]) == "scheduler: filter"
+    assert sim_parts.part_of([LOOP, fast, fit]) == "scheduler: filter"
+    assert sim_parts.part_of([LOOP, fast, fit, score]) == "scheduler: score"
     record = "EventRecorder.event (kubesim/base/events.py:40)"
     assert sim_parts.part_of([LOOP, "Kubelet._start (kubesim/kubelet/kubelet.py:1)", record]) == (
         "Events"

@@ -169,7 +169,35 @@ def bind_pod(
             f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is '
             f'already assigned to node "{assigned}"',
         )
-    return copy_meta({**pod, "spec": {**pod["spec"], "nodeName": str(node)}})
+    bound = copy_meta({**pod, "spec": {**pod["spec"], "nodeName": str(node)}})
+    extra = ((binding or {}).get("metadata") or {}).get("annotations")
+    if extra:
+        bound["metadata"]["annotations"] = {**(bound["metadata"].get("annotations") or {}), **extra}
+    bound["status"] = _scheduled_status(pod.get("status") or {})
+    return bound
+
+
+def _scheduled_status(status: dict[str, Any]) -> dict[str, Any]:
+    """The pod's status with PodScheduled=True, as kube-apiserver's binding writes it in the
+    same update as nodeName (podutil.UpdatePodCondition: reason and message cleared, the
+    transition time kept only when the status was already True)."""
+    conds = list(status.get("conditions") or [])
+    old = next((c for c in conds if c.get("type") == "PodScheduled"), None)
+    cond: dict[str, Any] = {
+        "type": "PodScheduled",
+        "status": "True",
+        "lastProbeTime": None,
+        "lastTransitionTime": (
+            old.get("lastTransitionTime")
+            if old is not None and old.get("status") == "True"
+            else now_rfc3339()
+        ),
+    }
+    if old is None:
+        conds.append(cond)
+    else:
+        conds = [cond if c is old else c for c in conds]
+    return {**status, "conditions": conds}
 
 
 def check_version(rt: ResourceType, name: str, want: str | None, current: dict[str, Any]) -> None:
@@ -284,7 +312,8 @@ def carry_over(
         else:
             new.pop("status", None)
         return new
-    if rt.has_status_subresource:
+    if rt.has_status_subresource and subresource != "binding":
+        # (a binding writes PodScheduled with nodeName, as kube-apiserver's BindingREST does)
         if "status" in old:
             obj["status"] = old["status"]
         else:

@@ -175,6 +175,8 @@ def required_terms(pod: Mapping[str, Any], kind: str) -> list[Term]:
     affinity = spec.get("affinity") or {}
     section = affinity.get(kind) or {} if isinstance(affinity, Mapping) else {}
     raw = section.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
+    if not raw:
+        return []
     meta = pod.get("metadata") or {}
     ns = str(meta.get("namespace") or "default")
     labels = str_map(meta.get("labels"))

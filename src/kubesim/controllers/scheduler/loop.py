@@ -325,8 +325,10 @@ class Scheduler:
             except Exception as exc:  # one odd claim must not stop scheduling
                 log.exception("reading a pod's claims failed", pod=f"{key[0]}/{key[1]}")
                 volumes = PodVolumes(rejected=f"error reading the pod's claims: {exc}")
-            # A pod's claims are its own: its verdict is not shared with look-alikes.
-            sig = _signature(pod) if volumes is None else b""
+            # A pod's claims are its own: its verdict is not shared with look-alikes. The
+            # signature is only worked out when there is a verdict to share or to look up.
+            shared = volumes is None
+            sig = _signature(pod) if shared and verdicts else b""
             self.cycles += 1
             cached = verdicts.get(sig) if sig else None
             if cached is None:
@@ -353,8 +355,8 @@ class Scheduler:
                     bindings.append((pod, node))
                     verdicts.clear()  # a new placement may satisfy someone's affinity
                     continue
-                if sig:
-                    verdicts[sig] = (message, cost)
+                if shared:
+                    verdicts[sig or _signature(pod)] = (message, cost)
             else:
                 message, cost = cached
                 self.cost += cost
@@ -454,8 +456,8 @@ class Scheduler:
                 log.info("placing a claim failed", object=meta["name"], error=str(err))
 
     async def _bind(self, pod: dict[str, Any], node: str) -> bool:
-        """Bind through the binding subresource (spec.nodeName, with the admission
-        kube-apiserver gives a Binding), then set PodScheduled=True."""
+        """Bind through the binding subresource: spec.nodeName and PodScheduled=True in one
+        write, with the admission kube-apiserver gives a Binding."""
         meta = pod["metadata"]
         ns, name, uid = meta.get("namespace", ""), meta["name"], meta.get("uid")
         current = self.core.store.get(_PODS, (ns, name))
@@ -482,7 +484,6 @@ class Scheduler:
             if err.code not in (404, 409):
                 log.warning("binding failed", pod=f"{ns}/{name}", node=node, error=str(err))
             return False
-        await self._set_scheduled(ns, name, uid, "True", "", "")
         self.recorder.event(
             current,
             "Normal",

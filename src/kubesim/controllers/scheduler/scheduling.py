@@ -22,8 +22,9 @@ no preferred affinity / topology spread / image locality scoring, no host ports,
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -142,12 +143,14 @@ class FilterScan:
     nodes it could choose among (all, or the subset a nodeSelector or pod affinity narrowed
     it to, which holds every feasible node), how many of them it filtered and how many passed,
     and whether an existing pod's required anti-affinity term selected the pod (upstream's
-    InterPodAffinity filter runs only then or when the pod has terms of its own)."""
+    InterPodAffinity filter runs only then or when the pod has terms of its own), and whether
+    the fused fast pass decided (`fast_path`)."""
 
     candidates: int = 0
     examined: int = 0
     feasible: int = 0
     existing_anti_matched: bool = False
+    fast_path: bool = False
 
 
 # Resource check order of NodeResourcesFit, so messages list reasons as kube-scheduler does.
@@ -200,7 +203,7 @@ class _PodContext:
 
         # Required pod affinity: per term, the domains that already hold a pod matching *all*
         # terms (kube-scheduler's affinityCounts), plus its first-pod-of-a-group exception.
-        self.affinity = required_terms(pod, "podAffinity")
+        self.affinity = required_terms(pod, "podAffinity") if affinity else []
         self.allowed: list[DomainCount] = []
         if len(self.affinity) == 1:
             self.allowed = [snap.term_counts(self.affinity[0])]
@@ -216,11 +219,23 @@ class _PodContext:
         self.first_of_group = not any(a.any() for a in self.allowed) and all(
             t.matches(self.namespace, self.labels) for t in self.affinity
         )
-        self.anti = [
-            (t.topology_key, snap.term_counts(t)) for t in required_terms(pod, "podAntiAffinity")
-        ]
+        anti_terms = required_terms(pod, "podAntiAffinity") if affinity else []
+        self.anti = [(t.topology_key, snap.term_counts(t)) for t in anti_terms]
         self.anti_checks = [(k, c) for k, c in self.anti if c.fixed or c.pos]
         self.existing_anti = snap.existing_anti_affinity(self.namespace, self.labels)
+        # The common pod: nothing but cpu, memory and a pod slot to check on a node without
+        # taints or cordon, and nothing but cpu and memory to score (`_scan_fast`).
+        self.fast = (
+            not self.node_selector
+            and self.node_terms is None
+            and volumes is None
+            and not self.affinity
+            and not self.anti_checks
+            and not self.existing_anti
+            and all(n in ("pods", "cpu", "memory") for n in req)
+        )
+        self.cpu = req.get("cpu", 0)
+        self.memory = req.get("memory", 0)
 
     def _tolerates(self, key: str, value: str, effect: str) -> bool:
         for t_key, op, t_value, t_effect in self.tolerations:
@@ -303,6 +318,43 @@ class _PodContext:
             count += 1
         return total // count
 
+    def _scan_fast(
+        self, snap: ClusterSnapshot, start: int, wanted: int
+    ) -> tuple[int, int, list[str]]:
+        """The filter and score loop of `schedule()` for a `fast` pod, fused: from node
+        `start` of the rotation, filter until `wanted` nodes pass, scoring each as it passes.
+        Returns (nodes examined, nodes feasible, the names of the best-scoring ones in
+        rotation order): what the general loop finds, without its per-node lists and dict
+        lookups. A node without taints or cordon keeps its verdict for pods of this `shape`
+        until its pods or capacity change (`NodeInfo.fit_for`); any other node still goes
+        through `reasons()`."""
+        shape = snap.intern_shape((self.cpu, self.memory, self.nonzero_cpu, self.nonzero_memory))
+        reasons = self.reasons
+        examined = feasible = 0
+        best_score = -1
+        best: list[str] = []
+        # `examined` is read after the loop: the count where it stopped.
+        for examined, info in enumerate(_rotation(snap.infos, start), 1):  # noqa: B007
+            if info.fit_for is shape:
+                s = info.fit_score
+            elif info.plain:
+                s = info.fit_score = _fit_score(info, shape)
+                info.fit_for = shape
+            elif reasons(info) is None:
+                s = _least_allocated(info, shape[2], shape[3])
+            else:
+                continue
+            if s < 0:
+                continue
+            feasible += 1
+            if s > best_score:
+                best_score, best = s, [info.name]
+            elif s == best_score:
+                best.append(info.name)
+            if feasible >= wanted:
+                break
+        return examined, feasible, best
+
     def candidates(self, snap: ClusterSnapshot) -> list[str] | None:
         """A subset of node names that must contain every feasible node, when the pod's
         nodeSelector or pod affinity pins it down; None means "all nodes"."""
@@ -323,6 +375,37 @@ class _PodContext:
         return best
 
 
+def _rotation(infos: list[NodeInfo], start: int) -> Iterator[NodeInfo]:
+    """infos[start:], then infos[:start], neither copied nor stepped through to `start`."""
+    head = iter(infos)
+    head.__setstate__(start)  # type: ignore[attr-defined]  # a list iterator's resume point
+    return itertools.chain(head, itertools.islice(infos, start))
+
+
+def _fit_score(info: NodeInfo, shape: tuple[int, int, int, int]) -> int:
+    """On a node without taints or cordon, for a pod asking for (cpu, memory) and scored as
+    (nonzero cpu, nonzero memory) = `shape`: -1 if NodeResourcesFit rejects it (a pod slot,
+    and only the resources it asks for), else its LeastAllocated score."""
+    cpu, memory, nonzero_cpu, nonzero_memory = shape
+    if (
+        info.free_pods < 1
+        or (cpu and info.free_cpu < cpu)
+        or (memory and info.free_memory < memory)
+    ):
+        return -1
+    return _least_allocated(info, nonzero_cpu, nonzero_memory)
+
+
+def _least_allocated(info: NodeInfo, nonzero_cpu: int, nonzero_memory: int) -> int:
+    """`_PodContext.score` for a pod that asks for no extended resource."""
+    cap = info.alloc_cpu
+    used = info.nonzero_cpu + nonzero_cpu
+    s = (cap - used) * 100 // cap if cap > 0 and used <= cap else 0
+    cap = info.alloc_memory
+    used = info.nonzero_memory + nonzero_memory
+    return (s + ((cap - used) * 100 // cap if cap > 0 and used <= cap else 0)) // 2
+
+
 def schedule(
     pod: dict[str, Any],
     snap: ClusterSnapshot,
@@ -331,6 +414,7 @@ def schedule(
     nodes_to_score: int | None = None,
     scan: FilterScan | None = None,
     volumes: PodVolumes | None = None,
+    fast: bool = True,
 ) -> tuple[str | None, str]:
     """Pick a node for `pod`: (node name, "") or (None, the PodScheduled=False message).
 
@@ -341,7 +425,9 @@ def schedule(
     nodes are compared (default: kube-scheduler's adaptive count, capped at
     MAX_NODES_TO_SCORE). `scan`, if given, is filled in with how the nodes were searched.
     `volumes` is what the VolumeBinding PreFilter found of the pod's claims
-    (`volumebinding.pod_volumes`).
+    (`volumebinding.pod_volumes`). A pod with nothing but cpu and memory to fit takes a fused
+    filter-and-score pass that decides exactly as the plugin-by-plugin one; `fast=False` runs
+    every pod plugin by plugin (the reference the fast pass is tested against).
     """
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
@@ -353,10 +439,27 @@ def schedule(
     if volumes is not None and volumes.rejected:
         return None, _prefilter_rejected(spec, len(snap.nodes), volumes.rejected)
     ctx = _PodContext(pod, snap, volumes)
-    order = snap.order
+    wanted = nodes_to_score or min(num_feasible_nodes_to_find(len(snap.order)), MAX_NODES_TO_SCORE)
+    scan = FilterScan() if scan is None else scan
+    if fast and ctx.fast:  # candidates() narrows nothing for such a pod
+        n = len(snap.order)
+        scan.examined, scan.feasible, best = ctx._scan_fast(snap, rng.randrange(n), wanted)
+        scan.candidates, scan.existing_anti_matched, scan.fast_path = n, False, True
+    else:
+        best = _by_plugins(ctx, snap, rng, wanted, scan)
+    if not best:
+        return None, _diagnose(ctx, snap)
+    return (best[0] if len(best) == 1 else rng.choice(best)), ""
+
+
+def _by_plugins(
+    ctx: _PodContext, snap: ClusterSnapshot, rng: random.Random, wanted: int, scan: FilterScan
+) -> list[str]:
+    """Filter plugin by plugin (`reasons()`) in a random rotation over the candidates until
+    `wanted` nodes pass, then score them (`score()`); the names of the best, in rotation
+    order."""
     narrowed = ctx.candidates(snap)
-    names = order if narrowed is None else narrowed
-    wanted = nodes_to_score or min(num_feasible_nodes_to_find(len(order)), MAX_NODES_TO_SCORE)
+    names = snap.order if narrowed is None else narrowed
     feasible: list[NodeInfo] = []
     n = len(names)
     examined = 0
@@ -370,11 +473,8 @@ def schedule(
                 feasible.append(info)
                 if len(feasible) >= wanted:
                     break
-    if scan is not None:
-        scan.candidates, scan.examined, scan.feasible = n, examined, len(feasible)
-        scan.existing_anti_matched = any(c.any() for _, c in ctx.existing_anti)
-    if not feasible:
-        return None, _diagnose(ctx, snap)
+    scan.candidates, scan.examined, scan.feasible = n, examined, len(feasible)
+    scan.existing_anti_matched = any(c.any() for _, c in ctx.existing_anti)
     best_score = -1
     best: list[str] = []
     for info in feasible:
@@ -383,7 +483,7 @@ def schedule(
             best_score, best = s, [info.name]
         elif s == best_score:
             best.append(info.name)
-    return (best[0] if len(best) == 1 else rng.choice(best)), ""
+    return best
 
 
 def _diagnose(ctx: _PodContext, snap: ClusterSnapshot) -> str:

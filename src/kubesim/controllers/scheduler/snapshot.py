@@ -34,6 +34,9 @@ __all__ = ["UNSCHEDULABLE_TAINT", "BoundCounts", "ClusterSnapshot", "NodeInfo"]
 UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
 
 
+_MAX_SHAPES: Final = 1024
+
+
 _NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 
 
@@ -72,7 +75,7 @@ def _node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeInfo:
     """One node as the scheduler sees it: the Node object, what its bound pods request
     (`resource_units`, plus a "pods" count) and those pods.
@@ -93,9 +96,31 @@ class NodeInfo:
     # Requests as kube-scheduler scores them (pods asking for nothing count as 100m / 200Mi).
     nonzero_cpu: int = field(init=False, default=0)
     nonzero_memory: int = field(init=False, default=0)
+    # For the filter's fast path (scheduling.py): no taint or cordon to check, and what is
+    # left of cpu, memory and pods (allocatable minus requested; negative if overcommitted).
+    plain: bool = field(init=False, default=True)
+    alloc_cpu: int = field(init=False, default=0)
+    alloc_memory: int = field(init=False, default=0)
+    free_cpu: int = field(init=False, default=0)
+    free_memory: int = field(init=False, default=0)
+    free_pods: int = field(init=False, default=0)
+    # The fast path's last verdict here (-1: does not fit, else the LeastAllocated score) and
+    # the interned pod shape it was for; any change to the node's pods or capacity forgets it.
+    fit_for: tuple[int, int, int, int] | None = field(init=False, default=None)
+    fit_score: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.refresh()
+
+    def update_free(self) -> None:
+        """Re-derive the `free_*` fields after `requested` or `allocatable` changed."""
+        alloc, used = self.allocatable, self.requested
+        self.fit_for = None
+        self.alloc_cpu = alloc.get("cpu", 0)
+        self.alloc_memory = alloc.get("memory", 0)
+        self.free_cpu = self.alloc_cpu - used.get("cpu", 0)
+        self.free_memory = self.alloc_memory - used.get("memory", 0)
+        self.free_pods = alloc.get("pods", 0) - used.get("pods", 0)
 
     def refresh(self) -> None:
         """Re-derive the cached fields after `node` changed."""
@@ -117,6 +142,8 @@ class NodeInfo:
             taints.append((implicit, "", "NoSchedule"))
         self.hard_taints = taints
         self.unschedulable = bool(spec.get("unschedulable"))
+        self.plain = not taints and not self.unschedulable
+        self.update_free()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,19 +253,33 @@ class ClusterSnapshot:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
         self.order: list[str] = []  # node names, for O(1) random access in rotation
+        self.infos: list[NodeInfo] = []  # the nodes of `order`, position by position
         self._order_pos: dict[str, int] = {}
         self._nodes_by_label: dict[tuple[str, str], dict[str, None]] = {}
         self._pods: dict[str, _PodRecord] = {}
         self._waiting: dict[str, dict[str, None]] = {}  # node name -> pods bound to it, unknown
         self._pods_by_ns: dict[str, dict[str, None]] = {}
+        # Pods by label key and by label, built on the first query that needs them (a cluster
+        # without multi-key affinity terms never does) and then kept current.
+        self._label_index = False
         self._pods_by_key: dict[tuple[str, str], dict[str, None]] = {}
         self._pods_by_label: dict[tuple[str, str, str], dict[str, None]] = {}
-        self._label_values: dict[tuple[str, str], dict[str, int]] = {}
         self._topology: dict[str, _TopologyIndex] = {}
         self._anti_entries: dict[Term, _AntiEntry] = {}  # terms of no special shape
         self._anti_buckets: dict[tuple[str, ...], dict[Term, None]] = {}
         self._anti_groups: dict[tuple[Any, ...], _AntiGroup] = {}
         self.bound = BoundCounts()
+        self._shapes: dict[tuple[int, int, int, int], tuple[int, int, int, int]] = {}
+
+    def intern_shape(self, shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        """One object per pod shape, so a node's cached verdict is checked by identity
+        (`NodeInfo.fit_for`). Forgets them all past `_MAX_SHAPES`, re-scoring nodes then."""
+        found = self._shapes.get(shape)
+        if found is None:
+            if len(self._shapes) >= _MAX_SHAPES:
+                self._shapes.clear()
+            found = self._shapes[shape] = shape
+        return found
 
     # -- nodes ------------------------------------------------------------------------------
 
@@ -252,6 +293,7 @@ class ClusterSnapshot:
             self.nodes[name] = info
             self._order_pos[name] = len(self.order)
             self.order.append(name)
+            self.infos.append(info)
             self._index_node_labels(name, info.labels, +1)
             for key in list(self._waiting.pop(name, {})):
                 self._attach(self._pods[key], info)
@@ -284,8 +326,10 @@ class ClusterSnapshot:
         del self.nodes[name]
         pos = self._order_pos.pop(name)
         last = self.order.pop()
+        last_info = self.infos.pop()
         if last != name:
             self.order[pos] = last
+            self.infos[pos] = last_info
             self._order_pos[last] = pos
 
     def _index_node_labels(self, name: str, labels: Mapping[str, str], delta: int) -> None:
@@ -304,14 +348,19 @@ class ClusterSnapshot:
     def add_pod(self, pod: dict[str, Any]) -> None:
         """Add or update a pod. Only bound, unfinished pods are kept."""
         key = _pod_key(pod)
-        if key in self._pods:
-            self._remove_key(key)
         spec = pod.get("spec") or {}
         node_name = spec.get("nodeName")
         phase = (pod.get("status") or {}).get("phase")
+        meta = pod.get("metadata") or {}
+        rec = self._pods.get(key)
+        if rec is not None:
+            if rec.attached and node_name == rec.node_name and _same_facts(rec.pod, meta, spec):
+                if phase not in ("Succeeded", "Failed"):
+                    self._replace(rec, pod)
+                    return
+            self._remove_key(key)
         if not node_name or phase in ("Succeeded", "Failed"):
             return
-        meta = pod.get("metadata") or {}
         requests = pod_requests(pod)
         requests["pods"] = 1
         rec = _PodRecord(
@@ -329,11 +378,8 @@ class ClusterSnapshot:
         self._pods[key] = rec
         ns = rec.namespace
         self._pods_by_ns.setdefault(ns, {})[key] = None
-        for k, v in rec.labels.items():
-            self._pods_by_key.setdefault((ns, k), {})[key] = None
-            self._pods_by_label.setdefault((ns, k, v), {})[key] = None
-            values = self._label_values.setdefault((ns, k), {})
-            values[v] = values.get(v, 0) + 1
+        if self._label_index:
+            self._index_pod_labels(rec)
         for term in rec.anti_terms:
             if single_key_shape(term.selector) is not None:
                 continue
@@ -347,6 +393,25 @@ class ClusterSnapshot:
             self._attach(rec, info)
         else:
             self._waiting.setdefault(rec.node_name, {})[key] = None
+
+    def _index_pod_labels(self, rec: _PodRecord) -> None:
+        ns, key = rec.namespace, rec.key
+        for k, v in rec.labels.items():
+            self._pods_by_key.setdefault((ns, k), {})[key] = None
+            self._pods_by_label.setdefault((ns, k, v), {})[key] = None
+
+    def _replace(self, rec: _PodRecord, pod: dict[str, Any]) -> None:
+        """Swap in a newer object of an attached pod whose scheduling facts are unchanged
+        (the confirmed binding of an assumed pod, a status update): nothing is recounted. The
+        pod goes last among its node's pods, where removing and adding it would put it."""
+        pods = self.nodes[rec.node_name].pods
+        old = rec.pod
+        for i, p in enumerate(pods):
+            if p is old:
+                del pods[i]
+                break
+        pods.append(pod)
+        rec.pod = pod
 
     def remove_pod(self, pod: dict[str, Any]) -> None:
         """Forget a pod (DELETED event); identified by namespace/name."""
@@ -375,10 +440,10 @@ class ClusterSnapshot:
                     del self._waiting[rec.node_name]
         ns = rec.namespace
         _discard(self._pods_by_ns, ns, key)
-        for k, v in rec.labels.items():
-            _discard(self._pods_by_key, (ns, k), key)
-            _discard(self._pods_by_label, (ns, k, v), key)
-            _bump(self._label_values, (ns, k), v, -1)
+        if self._label_index:
+            for k, v in rec.labels.items():
+                _discard(self._pods_by_key, (ns, k), key)
+                _discard(self._pods_by_label, (ns, k, v), key)
         for term in rec.anti_terms:
             if single_key_shape(term.selector) is not None:
                 continue
@@ -393,6 +458,7 @@ class ClusterSnapshot:
         self.bound.add(rec.terms, +1)
         info.pods.append(rec.pod)
         add_into(info.requested, rec.requests)
+        info.update_free()
         info.nonzero_cpu += rec.nonzero_cpu
         info.nonzero_memory += rec.nonzero_memory
         for key, topo in self._topology.items():
@@ -408,13 +474,14 @@ class ClusterSnapshot:
     def _detach(self, rec: _PodRecord, info: NodeInfo) -> None:
         rec.attached = False
         self.bound.add(rec.terms, -1)
-        info.pods = [p for p in info.pods if _pod_key(p) != rec.key]
+        info.pods = [p for p in info.pods if p is not rec.pod]
         for name, v in rec.requests.items():
             left = info.requested.get(name, 0) - v
             if left > 0:
                 info.requested[name] = left
             else:
                 info.requested.pop(name, None)
+        info.update_free()
         info.nonzero_cpu -= rec.nonzero_cpu
         info.nonzero_memory -= rec.nonzero_memory
         for key, topo in self._topology.items():
@@ -531,6 +598,10 @@ class ClusterSnapshot:
 
     def records_matching(self, terms: list[Term]) -> Iterable[_PodRecord]:
         """Bound pods matching every term, drawn from the narrowest label index of the first."""
+        if not self._label_index:
+            self._label_index = True
+            for rec in self._pods.values():
+                self._index_pod_labels(rec)
         first = terms[0]
         for ns in self._namespaces_of(first):
             candidates: Iterable[str] = self._pods_by_ns.get(ns, ())
@@ -556,6 +627,8 @@ class ClusterSnapshot:
         """(topology key, counts) pairs marking the domains the incoming pod may not enter
         because a pod already there has a required anti-affinity term selecting it (the
         symmetric half of anti-affinity)."""
+        if not self._anti_groups and not self._anti_entries:
+            return []
         out: list[tuple[str, DomainCount]] = []
         for group in self._anti_groups.values():
             value = labels.get(group.label_key)
@@ -585,6 +658,20 @@ class ClusterSnapshot:
     def nodes_with_label(self, key: str, value: str) -> list[str]:
         """Names of nodes labelled key=value, in insertion order."""
         return list(self._nodes_by_label.get((key, value), ()))
+
+
+# The spec fields a `_PodRecord` is derived from (requests, affinity terms, their counts).
+_RECORD_FIELDS: Final = ("containers", "initContainers", "overhead", "affinity", "nodeSelector")
+
+
+def _same_facts(old: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
+    """Whether a pod's new labels and spec give the same `_PodRecord` as `old` did."""
+    old_spec = old.get("spec") or {}
+    if old_spec is not spec:
+        for f in _RECORD_FIELDS:
+            if old_spec.get(f) != spec.get(f):
+                return False
+    return bool((old.get("metadata") or {}).get("labels") == meta.get("labels"))
 
 
 def _discard(index: dict[Any, dict[Any, None]], key: Any, member: Any) -> None:
