@@ -188,6 +188,9 @@ class Kubelet:
         self._node_ids: dict[str, int] = {}
         self._ip_counter: dict[str, int] = {}
         self._missing_since: dict[PodKey, float] = {}
+        # node name -> (the stored Node, its NoExecute taints): stored objects are replaced,
+        # never edited, so the taints hold for as long as the Node is the same object.
+        self._node_taints: dict[str, tuple[Mapping[str, Any], list[tuple[str, str]]]] = {}
         self._stopping: set[str] = set()  # uids of pods whose Killing events are recorded
         self.status_writes = 0
 
@@ -300,6 +303,7 @@ class Kubelet:
         )
         if ev.type == DELETED:
             self._node_ids.pop(name, None)
+            self._node_taints.pop(name, None)
         if changed and self._queue is not None:
             for key in list(self._by_node.get(name, ())):
                 self._queue.add(key)
@@ -379,7 +383,7 @@ class Kubelet:
             await self._terminate_gracefully(key, pod, run, loop_now)
             return
         wake_at = math.inf
-        taints = no_execute_taints(node)
+        taints = self._taints_of(node_name, node)
         if taints:
             wait = self._eviction_wait(node_name, spec, taints, loop_now)
             if wait is not None and wait <= 0:
@@ -408,6 +412,14 @@ class Kubelet:
                 self._queue.timers.cancel(key)
         else:
             self._wake(key, wake_at, loop_now)
+
+    def _taints_of(self, name: str, node: Mapping[str, Any]) -> list[tuple[str, str]]:
+        cached = self._node_taints.get(name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        taints = no_execute_taints(node)
+        self._node_taints[name] = (node, taints)
+        return taints
 
     def _new_run(self, pod: Mapping[str, Any], node: Mapping[str, Any], now: float) -> PodRun:
         spec = pod.get("spec") or {}
