@@ -17,8 +17,11 @@ OTHER: Final = "other (event loop, aiohttp, ssl, idle)"
 
 # (part, substrings of a frame's "func (file:line)"), most specific first within a frame.
 PARTS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
-    ("webhook calls", ("core/webhookclient.py", "apiserver/reviews.py")),
-    ("API server: admission", ("core/admission.py", "core/policies.py", "core/webhookconfig.py")),
+    ("webhook calls", ("core/webhookclient.py", "core/webhookhttp.py", "apiserver/reviews.py")),
+    (
+        "API server: admission",
+        ("core/admission.py", "core/policies.py", "core/webhookconfig.py", "core/webhookpatch.py"),
+    ),
     ("API server: watch encode + write", ("WatchEvent.encoded", "http/watchstream.py")),
     ("API server: watch fan-out", ("Watcher.offer", "Watcher._matches", "ResourceStore.record")),
     ("API server: storage", ("core/store.py", "core/deleter.py", "core/persistence.py")),

@@ -598,6 +598,45 @@ async def test_bad_responses_follow_failure_policy(
     assert hooks.calls("/v2") == []
 
 
+async def test_an_answer_that_is_not_http_fails_the_call(api: client.ApiClient) -> None:
+    """Bytes that are no HTTP response are a failure to call the webhook, with the
+    parser's reason, and `failurePolicy` decides."""
+    ca_cert, ca_key = certs.make_ca("raw-ca")
+    cert, key = certs.make_serving_cert(ca_cert, ca_key, ["127.0.0.1"])
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HELLO\r\n\r\n")
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(
+        handle, "127.0.0.1", 0, ssl=certs.server_ssl_context(cert, key)
+    )
+    try:
+        url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/v"
+        hook = webhook("garbage.example.com", HookServer("", 0, ca_cert), "", url=url)
+        await register(api, "garbage", hook)
+        code, status = await rejected(create_cm(api, "a"))
+        assert code == 500
+        assert status["message"].startswith(
+            'Internal error occurred: failed calling webhook "garbage.example.com": failed to '
+            f'call webhook: Post "{url}?timeout=10s": malformed HTTP response: '
+        )
+        await client.AdmissionregistrationV1Api(api).delete_validating_webhook_configuration(
+            "garbage"
+        )
+        await register(api, "ignored", {**hook, "failurePolicy": "Ignore"})
+        await create_cm(api, "b")
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
 # ------------------------------------------------------------------------- services, dry run
 
 
@@ -792,3 +831,25 @@ async def test_a_binding_writes_the_node_and_pod_scheduled_in_one_update(
         "status": "True",
         "lastProbeTime": None,
     }
+
+
+async def test_a_path_that_would_break_the_request_line(
+    api: client.ApiClient, hooks: HookServer
+) -> None:
+    """A Service path with a line break or a space is refused before anything is sent, as
+    Go's URL parser refuses it: no header can be smuggled into the request."""
+    service: Any = {
+        "metadata": {"name": "hooks"},
+        "spec": {"ports": [{"port": 443, "targetPort": hooks.port}]},
+    }
+    await client.CoreV1Api(api).create_namespaced_service("default", service)
+    hook = webhook("crlf.example.com", hooks, "")
+    hook["clientConfig"] = {
+        "service": {"name": "hooks", "namespace": "default", "path": "/v\r\nX-Smuggled: 1"},
+        "caBundle": base64.b64encode(hooks.ca_pem).decode(),
+    }
+    await register(api, "crlf", hook)
+    code, status = await rejected(create_cm(api, "x"))
+    assert code == 500
+    assert status["message"].endswith(": net/url: invalid control character in URL")
+    assert hooks.reviews == {}

@@ -94,6 +94,7 @@ from kubesim.apiserver.core.webhookconfig import (
     request_namespace,
     rule_matches,
 )
+from kubesim.apiserver.core.webhookpatch import apply_patch
 from kubesim.apiserver.registry.registry import Registry
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.machinery.cel import CelError, LazyVariables
@@ -336,12 +337,17 @@ class WebhookAdmission:
         obj: dict[str, Any] | None,
         old: dict[str, Any] | None,
     ) -> _Invocation | None:
-        """Upstream's ShouldCallHook: selectors, then rules (exact, then equivalent versions).
+        """Upstream's ShouldCallHook: selectors and rules (exact, then equivalent versions).
 
         Selector errors are reported only when the rules match, as upstream does, so a broken
-        selector affects only the requests the webhook is about.
+        selector affects only the requests the webhook is about. The rules are checked
+        first (upstream checks the selectors first): the answer is the same, and a request
+        the webhook is not about costs no namespace lookup.
         """
         namespace = request_namespace(attrs)
+        invocation = self._rules_match(hook, attrs, namespace)
+        if invocation is None:
+            return None
         selector_error: ApiError | None = None
         ns_sel = hook.namespace_selector
         if isinstance(ns_sel, ApiError):
@@ -359,25 +365,28 @@ class WebhookAdmission:
                 or (old_labels is not None and obj_sel.matches(old_labels))
             ):
                 return None
-        invocation: _Invocation | None = None
-        if any(rule_matches(r, attrs, attrs.rt, namespace) for r in hook.rules):
-            invocation = _Invocation(hook, attrs.rt)
-        elif hook.match_policy == "Equivalent":
-            equivalents = [
-                rt
-                for rt in self.registry.sharing_storage(attrs.rt.key)
-                if rt.version != attrs.rt.version
-            ]
-            for rule in hook.rules:
-                found = next(
-                    (e for e in equivalents if rule_matches(rule, attrs, e, namespace)), None
-                )
-                if found is not None:
-                    invocation = _Invocation(hook, found)
-                    break
-        if invocation is not None and selector_error is not None:
+        if selector_error is not None:
             raise selector_error
         return invocation
+
+    def _rules_match(
+        self, hook: Webhook, attrs: AdmissionAttributes, namespace: str
+    ) -> _Invocation | None:
+        """The version the request matches a rule of `hook` as, if any."""
+        if any(rule_matches(r, attrs, attrs.rt, namespace) for r in hook.rules):
+            return _Invocation(hook, attrs.rt)
+        if hook.match_policy != "Equivalent":
+            return None
+        equivalents = [
+            rt
+            for rt in self.registry.sharing_storage(attrs.rt.key)
+            if rt.version != attrs.rt.version
+        ]
+        for rule in hook.rules:
+            found = next((e for e in equivalents if rule_matches(rule, attrs, e, namespace)), None)
+            if found is not None:
+                return _Invocation(hook, found)
+        return None
 
     def _conditions_match(self, hook: Webhook, request: dict[str, Any]) -> bool:
         """All matchConditions true → call; any false → skip; otherwise an error (→ policy)."""
@@ -497,7 +506,7 @@ class WebhookAdmission:
                 "supported for this operation"
             )
         try:
-            patched = jsonpatch.apply_patch(_versioned(obj, inv.rt), operations)
+            patched = apply_patch(_versioned(obj, inv.rt), operations)
         except (
             jsonpatch.JsonPatchException,
             jsonpatch.JsonPointerException,
@@ -564,6 +573,9 @@ class WebhookAdmission:
             return
         invocations = [inv for h in hooks if (inv := self._match(h, attrs, obj, old)) is not None]
         if not invocations:
+            return
+        if len(invocations) == 1:  # the common case: no task to run it beside others
+            await self._invoke(invocations[0], attrs, obj, old)
             return
         results = await asyncio.gather(
             *(self._invoke(inv, attrs, obj, old) for inv in invocations),

@@ -11,18 +11,24 @@ import asyncio
 import base64
 import binascii
 import errno
-import ipaddress
+import re
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
-import aiohttp
 import orjson
 
 from kubesim.apiserver import certs
 from kubesim.apiserver.core.store import Store
 from kubesim.apiserver.core.webhookconfig import Webhook
+from kubesim.apiserver.core.webhookhttp import (
+    Endpoint,
+    HttpPool,
+    ProtocolError,
+    request_bytes,
+)
 
 __all__ = [
     "CallError",
@@ -40,6 +46,7 @@ _MAX_ERROR_BODY = 512
 # than the calls. A webhook server answers from one event loop, so more connections than
 # this only queue there.
 CONNECTIONS_PER_HOST = 16
+IDLE_TIMEOUT = 30.0  # seconds an unused connection is kept
 
 
 class ServiceUnavailable(Exception):
@@ -80,13 +87,32 @@ class CallError(Exception):
 
 @dataclass(frozen=True)
 class _Target:
-    """Where a call goes: `display` is the URL as kube-apiserver prints it in errors, `connect`
-    the URL actually dialled (different for services), plus the TLS name to verify."""
+    """Where a call goes: `display` is the URL as kube-apiserver prints it in errors, then the
+    host and port actually dialled (different for services), the path with its query, the
+    TLS name to verify (None: the dialled host) and the Host header."""
 
     display: str
-    connect: str
+    scheme: str
+    host: str
+    port: int
+    path: str
     server_hostname: str | None
-    host_header: str | None
+    host_header: str
+
+
+def _url_target(url: str, timeout: str) -> _Target:
+    display = f"{url}{'&' if '?' in url else '?'}{timeout}"
+    parts = urlsplit(display)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (80 if parts.scheme == "http" else 443)
+    except ValueError as exc:  # a port out of range or not a number
+        raise CallError(f'failed to call webhook: Post "{display}": {exc}') from None
+    path = parts.path or "/"
+    if parts.query:
+        path = f"{path}?{parts.query}"
+    netloc = parts.netloc.rpartition("@")[2]
+    return _Target(display, parts.scheme, host, port, path, None, netloc)
 
 
 def _go_duration(seconds: float) -> str:
@@ -110,22 +136,44 @@ def _tls_reason(err: ssl.SSLCertVerificationError, host: str) -> str:
     return f"tls: failed to verify certificate: {why}"
 
 
-def _conn_reason(err: aiohttp.ClientConnectorError) -> str:
+def _conn_reason(err: OSError, host: str, port: int) -> str:
     """Word a connection failure as Go's net package does (`dial tcp h:p: connect: ...`)."""
-    addr = f"{err.host}:{err.port}"
-    os_err = err.os_error
-    if os_err.errno == errno.ECONNREFUSED:
+    addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if err.errno == errno.ECONNREFUSED:
         return f"dial tcp {addr}: connect: connection refused"
-    if isinstance(os_err, ssl.SSLError):
-        return f"remote error: tls: {os_err.reason or os_err}"
-    text = os_err.strerror or str(os_err)
+    if isinstance(err, ssl.SSLError):
+        return f"remote error: tls: {err.reason or err}"
+    text = err.strerror or str(err)
     return f"dial tcp {addr}: {text.lower() if text else 'connect failed'}"
 
 
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+
+
+def _bad_request_line(text: str) -> bool:
+    """Whether a path or Host header would break the request line (Go's url.Parse refuses
+    control characters; a space would split the line)."""
+    return _CONTROL.search(text) is not None
+
+
+def _status_message(raw: bytes) -> str:
+    """What kube-apiserver reports of a non-200 answer: a Status's message, else the body."""
+    try:
+        decoded = orjson.loads(raw)
+        if isinstance(decoded, dict) and decoded.get("kind") == "Status":
+            message = str(decoded.get("message") or "")
+            if message:
+                return message
+    except orjson.JSONDecodeError:
+        pass
+    text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace").strip()
+    return f'an error on the server ("{text}") has prevented the request from succeeding'
+
+
 class WebhookClient:
-    """Calls webhooks. One shared aiohttp session (created on first use, closed by
-    `close()`) keeps connections to webhook servers alive between calls, as kube-apiserver's
-    HTTP/1.1 client pool does."""
+    """Calls webhooks. One connection pool (`webhookhttp.HttpPool`, closed by `close()`)
+    keeps connections to webhook servers alive between calls, as kube-apiserver's HTTP/1.1
+    client pool does."""
 
     def __init__(
         self,
@@ -142,24 +190,11 @@ class WebhookClient:
         # The client certificate (PEM cert, key) presented to every webhook, as
         # kube-apiserver does when --admission-control-config-file gives it one; None: none.
         self.client_cert = client_cert
-        self._session: aiohttp.ClientSession | None = None
+        self.pool = HttpPool(CONNECTIONS_PER_HOST, idle_timeout=IDLE_TIMEOUT)
         self._ssl: dict[str, ssl.SSLContext] = {}
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    limit=0, limit_per_host=CONNECTIONS_PER_HOST, keepalive_timeout=30
-                ),
-                trust_env=False,
-                json_serialize=lambda o: orjson.dumps(o).decode(),
-            )
-        return self._session
-
     async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        self.pool.close()
 
     def _ssl_context(self, ca_bundle: str) -> ssl.SSLContext:
         ctx = self._ssl.get(ca_bundle)
@@ -185,9 +220,7 @@ class WebhookClient:
         timeout = f"timeout={_go_duration(hook.timeout)}"
         url = cc.get("url")
         if url:
-            url = str(url)
-            display = f"{url}{'&' if '?' in url else '?'}{timeout}"
-            return _Target(display, display, None, None)
+            return _url_target(str(url), timeout)
         svc = cc.get("service")
         if not isinstance(svc, dict) or not svc.get("name"):
             raise CallError("could not get REST client: webhook has neither a url nor a service")
@@ -202,20 +235,22 @@ class WebhookClient:
             )
         except ServiceUnavailable as exc:
             raise CallError(f'failed to call webhook: Post "{display}": {exc}') from None
-        dial_host, target_port = endpoint.host, endpoint.port
-        dial_host = dial_host.strip("[]")
-        try:
-            if ipaddress.ip_address(dial_host).version == 6:
-                dial_host = f"[{dial_host}]"
-        except ValueError:
-            pass
-        connect = f"https://{dial_host}:{target_port}{path}?{timeout}"
-        return _Target(display, connect, host, f"{host}:{port}")
+        dial_host = endpoint.host.strip("[]")
+        return _Target(
+            display, "https", dial_host, endpoint.port, f"{path}?{timeout}", host, f"{host}:{port}"
+        )
 
     async def post(self, hook: Webhook, version: str, request: dict[str, Any]) -> dict[str, Any]:
         """POST the review and return the decoded, verified `response`."""
         target = self._target(hook)
-        ctx = self._ssl_context(str(hook.client_config.get("caBundle") or ""))
+        prefix = f'failed to call webhook: Post "{target.display}"'
+        if _bad_request_line(target.path) or _bad_request_line(target.host_header):
+            raise CallError(f"{prefix}: net/url: invalid control character in URL")
+        tls = None
+        if target.scheme == "https":
+            tls = self._ssl_context(str(hook.client_config.get("caBundle") or ""))
+        endpoint = Endpoint(target.host, target.port, tls, target.server_hostname)
+        # Encoded once, with the request as built (the object is not copied for it).
         body = orjson.dumps(
             {
                 "apiVersion": f"admission.k8s.io/{version}",
@@ -223,57 +258,22 @@ class WebhookClient:
                 "request": request,
             }
         )
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json, */*",
-            "User-Agent": "kube-apiserver-admission",
-        }
-        if target.host_header:
-            headers["Host"] = target.host_header
-        prefix = f'failed to call webhook: Post "{target.display}"'
         try:
             async with asyncio.timeout(hook.timeout):
-                async with self._client().post(
-                    target.connect,
-                    data=body,
-                    headers=headers,
-                    ssl=ctx,
-                    server_hostname=target.server_hostname,
-                    allow_redirects=False,
-                ) as resp:
-                    status = resp.status
-                    raw = await resp.read()
+                status, raw = await self.pool.post(
+                    endpoint, request_bytes(target.host_header, target.path, body)
+                )
         except TimeoutError:
             raise CallError(f"{prefix}: context deadline exceeded") from None
-        except aiohttp.ClientConnectorCertificateError as exc:
-            host = target.server_hostname or exc.host
-            cert_error = exc.certificate_error
-            reason = (
-                _tls_reason(cert_error, host)
-                if isinstance(cert_error, ssl.SSLCertVerificationError)
-                else f"tls: {cert_error}"
-            )
+        except ssl.SSLCertVerificationError as exc:
+            reason = _tls_reason(exc, target.server_hostname or target.host)
             raise CallError(f"{prefix}: {reason}") from None
-        except aiohttp.ClientConnectorError as exc:
-            raise CallError(f"{prefix}: {_conn_reason(exc)}") from None
-        except aiohttp.ServerDisconnectedError:
-            raise CallError(f"{prefix}: EOF") from None
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            raise CallError(f"{prefix}: {exc or type(exc).__name__}") from None
+        except ProtocolError as exc:
+            raise CallError(f"{prefix}: {exc}") from None
+        except OSError as exc:
+            raise CallError(f"{prefix}: {_conn_reason(exc, target.host, target.port)}") from None
         if status != 200:
-            message = ""
-            try:
-                decoded = orjson.loads(raw)
-                if isinstance(decoded, dict) and decoded.get("kind") == "Status":
-                    message = str(decoded.get("message") or "")
-            except orjson.JSONDecodeError:
-                pass
-            if not message:
-                text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace").strip()
-                message = (
-                    f'an error on the server ("{text}") has prevented the request from succeeding'
-                )
-            raise CallError(f"failed to call webhook: {message}")
+            raise CallError(f"failed to call webhook: {_status_message(raw)}")
         try:
             review = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:

@@ -204,11 +204,18 @@ class K8sEvaluator(Evaluator):
             return value
         return error_value(f"type '{_cel_type_name(target)}' does not support field selection")
 
-    @staticmethod
-    def _pending_path(tree: lark.Tree[Any], scope: LazyVariables) -> Any:
+    @classmethod
+    def _pending_path(cls, tree: lark.Tree[Any], scope: LazyVariables) -> Any:
         """`a.b.c` on a still unconverted variable `a`: only the value at the path is
         converted (`MISSING` when the path is not all present maps: the normal
         evaluation then reports what is missing, as it would have)."""
+        raw = cls._pending_raw(tree, scope)
+        return raw if raw is MISSING else scope.convert(raw)
+
+    @staticmethod
+    def _pending_raw(tree: lark.Tree[Any], scope: LazyVariables) -> Any:
+        """The JSON value at `a.b.c` of a still unconverted variable `a`, unconverted
+        (`MISSING` as for `_pending_path`)."""
         names: list[str] = []
         node: Any = tree
         while isinstance(node, lark.Tree) and node.data == "member_dot":
@@ -226,7 +233,7 @@ class K8sEvaluator(Evaluator):
             if not isinstance(raw, dict) or name not in raw:
                 return MISSING
             raw = raw[name]
-        return scope.convert(raw)
+        return raw
 
     def member_index(self, tree: lark.Tree[Any]) -> Any:
         member_tree, index_tree = tree.children
@@ -334,6 +341,12 @@ class K8sEvaluator(Evaluator):
         if not isinstance(node, lark.Tree) or node.data != "member_dot":
             return error_value("invalid argument to has() macro")
         member_tree, field_token = cast(list[Any], node.children)
+        if isinstance(self.scope, LazyVariables):
+            # has(a.b.c) on an unconverted `a` asks only whether a.b has the key: a.b is not
+            # converted for it (a JSON map converts to a CEL map key for key).
+            parent = self._pending_raw(member_tree, self.scope)
+            if isinstance(parent, dict):
+                return celtypes.BoolType(field_token.value in parent)
         target = self.visit(member_tree)
         if isinstance(target, CELEvalError):
             return target

@@ -1069,6 +1069,10 @@ def test_lazy_variables_convert_only_what_the_expression_reads() -> None:
         "size(object.spec.containers) == 2 && object.metadata == {'labels': {'a': '1'}}",
         "object.spec.containers.all(object, has(object.name))",
         "request.operation == 'CREATE' && oldObject.metadata.labels == null",
+        "has(object.spec) && has(object.spec.containers) && !has(object.status)",
+        "has(oldObject.metadata)",
+        "has(object.metadata.labels.a.b)",
+        "has(object.spec.containers.name)",
     ],
 )
 def test_lazy_variables_evaluate_as_converted_ones(expression: str) -> None:
@@ -1092,6 +1096,26 @@ def test_lazy_variables_evaluate_as_converted_ones(expression: str) -> None:
 
     eager = outcome({k: json_to_cel(v) for k, v in raw.items()})
     assert outcome(LazyVariables(raw)) == eager
+
+
+def test_has_on_a_lazy_variable_converts_nothing() -> None:
+    """`has(oldObject.metadata.labels)` (the pod webhook's matchCondition on every pod
+    update) looks the key up in the JSON: the metadata, managedFields and all, is not
+    converted for it."""
+    converted: list[Any] = []
+
+    def convert(raw: Any) -> Any:
+        converted.append(raw)
+        return json_to_cel(raw)
+
+    meta = {"labels": {"a": "1"}, "managedFields": [{"manager": "m", "fieldsV1": {}}]}
+    condition = "!has(oldObject.metadata.labels) || !has(object.metadata.annotations)"
+    program = compile_expression(condition, _ADMISSION_VARIABLES)
+    variables = LazyVariables(
+        {"object": {"metadata": meta}, "oldObject": {"metadata": meta}}, convert
+    )
+    assert program.evaluate(variables) == celtypes.BoolType(True)
+    assert converted == []
 
 
 def test_lazy_variables_unknown_names_stay_unknown() -> None:
