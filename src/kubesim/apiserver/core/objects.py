@@ -7,7 +7,8 @@ fields the server sets on create and keeps on update, generation, no-op detectio
 
 from __future__ import annotations
 
-import secrets
+import os
+import random
 from typing import Any
 
 from kubesim.apiserver.core.store import Store
@@ -35,6 +36,10 @@ __all__ = [
 ]
 
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes' generateName
+# generateName's suffixes come from a seeded pseudo-random generator, as Kubernetes' do (Go's
+# math/rand): one OS random read per suffix character cost more than the rest of the name.
+_SUFFIX_RNG = random.Random()
+os.register_at_fork(after_in_child=_SUFFIX_RNG.seed)  # a forked child draws other names
 
 
 # Built-in types whose strategy maintains metadata.generation (custom resources always do).
@@ -126,7 +131,7 @@ def set_create_fields(rt: ResourceType, meta: dict[str, Any]) -> None:
                 "",
                 [fe.required("metadata.name", "name or generateName is required")],
             )
-        meta["name"] = prefix + "".join(secrets.choice(_SUFFIX_CHARS) for _ in range(5))
+        meta["name"] = prefix + "".join(_SUFFIX_RNG.choices(_SUFFIX_CHARS, k=5))
     for server_field in (
         "uid",
         "resourceVersion",
