@@ -22,15 +22,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Protocol
 
 from jobset.api.types import replicas
 from jobset.controllers.jobfacts import FAILED, JobFacts, facts_of
 
 __all__ = [
+    "ACTIVE",
+    "BUCKETS",
+    "PREVIOUS",
+    "ChildLists",
     "Children",
+    "Tally",
     "all_jobs_ready",
+    "bucket_of",
     "classify",
+    "count_job",
     "failed_condition",
     "finished_type",
     "fit_to_replicas",
@@ -42,6 +49,43 @@ __all__ = [
 ]
 
 Job = dict[str, Any]
+
+
+ACTIVE: Final = "active"
+SUCCEEDED: Final = "succeeded"
+FAILED_BUCKET: Final = "failed"
+PREVIOUS: Final = "previous"
+BUCKETS: Final = (ACTIVE, SUCCEEDED, FAILED_BUCKET, PREVIOUS)
+
+# Counts by the ReplicatedJob label: [ready, succeeded, failed, active, suspended], where
+# ready, active and suspended count active Jobs only (`count_job`).
+Tally = dict[str, list[int]]
+_READY, _SUCCEEDED, _FAILED, _ACTIVE, _SUSPENDED = range(5)
+
+
+class ChildLists(Protocol):
+    """The child Jobs of one JobSet by state, each list in name order: `Children`, or the
+    incrementally kept `childindex.ChildIndex`."""
+
+    @property
+    def active(self) -> list[Job]: ...
+
+    @property
+    def succeeded(self) -> list[Job]: ...
+
+    @property
+    def failed(self) -> list[Job]: ...
+
+    @property
+    def previous(self) -> list[Job]: ...
+
+    def all(self) -> Iterable[Job]: ...
+
+    def names(self) -> set[str]: ...
+
+    def current_count(self) -> int: ...
+
+    def tally(self) -> Tally: ...
 
 
 @dataclass
@@ -61,6 +105,38 @@ class Children:
 
     def names(self) -> set[str]:
         return {facts_of(j).name for j in self.all()}
+
+    def current_count(self) -> int:
+        """Active, succeeded and failed Jobs (previous ones excluded)."""
+        return len(self.active) + len(self.succeeded) + len(self.failed)
+
+    def tally(self) -> Tally:
+        """Counts by the ReplicatedJob label (`count_job`)."""
+        out: Tally = {}
+        for bucket, jobs in ((ACTIVE, self.active), (SUCCEEDED, self.succeeded)):
+            for job in jobs:
+                count_job(out, facts_of(job), bucket, 1)
+        for job in self.failed:
+            count_job(out, facts_of(job), FAILED_BUCKET, 1)
+        return out
+
+
+def count_job(tally: Tally, facts: JobFacts, bucket: str, sign: int) -> None:
+    """Add (`sign` 1) or take away (-1) one current Job of `bucket` in `tally`."""
+    row = tally.get(facts.rjob or "")
+    if row is None:
+        row = tally[facts.rjob or ""] = [0, 0, 0, 0, 0]
+    if bucket == ACTIVE:
+        if facts.ready:
+            row[_READY] += sign
+        if facts.active:
+            row[_ACTIVE] += sign
+        if facts.suspended:
+            row[_SUSPENDED] += sign
+    elif bucket == SUCCEEDED:
+        row[_SUCCEEDED] += sign
+    else:
+        row[_FAILED] += sign
 
 
 def rjob_name_of(job: Mapping[str, Any]) -> str:
@@ -122,12 +198,11 @@ def job_restarts_count_towards_max(
 
 
 def _is_previous(
-    js: Mapping[str, Any],
-    status: Mapping[str, Any],
     facts: JobFacts,
     restart_job: bool,
     counts: Mapping[str, int],
     restarts: int,
+    targets: Mapping[str, Sequence[int]],
 ) -> bool:
     attempt = facts.attempt
     if attempt is None:
@@ -145,10 +220,28 @@ def _is_previous(
         # Created before the feature was on: kept, as upstream does for compatibility.
         return False
     per_job = facts.job_attempt
-    targets = job_restarts(js, status, rjob_name)
-    if per_job is None or index >= len(targets) or index < 0:
+    found = targets.get(rjob_name, ())  # a ReplicatedJob not in the spec has no targets
+    if per_job is None or index >= len(found) or index < 0:
         return True
-    return per_job < targets[index]
+    return per_job < found[index]
+
+
+def bucket_of(
+    facts: JobFacts,
+    restart_job: bool,
+    counts: Mapping[str, int],
+    restarts: int,
+    targets: Mapping[str, Sequence[int]],
+) -> str:
+    """The state of one child Job: `counts` are the replicas by ReplicatedJob name,
+    `restarts` the JobSet's, `targets` the per-Job restart targets by ReplicatedJob name
+    (`job_restarts`; read only with `restart_job`)."""
+    if _is_previous(facts, restart_job, counts, restarts, targets):
+        return PREVIOUS
+    kind = facts.finished
+    if kind is None:
+        return ACTIVE
+    return FAILED_BUCKET if kind == FAILED else SUCCEEDED
 
 
 def _name_of_facts(pair: tuple[JobFacts, Job]) -> str:
@@ -167,26 +260,20 @@ def classify(js: Mapping[str, Any], jobs: Iterable[Job], *, restart_job: bool = 
         str(r.get("name") or ""): replicas(r)
         for r in (js.get("spec") or {}).get("replicatedJobs") or []
     }
+    targets = {n: job_restarts(js, status, n) for n in counts} if restart_job else {}
     restarts = int(status.get("restarts") or 0)
     out = Children()
+    lists = {ACTIVE: out.active, SUCCEEDED: out.succeeded, FAILED_BUCKET: out.failed}
+    lists[PREVIOUS] = out.previous
     pairs = [(facts_of(job), job) for job in jobs]
     pairs.sort(key=_name_of_facts)
     for facts, job in pairs:
-        if _is_previous(js, status, facts, restart_job, counts, restarts):
-            out.previous.append(job)
-            continue
-        kind = facts.finished
-        if kind is None:
-            out.active.append(job)
-        elif kind == FAILED:
-            out.failed.append(job)
-        else:
-            out.succeeded.append(job)
+        lists[bucket_of(facts, restart_job, counts, restarts, targets)].append(job)
     return out
 
 
 def replicated_job_statuses(
-    js: Mapping[str, Any], children: Children, *, restart_job: bool = False
+    js: Mapping[str, Any], children: ChildLists, *, restart_job: bool = False
 ) -> list[dict[str, Any]]:
     """`status.replicatedJobsStatus`, in spec order, counted as upstream counts it.
 
@@ -197,42 +284,29 @@ def replicated_job_statuses(
     Previous Jobs are not counted. With RestartJob, the per-Job restart counters of the
     current status are carried over (the failure policy may bump them afterwards).
     """
-    counts: dict[str, dict[str, int]] = {}
+    tally = children.tally()
     order: list[str] = []
     replicas_of: dict[str, int] = {}
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         name = str(rjob.get("name") or "")
-        replicas_of[name] = replicas(rjob)
-        if name not in counts:
+        if name not in replicas_of:
             order.append(name)
-        counts[name] = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
-
-    for job in children.active:
-        facts = facts_of(job)
-        bucket = counts.get(facts.rjob or "")
-        if bucket is None:
-            continue
-        if facts.ready:
-            bucket["ready"] += 1
-        if facts.active:
-            bucket["active"] += 1
-        if facts.suspended:
-            bucket["suspended"] += 1
-    for job in children.succeeded:
-        bucket = counts.get(facts_of(job).rjob or "")
-        if bucket is not None:
-            bucket["succeeded"] += 1
-    for job in children.failed:
-        bucket = counts.get(facts_of(job).rjob or "")
-        if bucket is not None:
-            bucket["failed"] += 1
+        replicas_of[name] = replicas(rjob)
 
     existing = {
         str(s.get("name")): s for s in (js.get("status") or {}).get("replicatedJobsStatus") or []
     }
     out: list[dict[str, Any]] = []
     for name in order:
-        entry: dict[str, Any] = {"name": name, **counts[name]}
+        row = tally.get(name) or (0, 0, 0, 0, 0)
+        entry: dict[str, Any] = {
+            "name": name,
+            "ready": row[_READY],
+            "succeeded": row[_SUCCEEDED],
+            "failed": row[_FAILED],
+            "active": row[_ACTIVE],
+            "suspended": row[_SUSPENDED],
+        }
         if restart_job and name in existing:
             for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
                 values = existing[name].get(key)

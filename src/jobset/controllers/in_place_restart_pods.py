@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from jobset.api import constants as c
+from jobset.placement.caches import JOBSET_POD_SELECTOR, decode_pod_event, pod_record
 from jobset.runtime.cache import Object
 from jobset.runtime.client import PODS
 from jobset.runtime.informer import Informer
@@ -34,5 +35,9 @@ def index_by_jobset(pod: Object) -> Sequence[str]:
 
 def in_place_pod_informer(manager: Manager) -> Informer:
     return manager.informer(
-        PODS, label_selector=c.JOBSET_NAME_KEY, indexers={IN_PLACE_POD_INDEX: index_by_jobset}
+        PODS,
+        label_selector=JOBSET_POD_SELECTOR,
+        indexers={IN_PLACE_POD_INDEX: index_by_jobset},
+        transform=pod_record,
+        watch_decode=decode_pod_event,
     )

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any, Final, overload
 
 import orjson
@@ -58,7 +58,7 @@ from jobset.api.types import (
     subdomain,
 )
 from jobset.api.validation import semantic_equal
-from jobset.controllers.classify import Children, job_restarts
+from jobset.controllers.classify import ChildLists, job_restarts
 from jobset.controllers.jobfacts import facts_of, split_job_name
 from jobset.controllers.volumes import add_volumes
 from jobset.placement.labels import (
@@ -624,15 +624,15 @@ def _gaps(indices: Iterable[int], count: int) -> list[int]:
 def missing_indices(
     js: Mapping[str, Any],
     rjob: Mapping[str, Any],
-    children: Children,
+    children: ChildLists,
     *,
     existing: Set[str] | None = None,
-    indices: Iterable[int] | None = None,
+    indices: Collection[int] | None = None,
 ) -> list[int]:
     """The indices of the Jobs of `rjob` that do not exist (in any state, previous included).
 
     `existing` are the names that exist (default: the children's); `indices`, when given,
-    are this ReplicatedJob's existing indices already parsed (`existing_indices`, once per
+    are this ReplicatedJob's existing indices (distinct) already parsed (`existing_indices`, once per
     pass for every ReplicatedJob). The work is in proportion to the Jobs that exist plus
     those missing, never to `replicas` itself: a pass over a JobSet whose Jobs all exist
     walks no replica.
@@ -647,8 +647,8 @@ def missing_indices(
     if indices is None:
         names = existing if existing is not None else children.names()
         indices = existing_indices(name_of(js), names).get(str(rjob.get("name") or ""), [])
-    else:
-        indices = list(indices)
+    elif len(indices) == count and (not indices or (min(indices) >= 0 and max(indices) < count)):
+        return []  # as many distinct indices as replicas, all in range: all exist
     if all_exist(indices, count):
         return []
     return _gaps(indices, count)

@@ -29,16 +29,20 @@ does not write them (they predate those Jobs; the Jobs' events bring the pass th
 current ones): one status write fewer per JobSet. Events and the finished/restart metrics
 follow a successful status write only.
 
-No JobSet holds the event loop for the others. `plan` is pure and synchronous, and its cost
-grows with the Jobs that exist (sorting, classifying, counting and indexing every Job; each
-cached Job's labels, conditions and name are parsed once, as the record is built:
-`jobfacts`). For a JobSet with `PLAN_IN_THREAD_JOBS`
-Jobs or more, or a failure policy of `PLAN_IN_THREAD_PATTERNS` message patterns or more,
-it runs in a worker thread, so the loop - every other JobSet's pass, the webhooks, the
-lease renewal - gets the interpreter back at each GIL switch interval instead of waiting for
-the whole plan (`kubeutil.gilswitch` shortens that interval).
+No JobSet holds the event loop for the others. `plan` is pure and synchronous. Each
+JobSet's Jobs are kept classified, counted and indexed between its passes (`childindex`,
+told of every change by the Job store's listener; each cached Job's labels, conditions and
+name are parsed once, as the record is built: `jobfacts`), so a pass costs in proportion to
+the Jobs changed since the last one: a large JobSet is passed over for nearly every event
+of its Jobs, and a pass over all of them each time made the controller's CPU grow with
+Jobs times events. A pass that classifies `PLAN_IN_THREAD_JOBS` Jobs or more again (the
+first, one after a restart), or over a failure policy of `PLAN_IN_THREAD_PATTERNS` message
+patterns or more, runs in a worker thread, so the loop - every other JobSet's pass, the
+webhooks, the lease renewal - gets the interpreter back at each GIL switch interval instead
+of waiting for the whole plan (`kubeutil.gilswitch` shortens that interval).
 Its inputs are cache objects, which nobody modifies (they are replaced), and the plan
-changes nothing, so the thread shares nothing mutable. Acting then awaits each write, and
+changes nothing but the JobSet's index, which only this pass touches meanwhile (the Job
+store's listener notes changes aside, read at the next pass). Acting then awaits each write, and
 the Job bodies are built one per write, so the rest of a pass yields anyway.
 """
 
@@ -59,7 +63,8 @@ from jobset.api import constants as c
 from jobset.api.regex import MANY_PATTERNS, message_pattern_count
 from jobset.api.types import headless_service_name, is_suspended, name_of, replicas
 from jobset.api.validation import DEFAULT_LIMITS, Limits
-from jobset.controllers.classify import Children
+from jobset.controllers.childindex import ChildIndex
+from jobset.controllers.classify import ChildLists
 from jobset.controllers.expectations import Awaited
 from jobset.controllers.fairshare import DEFAULT_SLICE_SECONDS, CreationSlice, slice_seconds
 from jobset.controllers.in_place_restart import is_in_place_restart
@@ -71,7 +76,7 @@ from jobset.controllers.in_place_restart_pods import (
 from jobset.controllers.jobcache import job_record
 from jobset.controllers.jobs import NewJob, all_exist, indices_of
 from jobset.controllers.metrics import JobSetMetrics, JobSetPhaseCollector
-from jobset.controllers.plan import Plan, PlanInput, Resume, plan
+from jobset.controllers.plan import Plan, PlanInput, Resume, feature_enabled, plan
 from jobset.controllers.stored_validation import StoredValidation
 from jobset.resources import JOBSET_OWNER_INDEX, JOBSETS, index_jobset_owner, jobset_owner_key
 from jobset.runtime import (
@@ -86,7 +91,7 @@ from jobset.runtime import (
     enqueue_owner,
     strip_managed_fields,
 )
-from jobset.runtime.client import JOBS, PVCS, SERVICES, Resource
+from jobset.runtime.client import JOBS, PVCS, SERVICES, Object, Resource
 from jobset.runtime.logging import get_logger
 from kubeutil.rfc3339 import parse_rfc3339
 
@@ -97,10 +102,10 @@ EVENT_COMPONENT: Final = "jobset-controller"
 
 T = TypeVar("T")
 
-# A JobSet with this many Jobs is planned in a worker thread (below it, planning on the loop
-# costs less than the thread hop would save). A planning thread holds the interpreter lock
-# the loop needs after each socket call, so a plan's cost slows the loop while it runs: the
-# per-Job parse is done once per record (`jobfacts`) to keep that short.
+# A pass classifying this many Jobs again is planned in a worker thread (below it, planning
+# on the loop costs less than the thread hop would save). A planning thread holds the
+# interpreter lock the loop needs after each socket call, so a plan's cost slows the loop
+# while it runs: the per-Job parse is done once per record (`jobfacts`) to keep that short.
 PLAN_IN_THREAD_JOBS: Final = 1000
 # ... and so is one whose failure policy has this many message patterns: a failed Job is
 # matched against each rule's patterns in turn (RE2, linear, but a policy as large as an
@@ -241,6 +246,11 @@ class JobSetController:
                 delete=lambda job: self._job_observed(job, gone=True),
             )
         )
+        # Each reconciled JobSet's Jobs, kept classified between passes (`childindex`): by
+        # JobSet key, with the owner key it was built for; and by owner key, for the handler.
+        self._child_indexes: dict[str, tuple[str, ChildIndex]] = {}
+        self._child_index_of_owner: dict[str, ChildIndex] = {}
+        self.jobs.store.add_listener(self._job_changed)
         self.controller.watch(self.services, enqueue_owner(c.KIND, c.GROUP))
         registry = manager.metrics.registry
         self.metrics = JobSetMetrics(registry, per_jobset_names=per_jobset_metrics)
@@ -332,11 +342,11 @@ class JobSetController:
         self, key: str, namespace: str, uid: str, js: Mapping[str, Any]
     ) -> tuple[Plan, float]:
         """The pass's plan from the caches, and the seconds planning took."""
-        owner = jobset_owner_key(namespace, uid)
-        jobs = self.jobs.store.by_index(JOBSET_OWNER_INDEX, owner) if uid else []
+        index = self._child_index(key, jobset_owner_key(namespace, uid)) if uid else None
         inp = PlanInput(
             jobset=js,
-            jobs=jobs,
+            jobs=[],
+            child_index=index,
             now=self.clock(),
             service_exists=self._service_exists(js),
             existing_pvcs=self._existing_pvcs(js),
@@ -347,14 +357,55 @@ class JobSetController:
             pods=self._in_place_pods(js),
         )
         planning = time.monotonic()
+        # The Jobs the pass classifies again: those changed since the last pass, or all.
+        restart_job = feature_enabled(self.features, c.FEATURE_RESTART_JOB)
+        work = 0 if index is None else index.work(js, restart_job=restart_job)
         if (
-            len(jobs) + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
+            work + len(inp.awaited_jobs) >= PLAN_IN_THREAD_JOBS
             or message_pattern_count(js) >= PLAN_IN_THREAD_PATTERNS
         ):
             p = await asyncio.to_thread(plan, inp)  # tenant-sized: off the loop (docstring)
         else:
             p = plan(inp)
         return p, time.monotonic() - planning
+
+    def _child_index(self, key: str, owner: str) -> ChildIndex:
+        """The JobSet's Jobs kept classified, with every Job changed since the last pass
+        put again (or removed): built from the cache on the JobSet's first pass."""
+        found = self._child_indexes.get(key)
+        if found is not None and found[0] == owner:
+            index = found[1]
+            for job_key in index.touched():
+                job = self.jobs.store.get(job_key)
+                if job is not None and owner in index_jobset_owner(job):
+                    index.put(job_key, job)
+                else:
+                    index.remove(job_key)
+            return index
+        self._drop_child_index(key)
+        index = ChildIndex()
+        for job_key in self.jobs.store.index_keys(JOBSET_OWNER_INDEX, owner):
+            job = self.jobs.store.get(job_key)
+            if job is not None:
+                index.put(job_key, job)
+        self._child_indexes[key] = (owner, index)
+        self._child_index_of_owner[owner] = index
+        return index
+
+    def _drop_child_index(self, key: str) -> None:
+        found = self._child_indexes.pop(key, None)
+        if found is not None:
+            self._child_index_of_owner.pop(found[0], None)
+
+    def _job_changed(self, key: str, old: Object | None, new: Object | None) -> None:
+        """A Job cached, replaced or dropped: noted as changed in the index of each JobSet
+        that owned it before or owns it now (read again at that JobSet's next pass)."""
+        for obj in (old, new):
+            if obj is not None:
+                for owner in index_jobset_owner(obj):
+                    index = self._child_index_of_owner.get(owner)
+                    if index is not None:
+                        index.touch(key)
 
     def _status_write_due(self, key: str, p: Plan, created: int) -> tuple[bool, float]:
         """Whether the pass writes its status now, and when to look again."""
@@ -470,6 +521,7 @@ class JobSetController:
         self.awaited_deletes.forget(key)
         self._observed_created.pop(key, None)
         self._observed_ready.pop(key, None)
+        self._drop_child_index(key)
 
     # ------------------------------------------------------------------ metrics
 
@@ -772,14 +824,13 @@ def _uid(answer: bytes) -> Any:
     return ((made if isinstance(made, dict) else {}).get("metadata") or {}).get("uid")
 
 
-def all_created(js: Mapping[str, Any], children: Children) -> bool:
+def all_created(js: Mapping[str, Any], children: ChildLists) -> bool:
     """Every Job the spec asks for exists in the current run (previous ones excluded).
 
     Counted from the Jobs that exist (O(existing)), never by walking `replicas`; while
     fewer Jobs exist than the spec asks for (every pass of a long creation) it is O(1)."""
     rjobs = (js.get("spec") or {}).get("replicatedJobs") or []
-    existing = len(children.active) + len(children.succeeded) + len(children.failed)
-    if existing < sum(replicas(rjob) for rjob in rjobs):
+    if children.current_count() < sum(replicas(rjob) for rjob in rjobs):
         return False
     by_rjob = indices_of(
         name_of(js), itertools.chain(children.active, children.succeeded, children.failed)

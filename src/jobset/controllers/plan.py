@@ -40,12 +40,13 @@ from typing import Any, Final
 
 from jobset.api import constants as c
 from jobset.api.defaulting import defaulted_view
-from jobset.api.types import is_finished, is_managed_by_this_controller, is_suspended, name_of
+from jobset.api.types import is_finished, is_managed_by_this_controller, is_suspended
 from jobset.controllers import startup
+from jobset.controllers.childindex import ChildIndex
 from jobset.controllers.classify import (
+    ChildLists,
     Children,
     all_jobs_ready,
-    classify,
     replicated_job_statuses,
     rjob_name_of,
     statuses_equal,
@@ -61,8 +62,7 @@ from jobset.controllers.in_place_restart import (
     is_in_place_restart,
     reconcile_in_place_restart,
 )
-from jobset.controllers.jobfacts import facts_of
-from jobset.controllers.jobs import PendingJobs, indices_of, missing_indices, resume_patch
+from jobset.controllers.jobs import PendingJobs, missing_indices, resume_patch
 from jobset.controllers.network import headless_service, wants_headless_service
 from jobset.controllers.restart_policy import FailureOutcome, execute_failure_policy
 from jobset.controllers.success_policy import success_policy_met
@@ -104,6 +104,9 @@ class PlanInput:
     # The JobSet's pods (label jobset.sigs.k8s.io/jobset-name), read only by in-place
     # restart: given when the InPlaceRestart gate is on and the JobSet uses the strategy.
     pods: Sequence[Mapping[str, Any]] = ()
+    # The same Jobs kept classified between passes (`childindex`), read instead of `jobs`
+    # when given: the pass brings it up to date, in O(Jobs changed since the last pass).
+    child_index: ChildIndex | None = None
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ class Plan:
     # The status change is only Job counts in replicatedJobsStatus (see `StatusUpdate`).
     only_counts_changed: bool = False
     events: list[Event] = field(default_factory=list)
-    children: Children = field(default_factory=Children)
+    children: ChildLists = field(default_factory=Children)
     failure: FailureOutcome | None = None
     in_place: InPlaceOutcome | None = None
     # Set when this pass finishes the JobSet ("Completed" / "Failed"), for metrics.
@@ -171,7 +174,8 @@ def _not_deleting(jobs: Iterable[Job], deleted: frozenset[str] = frozenset()) ->
 
 
 def plan(inp: PlanInput) -> Plan:
-    """Plan one reconcile pass of `inp.jobset`. Pure: reads its input, changes nothing."""
+    """Plan one reconcile pass of `inp.jobset`. Pure: reads its input and changes nothing
+    but `inp.child_index`, which it brings up to date."""
     raw = inp.jobset
     meta = raw.get("metadata") or {}
     if meta.get("deletionTimestamp"):
@@ -189,7 +193,8 @@ def plan(inp: PlanInput) -> Plan:
     out = Plan()
 
     was_finished = is_finished(js)
-    children = classify(js, inp.jobs, restart_job=restart_job)
+    children = inp.child_index if inp.child_index is not None else ChildIndex.of(inp.jobs)
+    children.classify(js, restart_job=restart_job)
     out.children = children
     statuses = replicated_job_statuses(js, children, restart_job=restart_job)
     if not statuses_equal(update.status.get("replicatedJobsStatus"), statuses):
@@ -247,7 +252,9 @@ def plan(inp: PlanInput) -> Plan:
     return _finish(out, update)
 
 
-def _plan_supporting(js: Mapping[str, Any], children: Children, inp: PlanInput, out: Plan) -> None:
+def _plan_supporting(
+    js: Mapping[str, Any], children: ChildLists, inp: PlanInput, out: Plan
+) -> None:
     """The headless Service, the PVCs and (ElasticJobSet) scaled Jobs the pass needs."""
     if wants_headless_service(js) and not inp.service_exists:
         out.create_service = headless_service(js)
@@ -270,7 +277,7 @@ def _finish(out: Plan, update: StatusUpdate) -> Plan:
 
 def _plan_creation(
     js: Mapping[str, Any],
-    children: Children,
+    children: ChildIndex,
     statuses: list[dict[str, Any]],
     update: StatusUpdate,
     out: Plan,
@@ -282,7 +289,7 @@ def _plan_creation(
     suspended = is_suspended(js)
     ordered = startup.in_order(js) and not suspended
     # Parsed once for every ReplicatedJob: O(Jobs that exist), whatever `replicas` says.
-    existing = indices_of(name_of(js), children.all(), awaited)
+    existing = children.existing_indices(awaited)
     out.create_jobs = PendingJobs(js, restart_job=restart_job, execution_attempt=attempt)
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         if not startup.dependencies_reached(js, rjob, statuses):
@@ -290,7 +297,7 @@ def _plan_creation(
         status = startup.find_status(statuses, str(rjob.get("name")))
         if ordered and startup.all_replicas_started(rjob, status):
             continue
-        indices = existing.get(str(rjob.get("name") or ""), set())
+        indices = existing.get(str(rjob.get("name") or ""), ())
         out.create_jobs.add(rjob, missing_indices(js, rjob, children, indices=indices))
         if ordered:
             update.set_startup_in_progress()
@@ -301,7 +308,7 @@ def _plan_creation(
 
 def _plan_resume(
     js: Mapping[str, Any],
-    children: Children,
+    children: ChildIndex,
     statuses: list[dict[str, Any]],
     update: StatusUpdate,
     out: Plan,
@@ -313,11 +320,8 @@ def _plan_resume(
     (KEP-1150's gate) their container resources become the template's; with `attempt`
     (KEP-1282's gate) they carry that execution attempt."""
     ordered = startup.in_order(js)
-    suspended: dict[str, list[Job]] = {}  # by ReplicatedJob: the only Jobs a resume patches
-    for job in children.active:
-        facts = facts_of(job)
-        if facts.suspended:
-            suspended.setdefault(facts.rjob or "", []).append(job)
+    # By ReplicatedJob, in name order: the only Jobs a resume patches.
+    suspended = children.suspended_active()
     for rjob in (js.get("spec") or {}).get("replicatedJobs") or []:
         name = str(rjob.get("name"))
         if not startup.dependencies_reached(js, rjob, statuses):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset.api import constants as c
-from jobset.controllers.classify import Children, job_restarts, job_restarts_count_towards_max
+from jobset.controllers.classify import ChildLists, job_restarts, job_restarts_count_towards_max
 from jobset.controllers.conditions import WARNING, StatusUpdate
 from jobset.controllers.failure_rules import first_failed_job, first_matching_rule
 
@@ -76,7 +76,7 @@ def _job_name(job: Mapping[str, Any]) -> str:
 
 
 def execute_failure_policy(
-    js: Mapping[str, Any], children: Children, update: StatusUpdate, *, restart_job: bool = False
+    js: Mapping[str, Any], children: ChildLists, update: StatusUpdate, *, restart_job: bool = False
 ) -> FailureOutcome:
     """Apply the failure policy to `update`; `children.failed` must not be empty."""
     spec = js.get("spec") or {}

@@ -8,12 +8,25 @@ indexes keep only pods of JobSets using exclusive placement, as upstream's field
 - `placement-pod-name`: the pod name without the Job controller's random suffix
   (`<jobset>-<rjob>-<jobIndex>-<podIndex>`), to find a follower's leader;
 - `placement-job-key`: the `jobset.sigs.k8s.io/job-key` label, to find a Job's pods.
+
+A cached pod is a `PodRecord`: the pod as the API server sends it, with only what the
+readers of this cache read (exclusive placement, the pod webhook and InPlaceRestart: the
+whole metadata but managedFields, `spec.nodeName` and `nodeSelector`, `status.phase` and
+`conditions`, each container status's name and `restartCount`). The watch decodes each
+event straight into that shape (`decode_pod_event`: the rest of the pod - containers,
+volumes, most of the status - is skipped by the parser, never built), so a pod event costs
+a fraction of a full parse; a list's pods are cut to the same shape (`pod_record`). An
+object of another shape (an ERROR event's Status, a field of an unexpected type) is parsed
+in full and kept as it is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypedDict
+
+import msgspec
+import orjson
 
 from jobset.api import constants as c
 from jobset.placement.affinity import leader_pod_name, pod_name_without_suffix
@@ -60,9 +73,94 @@ def index_pod_job_key(pod: Object) -> Sequence[str]:
 POD_INDEXERS: Final = {POD_NAME_INDEX: index_pod_name, POD_JOB_KEY_INDEX: index_pod_job_key}
 
 
+# What the pod cache keeps (module docstring). Every leaf is `Any`: it is kept as sent.
+class _ObjectMeta(TypedDict, total=False):
+    name: Any
+    generateName: Any
+    namespace: Any
+    selfLink: Any
+    uid: Any
+    resourceVersion: Any
+    generation: Any
+    creationTimestamp: Any
+    deletionTimestamp: Any
+    deletionGracePeriodSeconds: Any
+    labels: Any
+    annotations: Any
+    ownerReferences: Any
+    finalizers: Any
+
+
+class _PodSpec(TypedDict, total=False):
+    nodeName: Any
+    nodeSelector: Any
+
+
+class _ContainerStatus(TypedDict, total=False):
+    name: Any
+    restartCount: Any
+
+
+class _PodStatus(TypedDict, total=False):
+    phase: Any
+    conditions: Any
+    containerStatuses: list[_ContainerStatus]
+    initContainerStatuses: list[_ContainerStatus]
+
+
+class PodRecord(TypedDict, total=False):
+    apiVersion: Any
+    kind: Any
+    metadata: _ObjectMeta
+    spec: _PodSpec
+    status: _PodStatus
+
+
+class _PodEvent(TypedDict, total=False):
+    type: Any
+    object: PodRecord
+
+
+_decoder: Final = msgspec.json.Decoder(_PodEvent)
+
+
+def pod_record(pod: Object) -> Object:
+    """The cache transform: the pod cut to a `PodRecord` (as it is when of another shape)."""
+    try:
+        record: Object = msgspec.convert(pod, PodRecord)
+        return record
+    except msgspec.ValidationError:
+        return pod
+
+
+def decode_pod_event(line: bytes) -> Object:
+    """One pod watch event (`Informer`'s `watch_decode`): its type, and its object decoded
+    as a `PodRecord` - what `orjson.loads` then `pod_record` give. An ERROR event (its
+    object a Status) and a line of another shape are parsed by `orjson.loads` (which raises
+    on a line that is no JSON), the object of the latter then cut by `pod_record`."""
+    try:
+        event: Object = _decoder.decode(line)  # type: ignore[assignment]
+        if event.get("type") != "ERROR":
+            return event
+    except msgspec.DecodeError:  # ValidationError included: a shape of its own, parse it all
+        pass
+    event = orjson.loads(line)
+    if isinstance(event, dict) and event.get("type") != "ERROR":
+        obj = event.get("object")
+        if isinstance(obj, dict):
+            event["object"] = pod_record(obj)
+    return event
+
+
 def pod_informer(manager: Manager) -> Informer:
     """The manager's shared JobSet-pod informer, with the placement indexes added."""
-    return manager.informer(PODS, label_selector=JOBSET_POD_SELECTOR, indexers=POD_INDEXERS)
+    return manager.informer(
+        PODS,
+        label_selector=JOBSET_POD_SELECTOR,
+        indexers=POD_INDEXERS,
+        transform=pod_record,
+        watch_decode=decode_pod_event,
+    )
 
 
 def node_informer(manager: Manager) -> Informer:

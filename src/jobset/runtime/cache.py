@@ -21,6 +21,7 @@ from typing import Any, Final
 __all__ = [
     "BY_CONTROLLER_UID",
     "BY_NAMESPACE",
+    "ChangeListener",
     "IndexFunc",
     "Indexer",
     "Store",
@@ -41,6 +42,8 @@ __all__ = [
 Object = dict[str, Any]
 IndexFunc = Callable[[Object], Sequence[str]]
 Transform = Callable[[Object], Object]
+# (key, the object before, the object after): None for "absent" (`Store.add_listener`).
+ChangeListener = Callable[[str, Object | None, Object | None], None]
 
 BY_NAMESPACE: Final = "namespace"
 BY_CONTROLLER_UID: Final = "controller-uid"
@@ -169,6 +172,13 @@ class Store:
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
         # index name -> indexed value -> keys
         self._indices: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
+        self._listeners: list[ChangeListener] = []
+
+    def add_listener(self, listener: ChangeListener) -> None:
+        """Call `listener(key, old, new)` after every write: `put` (old None for a new key)
+        and `remove` of a key held (new None). For whoever keeps something derived from
+        the store up to date write by write; it must be cheap and must not write here."""
+        self._listeners.append(listener)
 
     # -- writes (the informer's) ------------------------------------------------
 
@@ -197,12 +207,16 @@ class Store:
             index = self._indices[name]
             for value in fn(obj):
                 index.setdefault(value, set()).add(key)
+        for listener in self._listeners:
+            listener(key, old, obj)
         return old
 
     def remove(self, key: str) -> Object | None:
         old = self._items.pop(key, None)
         if old is not None:
             self._unindex(key, old)
+            for listener in self._listeners:
+                listener(key, old, None)
         return old
 
     def _unindex(self, key: str, obj: Object) -> None:

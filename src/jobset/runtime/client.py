@@ -36,7 +36,7 @@ import random
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
@@ -551,12 +551,15 @@ class Client:
         allow_bookmarks: bool = True,
         label_selector: str = "",
         field_selector: str = "",
+        decode: WatchDecoder | None = None,
     ) -> AsyncIterator[AsyncIterator[Object]]:
         """A watch stream: yields an async iterator of raw events {"type", "object"}.
 
         The HTTP request is retried like a GET (429 / 5xx); a 410 at start is raised as
         `ApiError` (status 410). ERROR events inside the stream are yielded as they are.
+        `decode` parses one event line instead of `orjson.loads` (`WatchDecoder`).
         """
+        loads = decode or orjson.loads
         query = _selectors(label_selector, field_selector)
         query.append(("watch", "true"))
         if resource_version:
@@ -579,7 +582,7 @@ class Client:
                 if not line:
                     return
                 try:
-                    event = orjson.loads(line)
+                    event = loads(line)
                 except orjson.JSONDecodeError:
                     if line.strip():
                         raise
@@ -607,6 +610,12 @@ class Client:
         finally:
             resp.close()
 
+
+# Parses one watch event line (bytes, maybe with surrounding whitespace) into the event,
+# raising `orjson.JSONDecodeError` for a line that is not JSON, as `orjson.loads` does: a
+# decoder that keeps only what a cache reads of each object (`Client.watch`'s `decode`,
+# `Informer`'s `watch_decode`).
+WatchDecoder = Callable[[bytes], Object]
 
 _TIMEOUTS: dict[Any, aiohttp.ClientTimeout] = {}
 

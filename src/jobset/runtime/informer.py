@@ -5,6 +5,11 @@ read it, a `Store` with indexers and a transform, `add_event_handler` (a handler
 first receives an add for every cached object), `has_synced` once the first list has been
 stored, and optional periodic resync (an update with old == new for every object).
 
+A `watch_decode` parses each watch event line in place of `orjson.loads`: a decoder that
+builds only what the transform keeps (the pod cache's does) saves most of the parse of
+every event. It gives the event's type and its object as the transform would leave it (the
+transform then runs on listed objects only), so both paths cache the same.
+
 Delivery is synchronous on the event loop: handlers are meant to be cheap (map the object to
 keys and add them to a workqueue). A handler that raises is logged and skipped; it never
 stops the informer.
@@ -31,7 +36,7 @@ from jobset.runtime.cache import (
     index_by_namespace,
     object_key,
 )
-from jobset.runtime.client import Client, Object, Resource
+from jobset.runtime.client import Client, Object, Resource, WatchDecoder
 from jobset.runtime.logging import get_logger
 from jobset.runtime.reflector import Reflector
 from kubeutil.aio import cancel_and_wait
@@ -82,6 +87,7 @@ class Informer:
         label_selector: str = "",
         field_selector: str = "",
         transform: Transform | None = None,
+        watch_decode: WatchDecoder | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
         resync_period: float | None = None,
         page_size: int = 500,
@@ -104,6 +110,7 @@ class Informer:
             label_selector=label_selector,
             field_selector=field_selector,
             transform=transform,
+            decode=watch_decode,
             page_size=page_size,
             backoff_initial=backoff_initial,
             backoff_max=backoff_max,

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 
-from jobset.runtime.client import ApiError, Client, Object, Resource
+from jobset.runtime.client import ApiError, Client, Object, Resource, WatchDecoder
 from jobset.runtime.logging import get_logger
 
 __all__ = ["YIELD_EVERY", "Reflector", "ReflectorSink"]
@@ -68,6 +68,7 @@ class Reflector:
         label_selector: str = "",
         field_selector: str = "",
         transform: Callable[[Object], Object] | None = None,
+        decode: WatchDecoder | None = None,
         page_size: int = 500,
         min_watch_timeout: int = 300,
         backoff_initial: float = 0.8,
@@ -81,6 +82,7 @@ class Reflector:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.transform = transform
+        self.decode = decode
         self.page_size = page_size
         self.min_watch_timeout = min_watch_timeout
         self.backoff_initial = backoff_initial
@@ -151,11 +153,13 @@ class Reflector:
             if not token:
                 return objects, str(meta.get("resourceVersion") or "")
 
-    def _prepare(self, obj: Object) -> Object:
+    def _prepare(self, obj: Object, *, decoded: bool = False) -> Object:
         # List items carry no apiVersion/kind; watch objects do. Make them uniform.
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        return self.transform(obj) if self.transform is not None else obj
+        if decoded or self.transform is None:
+            return obj  # a watch decoder leaves its objects as the transform would
+        return self.transform(obj)
 
     async def _watch_once(self) -> None:
         # client-go: a random timeout in [min, 2*min) spreads re-watches of many informers.
@@ -169,6 +173,7 @@ class Reflector:
                 allow_bookmarks=True,
                 label_selector=self.label_selector,
                 field_selector=self.field_selector,
+                decode=self.decode,
             ) as events:
                 self.watches += 1
                 established = True
@@ -213,6 +218,6 @@ class Reflector:
         if etype not in ("ADDED", "MODIFIED", "DELETED"):
             self.log.warning("unknown watch event type", type=etype)
             return
-        self.sink.apply(etype, self._prepare(obj))
+        self.sink.apply(etype, self._prepare(obj, decoded=self.decode is not None))
         if rv:
             self.last_sync_resource_version = rv

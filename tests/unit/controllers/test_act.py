@@ -13,10 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
+from jobset.controllers import childindex, classify, jobset_controller
 from jobset.controllers import jobs as jobs_module
-from jobset.controllers import jobset_controller
+from jobset.controllers import plan as plan_module
 from jobset.controllers.fairshare import DEFAULT_SLICE_SECONDS, CreationSlice
 from jobset.controllers.jobcache import job_record
+from jobset.controllers.jobfacts import facts_of
 from jobset.controllers.jobset_controller import ActionError, JobSetController
 from jobset.controllers.plan import PlanInput, plan
 from jobset.runtime import Manager, ManagerOptions, Request
@@ -384,3 +386,48 @@ async def test_a_newer_version_by_someone_else_ends_the_wait_too(
     ctl.jobsets.store.put(object_key(newer), newer)
     await ctl.reconcile(Request(NS, "js"))
     assert planned[0] == 2
+
+
+async def test_a_pass_classifies_only_the_jobs_changed_since_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A JobSet's Jobs stay classified between passes (`childindex`): after 3 of its 2,000
+    Jobs change, the next pass reads those 3 (it read, sorted and counted all 2,000 on
+    every pass, and a large JobSet is passed over for nearly every Job event)."""
+    client = FakeClient()
+    ctl = _controller(client)
+    js = jobset(rjob("w", 2000))
+    ctl.jobsets.store.put(object_key(js), js)
+    await ctl.reconcile(Request(NS, "js"))
+    _observe_created(ctl, client, js)
+    await ctl.reconcile(Request(NS, "js"))
+    js = {**js, "status": client.status_writes[-1]}
+    ctl.jobsets.store.put(object_key(js), js)
+    await ctl.reconcile(Request(NS, "js"))
+    reads = [0]
+    original = facts_of
+
+    def counting(job: Any) -> Any:
+        reads[0] += 1
+        return original(job)
+
+    for module in (classify, childindex, jobs_module, plan_module):
+        monkeypatch.setattr(module, "facts_of", counting, raising=False)
+    changed = sorted(ctl.jobs.store.keys())[:3]
+    for key in changed:
+        job = dict(ctl.jobs.store.get(key) or {})
+        ctl.jobs.store.put(key, job_record({**job, "status": {"ready": 1, "active": 1}}))
+    await ctl.reconcile(Request(NS, "js"))
+    assert reads[0] == 3
+    # ... and what it planned is what a pass over all 2,000 Jobs plans.
+    fresh = plan(PlanInput(jobset=js, jobs=ctl.jobs.store.list(), now=ctl.clock()))
+    last = plan(
+        PlanInput(
+            jobset=js,
+            jobs=[],
+            now=ctl.clock(),
+            child_index=ctl._child_indexes["default/js"][1],
+        )
+    )
+    assert last.status["replicatedJobsStatus"] == fresh.status["replicatedJobsStatus"]
+    assert last.status["replicatedJobsStatus"][0]["ready"] == 3

@@ -77,6 +77,9 @@ def test_missing_indices_are_the_gaps_among_existing_names() -> None:
     assert missing_indices(js, w1, Children(), existing=names) == [0, 2]
     assert missing_indices(js, w, Children(), existing=set()) == list(range(6))
     assert missing_indices(js, w, Children(), indices=[5, 4, 3, 2, 1, 0]) == []
+    assert missing_indices(js, w, Children(), indices={0, 1, 2, 3, 4, 9}) == [5]
+    assert missing_indices(js, w, Children(), indices={-1, 0, 1, 2, 3, 4}) == [5]
+    assert missing_indices(js, w, Children(), indices=[0, 1, 2, 3, 4, 5, 9]) == []
 
 
 def test_all_created_counts_existing_jobs_without_naming_replicas(

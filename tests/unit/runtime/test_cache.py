@@ -118,3 +118,22 @@ def test_drop_fields_and_chain() -> None:
     assert slim["spec"] == {"parallelism": 2}
     assert slim["status"] == {"active": 1}
     assert drop_fields("a.b")({"a": "not a dict"}) == {"a": "not a dict"}
+
+
+def test_listeners_see_every_write_after_the_indexes() -> None:
+    s = Store({BY_CONTROLLER_UID: index_by_controller_uid})
+    seen: list[tuple[str, str | None, str | None, list[str]]] = []
+
+    def listener(key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        rv = [None if o is None else o["metadata"]["resourceVersion"] for o in (old, new)]
+        seen.append((key, rv[0], rv[1], s.index_keys(BY_CONTROLLER_UID, "u1")))
+
+    s.add_listener(listener)
+    s.put("a/j1", obj("j1", "a", owner="u1"))
+    s.put(
+        "a/j1",
+        {**obj("j1", "a"), "metadata": {**obj("j1", "a")["metadata"], "resourceVersion": "2"}},
+    )
+    s.remove("a/j1")
+    s.remove("a/j1")  # nothing held: nothing told
+    assert seen == [("a/j1", None, "1", ["a/j1"]), ("a/j1", "1", "2", []), ("a/j1", "2", None, [])]
