@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Hashable, Iterable
+from collections.abc import Collection, Hashable, Iterable
 from typing import Any, Final, Generic, TypeVar
 
 import structlog
@@ -61,6 +61,12 @@ class Controller(Generic[K]):
 
     # ------------------------------------------------------------------ for subclasses
 
+    def watched(self) -> Collection[ResourceKey] | None:
+        """The resources whose events `keys_for` looks at (None: all of them). The store
+        calls a controller that declares them on their writes only (`Store.subscribe`),
+        sparing it the rest, the Events above all."""
+        return None
+
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[K]:
         raise NotImplementedError
 
@@ -82,7 +88,11 @@ class Controller(Generic[K]):
 
     def start(self) -> None:
         self._queue = WorkQueue()
-        self.core.store.listeners.append(self._on_event)
+        watched = self.watched()
+        if watched is None:
+            self.core.store.listeners.append(self._on_event)
+        else:
+            self.core.store.subscribe(self._on_event, frozenset(watched))
         for key in self.initial_keys():
             self._queue.add(key)
         self._tasks = [
@@ -93,6 +103,7 @@ class Controller(Generic[K]):
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
             self.core.store.listeners.remove(self._on_event)
+        self.core.store.unsubscribe(self._on_event)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

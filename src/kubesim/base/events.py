@@ -220,25 +220,26 @@ class EventCorrelator:
         g = involved.get
         obj = (g("kind"), g("namespace"), g("name"), g("uid"), g("apiVersion"))
         similar_key = (component, host, *obj, type_, reason)
+        # A record found is already the most recent of its cache (`lookup`) and is changed
+        # in place; only a new one is stored.
         similar: _Similar | None = self._similar.lookup(similar_key)
         if similar is None or now - similar.last > self.window:
             similar = _Similar(set(), now)
+            self._similar.store(similar_key, similar)
         similar.messages.add(message)
         similar.last = now
         if len(similar.messages) < self.max_similar:
-            self._similar.store(similar_key, similar)
             key: Hashable = (*similar_key, g("fieldPath"), message)
         else:
             similar.messages.pop()  # keep the set at its bound, as client-go's PopAny
-            self._similar.store(similar_key, similar)
             key = similar_key
             message = COMBINED_PREFIX + message
             self.stats.combined += 1
         seen: _Observed | None = self._observed.lookup(key)
         if seen is None:
             seen = _Observed(self._new_name(g("name") or ""), 0, stamp)
+            self._observed.store(key, seen)
         seen.count += 1
-        self._observed.store(key, seen)
         if not self.spam.allow((component, host, *obj), now):
             self.stats.filtered += 1
             return None

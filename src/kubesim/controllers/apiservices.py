@@ -10,7 +10,7 @@ aggregator's reason for a failed discovery check, and says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
 
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
@@ -75,6 +75,9 @@ class APIServiceAvailability(Controller[str]):
 
     def _all(self) -> list[dict[str, Any]]:
         return list(self.core.store.resource(APISERVICES).objects.values())
+
+    def watched(self) -> Collection[ResourceKey]:
+        return (APISERVICES, SERVICES, ENDPOINTS)
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[str]:
         if rkey == APISERVICES:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any, Final
 
 from kubesim.apiserver.core.apicore import ApiCore
@@ -55,6 +55,9 @@ class DeploymentController(Controller[Key]):
 
     def initial_keys(self) -> Iterable[Key]:
         return [meta_key(d) for d in self.core.store.resource(DEPLOYMENTS).objects.values()]
+
+    def watched(self) -> Collection[ResourceKey]:
+        return (DEPLOYMENTS, RSS, PODS)
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[Key]:
         if rkey == DEPLOYMENTS:

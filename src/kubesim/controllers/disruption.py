@@ -26,7 +26,7 @@ in `disruptedPods`, and the pod deleted with the eviction's deleteOptions.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kubesim.apiserver.core.apicore import ApiCore
@@ -289,6 +289,9 @@ class DisruptionController(Controller[Key]):
 
     def initial_keys(self) -> Iterable[Key]:
         return [meta_key(p) for p in self.core.store.resource(PDBS).objects.values()]
+
+    def watched(self) -> Collection[ResourceKey]:
+        return (PDBS, PODS, *_SCALED)
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[Key]:
         if rkey == PDBS:

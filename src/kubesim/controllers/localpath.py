@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -131,6 +131,9 @@ class LocalPathProvisioner(Controller[Key]):
         self.root = root
         self.recorder = NO_EVENTS if events is None else events.recorder(PROVISIONER)
         self.volumes_rt = self.rt("", "persistentvolumes")
+
+    def watched(self) -> Collection[ResourceKey]:
+        return (CLAIMS, VOLUMES)
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[Key]:
         meta = ev.obj["metadata"]

@@ -20,7 +20,7 @@ binds claims to volumes, keeps their phases, and reclaims volumes whose claim is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
 
 import structlog
@@ -80,6 +80,9 @@ class PersistentVolumeController(Controller[Key]):
         self._said: dict[tuple[str, str], str] = {}  # claim -> last waiting event reason
 
     # ------------------------------------------------------------------ keys
+
+    def watched(self) -> Collection[ResourceKey]:
+        return (CLAIMS, VOLUMES, CLASSES)
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[Key]:
         meta = ev.obj["metadata"]

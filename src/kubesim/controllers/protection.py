@@ -9,7 +9,7 @@ So a volume's directory is never removed under a running container.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from kubesim.apiserver.core.hooks import MutatingHook
@@ -69,6 +69,9 @@ class ProtectionController(Controller[Key]):
 
     name = "pvc-protection-controller"
     workers = 1
+
+    def watched(self) -> Collection[ResourceKey]:
+        return (CLAIMS, VOLUMES, PODS)
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[Key]:
         meta = ev.obj["metadata"]

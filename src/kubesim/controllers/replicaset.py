@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -164,6 +164,9 @@ class ReplicaSetController(Controller[Key]):
 
     def initial_keys(self) -> Iterable[Key]:
         return [meta_key(rs) for rs in self.core.store.resource(self.managed.rkey).objects.values()]
+
+    def watched(self) -> Collection[ResourceKey]:
+        return (self.managed.rkey, PODS)
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[Key]:
         if rkey == self.managed.rkey:

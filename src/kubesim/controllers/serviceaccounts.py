@@ -7,7 +7,7 @@ kubelet's token volume need it to exist; without this a pod in a namespace made 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Final
 
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
@@ -24,6 +24,9 @@ class ServiceAccountsController(Controller[str]):
 
     name = "serviceaccount-controller"
     workers = 1
+
+    def watched(self) -> Collection[ResourceKey]:
+        return (NAMESPACES, SERVICE_ACCOUNTS)
 
     def keys_for(self, rkey: ResourceKey, ev: WatchEvent) -> Iterable[str]:
         meta = ev.obj["metadata"]

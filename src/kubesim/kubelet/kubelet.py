@@ -61,6 +61,7 @@ import contextlib
 import ipaddress
 import math
 import random
+import socket
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -145,6 +146,11 @@ def _source(pod: Mapping[str, Any], c: Container) -> Mapping[str, Any]:
     )
 
 
+def _dotted(address: int) -> str:
+    """An IPv4 address as text (what `str(IPv4Address(n))` gives, without the object)."""
+    return socket.inet_ntoa(address.to_bytes(4, "big"))
+
+
 def _backoff(restarts: int) -> float:
     return float(min(CRASH_BACKOFF * 2.0 ** min(max(restarts - 1, 0), 32), MAX_CRASH_BACKOFF))
 
@@ -182,6 +188,9 @@ class Kubelet:
         self._node_ids: dict[str, int] = {}
         self._ip_counter: dict[str, int] = {}
         self._missing_since: dict[PodKey, float] = {}
+        # node name -> (the stored Node, its NoExecute taints): stored objects are replaced,
+        # never edited, so the taints hold for as long as the Node is the same object.
+        self._node_taints: dict[str, tuple[Mapping[str, Any], list[tuple[str, str]]]] = {}
         self._stopping: set[str] = set()  # uids of pods whose Killing events are recorded
         self.status_writes = 0
 
@@ -294,6 +303,7 @@ class Kubelet:
         )
         if ev.type == DELETED:
             self._node_ids.pop(name, None)
+            self._node_taints.pop(name, None)
         if changed and self._queue is not None:
             for key in list(self._by_node.get(name, ())):
                 self._queue.add(key)
@@ -373,7 +383,7 @@ class Kubelet:
             await self._terminate_gracefully(key, pod, run, loop_now)
             return
         wake_at = math.inf
-        taints = no_execute_taints(node)
+        taints = self._taints_of(node_name, node)
         if taints:
             wait = self._eviction_wait(node_name, spec, taints, loop_now)
             if wait is not None and wait <= 0:
@@ -402,6 +412,14 @@ class Kubelet:
                 self._queue.timers.cancel(key)
         else:
             self._wake(key, wake_at, loop_now)
+
+    def _taints_of(self, name: str, node: Mapping[str, Any]) -> list[tuple[str, str]]:
+        cached = self._node_taints.get(name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        taints = no_execute_taints(node)
+        self._node_taints[name] = (node, taints)
+        return taints
 
     def _new_run(self, pod: Mapping[str, Any], node: Mapping[str, Any], now: float) -> PodRun:
         spec = pod.get("spec") or {}
@@ -803,11 +821,11 @@ class Kubelet:
             if addr.get("type") == "InternalIP":
                 host = str(addr.get("address") or "")
                 break
-        run.host_ip = host or str(ipaddress.IPv4Address(_NODE_NET + 2 + idx % 65000))
+        run.host_ip = host or _dotted(_NODE_NET + 2 + idx % 65000)
         n = self._ip_counter.get(run.node, 0)
         self._ip_counter[run.node] = n + 1
         if not run.pod_ip:  # a real pod has its sandbox's IP
-            run.pod_ip = str(ipaddress.IPv4Address(_POD_NET + ((idx % 16384) << 8) + 2 + n % 253))
+            run.pod_ip = _dotted(_POD_NET + ((idx % 16384) << 8) + 2 + n % 253)
 
     # ------------------------------------------------------------------ endings
 

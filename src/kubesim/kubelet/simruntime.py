@@ -36,7 +36,7 @@ class SimulatedRuntime:
     def start(
         self, key: PodKey, c: Any, source: Mapping[str, Any], pod: Mapping[str, Any], run: Any
     ) -> None:
-        c.container_id = "containerd://" + "".join(self.rng.choices("0123456789abcdef", k=64))
+        c.container_id = f"containerd://{self.rng.getrandbits(256):064x}"
         logs = self._logs.setdefault(run.uid, {})
         if c.name in logs:
             self._previous.setdefault(run.uid, {})[c.name] = logs[c.name]

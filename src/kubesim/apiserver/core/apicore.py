@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -52,6 +51,7 @@ from kubesim.machinery.errors import (
     not_found,
 )
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubesim.machinery.uids import new_uid
 
 __all__ = ["OFF_LOOP_BYTES", "ApiCore", "ListResult"]
 
@@ -140,7 +140,8 @@ class ApiCore:
         obj: dict[str, Any],
         old: dict[str, Any] | None,
     ) -> builtins.list[Cause]:
-        causes = validate_meta(rt, obj) + strategy.validate(rt, obj, old)
+        causes = [] if _meta_kept(obj, old) else validate_meta(rt, obj)
+        causes += strategy.validate(rt, obj, old)
         for hook in self.hooks:
             causes += hook.validate(rt, obj, old)
         return causes
@@ -222,7 +223,7 @@ class ApiCore:
         old = self.store.get(rt.key, (namespace, meta["name"]))
         if old is None:
             check_namespace(self.store, rt, namespace, creating=True)
-            meta["uid"] = str(uuid.uuid4())
+            meta["uid"] = new_uid()
             meta["creationTimestamp"] = now or now_rfc3339()
         else:
             old_meta = old["metadata"]
@@ -474,6 +475,20 @@ async def _decoded(
         kind = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
         fieldvalidation.enforce(problems, req, kind)
     return await _off_loop(req, fieldvalidation.pruned, rt, body, subresource)
+
+
+def _meta_kept(obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
+    """True when an update keeps the name, labels and annotations of the stored object
+    themselves (a status write, a binding): the rules `validate_meta` checks held when
+    that object was stored, and hold for the same values."""
+    if old is None:
+        return False
+    meta, old_meta = obj["metadata"], old["metadata"]
+    return (
+        meta.get("name") == old_meta.get("name")
+        and meta.get("labels") is old_meta.get("labels")
+        and meta.get("annotations") is old_meta.get("annotations")
+    )
 
 
 def _view_apply_refused(rt: ResourceType) -> ApiError:

@@ -7,8 +7,8 @@ fields the server sets on create and keeps on update, generation, no-op detectio
 
 from __future__ import annotations
 
-import secrets
-import uuid
+import os
+import random
 from typing import Any
 
 from kubesim.apiserver.core.store import Store
@@ -16,6 +16,7 @@ from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.clock import now_rfc3339
 from kubesim.machinery import field as fe
 from kubesim.machinery.errors import ApiError, Cause, bad_request, conflict, invalid, not_found
+from kubesim.machinery.uids import new_uid
 from kubeutil import names
 
 __all__ = [
@@ -35,6 +36,10 @@ __all__ = [
 ]
 
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes' generateName
+# generateName's suffixes come from a seeded pseudo-random generator, as Kubernetes' do (Go's
+# math/rand): one OS random read per suffix character cost more than the rest of the name.
+_SUFFIX_RNG = random.Random()
+os.register_at_fork(after_in_child=_SUFFIX_RNG.seed)  # a forked child draws other names
 
 
 # Built-in types whose strategy maintains metadata.generation (custom resources always do).
@@ -126,7 +131,7 @@ def set_create_fields(rt: ResourceType, meta: dict[str, Any]) -> None:
                 "",
                 [fe.required("metadata.name", "name or generateName is required")],
             )
-        meta["name"] = prefix + "".join(secrets.choice(_SUFFIX_CHARS) for _ in range(5))
+        meta["name"] = prefix + "".join(_SUFFIX_RNG.choices(_SUFFIX_CHARS, k=5))
     for server_field in (
         "uid",
         "resourceVersion",
@@ -136,7 +141,7 @@ def set_create_fields(rt: ResourceType, meta: dict[str, Any]) -> None:
         "selfLink",
     ):
         meta.pop(server_field, None)
-    meta["uid"] = str(uuid.uuid4())
+    meta["uid"] = new_uid()
     meta["creationTimestamp"] = now_rfc3339()
     if tracks_generation(rt):
         meta["generation"] = 1

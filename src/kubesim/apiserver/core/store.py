@@ -10,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from sortedcontainers import SortedList
 
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
 
 ResourceKey = tuple[str, str]  # (group, plural)
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
+
+_RANGE_CHUNK = 256
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -110,7 +113,9 @@ class ResourceStore:
 
     history_size: int
     objects: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
-    keys: list[ObjectKey] = field(default_factory=list)
+    # Sorted for lists in key order; a SortedList inserts in O(log n) where a list's insort
+    # moves every later key (tens of thousands of Events, each inserted at a random place).
+    keys: SortedList[ObjectKey] = field(default_factory=SortedList)
     history: deque[WatchEvent] = field(default_factory=deque)
     compacted_rv: int = 0
     watchers: set[Watcher] = field(default_factory=set)
@@ -141,17 +146,22 @@ class ResourceStore:
         """Objects in key order, optionally in one namespace, after a continue key."""
         keys = self.keys
         if namespace is not None:
-            lo = bisect.bisect_left(keys, (namespace, ""))
-            hi = bisect.bisect_left(keys, (namespace + "\x00", ""))
+            lo = keys.bisect_left((namespace, ""))
+            hi = keys.bisect_left((namespace + "\x00", ""))
         else:
             lo, hi = 0, len(keys)
         if start_after is not None:
-            lo = max(lo, bisect.bisect_right(keys, start_after))
+            lo = max(lo, keys.bisect_right(start_after))
         objects = self.objects
-        for i in range(lo, hi):
-            if i >= len(keys):
-                break
-            yield objects[keys[i]]
+        # By position, a slice of keys at a time: the caller may write while it iterates
+        # (positions then shift, as they did in a plain list), and may stop after a page.
+        while lo < min(hi, len(keys)):
+            chunk = keys[lo : min(lo + _RANGE_CHUNK, hi)]
+            for key in chunk:
+                obj = objects.get(key)
+                if obj is not None:
+                    yield obj
+            lo += len(chunk)
 
 
 Listener = Callable[[ResourceKey, WatchEvent], None]
@@ -167,6 +177,8 @@ class Store:
         self.by_uid: dict[str, tuple[ResourceKey, ObjectKey]] = {}
         self.dependents: dict[str, set[tuple[ResourceKey, ObjectKey]]] = {}
         self.listeners: list[Listener] = []
+        # Listeners of some resources only (`subscribe`), called after `listeners`.
+        self.scoped: dict[ResourceKey, list[Listener]] = {}
         self.journal: Callable[[ResourceKey, WatchEvent], None] | None = None
 
     def resource(self, rkey: ResourceKey) -> ResourceStore:
@@ -197,12 +209,18 @@ class Store:
         old = rs.objects.get(okey)
         rs.objects[okey] = obj
         if old is None:
-            bisect.insort(rs.keys, okey)
+            rs.keys.add(okey)
             ev = WatchEvent(ADDED, obj, rv)
+            self._index(rkey, okey, obj)
         else:
             ev = WatchEvent(MODIFIED, obj, rv, old)
-            self._unindex(rkey, okey, old)
-        self._index(rkey, okey, obj)
+            meta, old_meta = obj["metadata"], old["metadata"]
+            same_uid = meta.get("uid") == old_meta.get("uid")
+            same_owners = meta.get("ownerReferences") == old_meta.get("ownerReferences")
+            # Most updates keep both (a status write): then the indexes stand as they are.
+            if not (same_uid and same_owners):
+                self._unindex(rkey, okey, old)
+                self._index(rkey, okey, obj)
         self._emit(rkey, rs, ev)
         return ev
 
@@ -212,9 +230,7 @@ class Store:
         okey = object_key(obj)
         old = rs.objects.pop(okey, None)
         if old is not None:
-            i = bisect.bisect_left(rs.keys, okey)
-            if i < len(rs.keys) and rs.keys[i] == okey:
-                del rs.keys[i]
+            rs.keys.discard(okey)
             self._unindex(rkey, okey, old)
         ev = WatchEvent(DELETED, obj, rv)
         self._emit(rkey, rs, ev)
@@ -235,6 +251,18 @@ class Store:
             self.journal(rkey, ev)
         for listener in self.listeners:
             listener(rkey, ev)
+        for listener in self.scoped.get(rkey, ()):
+            listener(rkey, ev)
+
+    def subscribe(self, listener: Listener, rkeys: Iterable[ResourceKey]) -> None:
+        """Call `listener` on every write of the resources `rkeys` (and of no other)."""
+        for rkey in rkeys:
+            self.scoped.setdefault(rkey, []).append(listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        for scoped in self.scoped.values():
+            while listener in scoped:
+                scoped.remove(listener)
 
     def _index(self, rkey: ResourceKey, okey: ObjectKey, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]

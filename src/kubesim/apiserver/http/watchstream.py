@@ -137,8 +137,14 @@ class WatchStream:
                     "watch", self.rt.group, self.rt.plural, self.namespace or "", now
                 ):
                     break  # the server "went away": the stream ends with it
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(watcher.wakeup.wait(), timeout=wait)
+            if not watcher.wakeup.is_set():
+                # `timeout` rather than `wait_for`: no task per wait.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await watcher.wakeup.wait()
+            # One more turn of the loop before draining, so the writes made meanwhile join
+            # this batch: fewer, larger writes for the server and the client to process.
+            await asyncio.sleep(0)
             watcher.wakeup.clear()
             await self._drain(watcher)
             if watcher.closed:

@@ -224,3 +224,18 @@ async def test_sink_writes_counts_and_expires_events_in_the_store() -> None:
         assert not core.store.resource(("", "events")).objects
     finally:
         await sink.stop()
+
+
+def test_a_repeated_event_stays_the_most_recent_of_the_caches() -> None:
+    # client-go's LRU: a lookup makes a record the most recent, so the record evicted when
+    # the cache is full is the one least recently seen, not the one first created.
+    c = _correlator(size=2)
+    first = _send(c, POD, "a", 0.0)
+    _send(c, POD, "b", 1.0)
+    again = _send(c, POD, "a", 2.0)  # "a" is now more recent than "b"
+    _send(c, POD, "c", 3.0)  # evicts "b"
+    assert first is not None and again is not None
+    kept = _send(c, POD, "a", 4.0)
+    assert kept is not None and (kept.name, kept.count) == (first.name, 3)
+    gone = _send(c, POD, "b", 5.0)
+    assert gone is not None and gone.count == 1
