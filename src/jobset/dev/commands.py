@@ -61,7 +61,7 @@ def add_sim_flags(p: argparse.ArgumentParser, simulator: bool = True) -> None:
 # (the `kubesim` distribution) and the modules it needs that the controller does not. A unit
 # test keeps this list and the extra in step.
 SIM_EXTRA: Final = "jobset-py[sim]"
-SIM_EXTRA_MODULES: Final = ("kubesim", "celpy", "lark", "dns", "httptools")
+SIM_EXTRA_MODULES: Final = ("kubesim", "celpy", "lark", "dns", "httptools", "sortedcontainers")
 
 
 def missing_sim_extra(command: str) -> str | None:
