@@ -243,7 +243,7 @@ class SimCluster:
         return self.options.kubeconfig
 
     def req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="jobset-sim")
+        return Request(user=dict(SYSTEM_USER), field_manager="jobset-sim", own=True)
 
     async def start(self) -> None:
         opts = self.options

@@ -57,7 +57,7 @@ class Controller(Generic[K]):
         return found
 
     def req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager=self.name)
+        return Request(user=dict(SYSTEM_USER), field_manager=self.name, own=True)
 
     # ------------------------------------------------------------------ for subclasses
 

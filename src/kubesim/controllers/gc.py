@@ -42,7 +42,7 @@ class GarbageCollector:
         await cancel_and_wait(self._task)
 
     def _req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="generic-garbage-collector")
+        return Request(user=dict(SYSTEM_USER), field_manager="generic-garbage-collector", own=True)
 
     def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
         meta = ev.obj["metadata"]

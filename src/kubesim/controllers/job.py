@@ -129,7 +129,7 @@ class JobController:
     # ------------------------------------------------------------------ lifecycle
 
     def _req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="job-controller")
+        return Request(user=dict(SYSTEM_USER), field_manager="job-controller", own=True)
 
     def start(self) -> None:
         self._queue = WorkQueue()

@@ -197,7 +197,7 @@ class Kubelet:
     # ------------------------------------------------------------------ lifecycle
 
     def _req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="kubelet")
+        return Request(user=dict(SYSTEM_USER), field_manager="kubelet", own=True)
 
     def start(self) -> None:
         self._queue = WorkQueue()

@@ -468,7 +468,10 @@ async def _decoded(
     """A create or update body as decoding it keeps it: its unknown and duplicate fields
     refused, warned about or ignored as `fieldValidation` says, and the unknown ones
     dropped whatever it says (fieldvalidation.py). A status write - the controllers' hot
-    path - is not checked (its status is its writer's) and is pruned in `.status` only."""
+    path - is not checked (its status is its writer's) and is pruned in `.status` only.
+    A simulated component's own write (`req.own`) is taken as it is."""
+    if req.own:
+        return body
     if subresource != "status" and req.field_validation in ("Warn", "Strict"):
         raw = req.raw_body or None
         problems = await _off_loop(req, fieldvalidation.body_problems, rt, raw, body)

@@ -39,6 +39,9 @@ class Request:
     body_bytes: int = 0  # the request body's size, which decides OFF_LOOP_BYTES
     # The JSON body as received (repeated keys are lost once decoded); empty for others
     raw_body: bytes = b""
+    # A simulated component's own write: its body is built by the simulator from stored
+    # objects and fields it knows, so decoding has no unknown field to drop
+    own: bool = False
 
 
 @dataclass(frozen=True)

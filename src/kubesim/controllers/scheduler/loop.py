@@ -166,7 +166,7 @@ class Scheduler:
         }
 
     def _req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="default-scheduler")
+        return Request(user=dict(SYSTEM_USER), field_manager="default-scheduler", own=True)
 
     # ------------------------------------------------------------------ lifecycle
 
