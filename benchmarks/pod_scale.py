@@ -81,6 +81,10 @@ RESULTS: Final = Path(__file__).parent / "results"
 ANCHOR_PODS: Final = 50_000
 ANCHOR_SECONDS: Final = 120.0
 ANCHOR_RATE: Final = ANCHOR_PODS / ANCHOR_SECONDS  # 416.7 pods/s
+# The simulator's own goal at the anchor's size, tighter than the anchor's time: every pod of
+# the ANCHOR_PODS-pod step Running within these seconds on 2 cores, per series.
+GOAL_SERVICE_SECONDS: Final = 60.0
+GOAL_NO_SERVICE_SECONDS: Final = 45.0
 
 PODS_PER_JOB: Final = 8  # one Job per 8-host slice of a multislice-like training run
 PODS_PER_NODE: Final = 8  # one-CPU pods per 8-CPU node

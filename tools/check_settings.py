@@ -98,6 +98,18 @@ SETTINGS: tuple[Setting, ...] = (
         units=((r"\s*pods/s", 1.0), ("", 1.0)),
     ),
     Setting(
+        "benchmarks.pod_scale",
+        "GOAL_SERVICE_SECONDS",
+        r"headless Service and within",
+        units=_SECONDS,
+    ),
+    Setting(
+        "benchmarks.pod_scale",
+        "GOAL_NO_SERVICE_SECONDS",
+        r"headless Service and within",
+        units=_SECONDS,
+    ),
+    Setting(
         "benchmarks.cpu_guard",
         "MAX_RISE",
         r"rises? by|rise of more than|regression",

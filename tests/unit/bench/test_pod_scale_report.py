@@ -43,8 +43,28 @@ def _series(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _goal(ser: dict[str, Any]) -> dict[str, Any]:
-    (goal,) = pod_scale_report.goals({"pod_scale": {"series": [ser]}})
+    goal, _time = pod_scale_report.goals({"pod_scale": {"series": [ser]}})
     return goal
+
+
+def _time_goal(steps: list[dict[str, Any]], *, service: bool) -> dict[str, Any]:
+    ser = pod_scale.summarize_series(steps, dns_hostnames=service, skipped=None)
+    _anchor, goal = pod_scale_report.goals({"pod_scale": {"series": [ser]}})
+    return goal
+
+
+def test_time_goal_is_judged_at_50k_pods_per_series() -> None:
+    # 50 s: within the Service series' 60 s, not within the no-Service series' 45 s.
+    with_service = _time_goal([_step(16000, 20.0), _step(50000, 50.0)], service=True)
+    assert with_service["met"] is True
+    assert "< 60 s" in with_service["goal"] and "headless Service" in with_service["goal"]
+    assert "all Running in 50.0 s; simulator 0.10 ms CPU per pod" in with_service["measured"]
+    without = _time_goal([_step(50000, 50.0)], service=False)
+    assert without["met"] is False and "< 45 s" in without["goal"]
+    assert _time_goal([_step(50000, 44.9)], service=False)["met"] is True
+    stopped = _time_goal([_step(50000, None, completed=False)], service=False)
+    assert stopped["met"] is False and "did not complete: time limit" in stopped["measured"]
+    assert _time_goal([_step(16000, 20.0)], service=True)["met"] is None
 
 
 def test_goal_met_when_50k_pods_run_within_120_s() -> None:
