@@ -18,19 +18,9 @@ import ssl
 
 import httptools
 
+from kubesim.apiserver.core.webhookhttp import request_bytes  # what the API server sends
+
 __all__ = ["KeepAlivePool", "request_bytes"]
-
-
-def request_bytes(host: str, path: str, body: bytes) -> bytes:
-    """A complete POST of a JSON body, as the API server sends an AdmissionReview."""
-    head = (
-        f"POST {path} HTTP/1.1\r\n"
-        f"Host: {host}\r\n"
-        "Content-Type: application/json\r\n"
-        "Accept: application/json, */*\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
 
 
 class _Connection(asyncio.Protocol):

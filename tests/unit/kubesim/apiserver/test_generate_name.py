@@ -3,12 +3,12 @@ ones in a forked child than in its parent."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from kubesim.apiserver.core.objects import set_create_fields
 from kubesim.apiserver.registry.catalogue import served_types
 from kubesim.apiserver.registry.registry import Registry
+from tests.unit.kubesim.forked import in_forked_child
 
 ALPHABET = set("bcdfghjklmnpqrstvwxz2456789")
 
@@ -33,16 +33,6 @@ def test_generated_names_are_the_prefix_and_five_suffix_characters() -> None:
 
 
 def test_a_forked_child_generates_other_names_than_its_parent() -> None:
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        try:
-            os.write(write, " ".join(_generated(16)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    child = os.read(read, 4096).decode().split()
-    os.close(read)
-    os.waitpid(pid, 0)
+    child = in_forked_child(lambda: _generated(16))
     parent = _generated(16)
     assert len(child) == 16 and child != parent

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 
 from kubesim.machinery.uids import BATCH, new_uid
+from tests.unit.kubesim.forked import in_forked_child
 
 
 def test_uids_are_canonical_random_v4_uuids() -> None:
@@ -27,16 +27,6 @@ def u_is_random(i: int) -> bool:
 
 def test_a_forked_child_draws_other_uids_than_its_parent() -> None:
     new_uid()  # the pool holds uids the child must not hand out again
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        try:
-            os.write(write, " ".join(new_uid() for _ in range(8)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    child = os.read(read, 4096).decode().split()
-    os.close(read)
-    os.waitpid(pid, 0)
+    child = in_forked_child(lambda: [new_uid() for _ in range(8)])
     parent = [new_uid() for _ in range(8)]
     assert len(child) == 8 and not set(child) & set(parent)
