@@ -22,7 +22,7 @@ from aiohttp import web
 from kubesim.apiserver import certs
 from kubesim.apiserver.core.admission import WebhookAdmission
 from kubesim.apiserver.core.apicore import ApiCore
-from kubesim.apiserver.core.request import SYSTEM_USER, ObjectHooks, Request
+from kubesim.apiserver.core.request import ObjectHooks, Request, component_request
 from kubesim.apiserver.core.store import Store
 from kubesim.apiserver.faults import FaultPlan
 from kubesim.apiserver.http.auth import IssuedToken
@@ -243,7 +243,7 @@ class SimCluster:
         return self.options.kubeconfig
 
     def req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="jobset-sim", own=True)
+        return component_request("jobset-sim")
 
     async def start(self) -> None:
         opts = self.options

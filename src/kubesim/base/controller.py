@@ -11,7 +11,7 @@ from typing import Any, Final, Generic, TypeVar
 import structlog
 
 from kubesim.apiserver.core.apicore import ApiCore
-from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.request import Request, component_request
 from kubesim.apiserver.core.store import ResourceKey, WatchEvent
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.base.workqueue import WorkQueue
@@ -57,7 +57,7 @@ class Controller(Generic[K]):
         return found
 
     def req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager=self.name, own=True)
+        return component_request(self.name)
 
     # ------------------------------------------------------------------ for subclasses
 

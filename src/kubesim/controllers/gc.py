@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from kubesim.apiserver.core.apicore import ApiCore
-from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.request import Request, component_request
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.machinery.errors import ApiError
 from kubeutil.aio import cancel_and_wait
@@ -42,7 +42,7 @@ class GarbageCollector:
         await cancel_and_wait(self._task)
 
     def _req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="generic-garbage-collector", own=True)
+        return component_request("generic-garbage-collector")
 
     def _on_event(self, rkey: ResourceKey, ev: WatchEvent) -> None:
         meta = ev.obj["metadata"]

@@ -56,7 +56,7 @@ from typing import Any, Final
 import structlog
 
 from kubesim.apiserver.core.apicore import ApiCore
-from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.request import Request, component_request
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.base.events import NO_EVENTS, WARNING, EventSink
@@ -129,7 +129,7 @@ class JobController:
     # ------------------------------------------------------------------ lifecycle
 
     def _req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="job-controller", own=True)
+        return component_request("job-controller")
 
     def start(self) -> None:
         self._queue = WorkQueue()

@@ -69,7 +69,7 @@ from typing import Any, Final
 import structlog
 
 from kubesim.apiserver.core.apicore import ApiCore
-from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.request import Request, component_request
 from kubesim.apiserver.core.store import DELETED, ResourceKey, WatchEvent
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.base.events import NO_EVENTS, WARNING, EventSink
@@ -197,7 +197,7 @@ class Kubelet:
     # ------------------------------------------------------------------ lifecycle
 
     def _req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="kubelet", own=True)
+        return component_request("kubelet")
 
     def start(self) -> None:
         self._queue = WorkQueue()

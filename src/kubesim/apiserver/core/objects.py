@@ -33,6 +33,7 @@ __all__ = [
     "set_create_fields",
     "tracks_generation",
     "validate_meta",
+    "with_pod_scheduled",
 ]
 
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes' generateName
@@ -178,26 +179,32 @@ def bind_pod(
     extra = ((binding or {}).get("metadata") or {}).get("annotations")
     if extra:
         bound["metadata"]["annotations"] = {**(bound["metadata"].get("annotations") or {}), **extra}
-    bound["status"] = _scheduled_status(pod.get("status") or {})
+    bound["status"] = with_pod_scheduled(pod.get("status") or {}, "True")
     return bound
 
 
-def _scheduled_status(status: dict[str, Any]) -> dict[str, Any]:
-    """The pod's status with PodScheduled=True, as kube-apiserver's binding writes it in the
-    same update as nodeName (podutil.UpdatePodCondition: reason and message cleared, the
-    transition time kept only when the status was already True)."""
+def with_pod_scheduled(
+    status: dict[str, Any], value: str, reason: str = "", message: str = ""
+) -> dict[str, Any]:
+    """`status` with its PodScheduled condition set as podutil.UpdatePodCondition sets it:
+    reason and message replaced, the transition time kept only when the status is unchanged.
+    The binding writes it True with nodeName; the scheduler False when a pod does not fit."""
     conds = list(status.get("conditions") or [])
     old = next((c for c in conds if c.get("type") == "PodScheduled"), None)
     cond: dict[str, Any] = {
         "type": "PodScheduled",
-        "status": "True",
+        "status": value,
         "lastProbeTime": None,
         "lastTransitionTime": (
             old.get("lastTransitionTime")
-            if old is not None and old.get("status") == "True"
+            if old is not None and old.get("status") == value
             else now_rfc3339()
         ),
     }
+    if reason:
+        cond["reason"] = reason
+    if message:
+        cond["message"] = message
     if old is None:
         conds.append(cond)
     else:

@@ -19,6 +19,7 @@ __all__ = [
     "AdmissionAttributes",
     "ObjectHooks",
     "Request",
+    "component_request",
 ]
 
 SYSTEM_USER = {"username": "system:serviceaccount:kube-system:sim", "groups": ["system:masters"]}
@@ -42,6 +43,11 @@ class Request:
     # A simulated component's own write: its body is built by the simulator from stored
     # objects and fields it knows, so decoding has no unknown field to drop
     own: bool = False
+
+
+def component_request(field_manager: str) -> Request:
+    """A simulated component's own write, as the component `field_manager`."""
+    return Request(user=dict(SYSTEM_USER), field_manager=field_manager, own=True)
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,12 @@ import orjson
 import structlog
 
 from kubesim.apiserver.core.apicore import ApiCore
-from kubesim.apiserver.core.request import SYSTEM_USER, Request
+from kubesim.apiserver.core.objects import with_pod_scheduled
+from kubesim.apiserver.core.request import Request, component_request
 from kubesim.apiserver.core.store import ADDED, DELETED, ResourceKey, WatchEvent
 from kubesim.apiserver.registry.features import FeatureGates
 from kubesim.apiserver.registry.resourcetype import ResourceType
 from kubesim.base.events import NO_EVENTS, WARNING, EventSink
-from kubesim.clock import now_rfc3339
 from kubesim.controllers.scheduler import gang
 from kubesim.controllers.scheduler.cost import ZERO, SchedulingCost, kube_scheduler_evaluations
 from kubesim.controllers.scheduler.scheduling import FilterScan, needs_scheduling, schedule
@@ -166,7 +166,7 @@ class Scheduler:
         }
 
     def _req(self) -> Request:
-        return Request(user=dict(SYSTEM_USER), field_manager="default-scheduler", own=True)
+        return component_request("default-scheduler")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -512,8 +512,10 @@ class Scheduler:
             if pod is None or pod["metadata"].get("uid") != uid:
                 return
             pod_status = pod.get("status") or {}
-            conds = list(pod_status.get("conditions") or [])
-            old = next((c for c in conds if c.get("type") == "PodScheduled"), None)
+            old = next(
+                (c for c in pod_status.get("conditions") or () if c.get("type") == "PodScheduled"),
+                None,
+            )
             if (
                 old is not None
                 and old.get("status") == status
@@ -521,30 +523,12 @@ class Scheduler:
                 and (old.get("message") or "") == message
             ):
                 return
-            cond: dict[str, Any] = {
-                "type": "PodScheduled",
-                "status": status,
-                "lastProbeTime": None,
-                "lastTransitionTime": (
-                    old.get("lastTransitionTime")
-                    if old is not None and old.get("status") == status
-                    else now_rfc3339()
-                ),
-            }
-            if reason:
-                cond["reason"] = reason
-            if message:
-                cond["message"] = message
-            if old is None:
-                conds.append(cond)
-            else:
-                conds = [cond if c is old else c for c in conds]
             try:
                 written = await self.core.update(
                     self._pods_rt,
                     ns,
                     name,
-                    {**pod, "status": {**pod_status, "conditions": conds}},
+                    {**pod, "status": with_pod_scheduled(pod_status, status, reason, message)},
                     self._req(),
                     subresource="status",
                 )
